@@ -1,0 +1,1 @@
+"""The Tool-Schema Hypergraph (seed 000, Preliminaries and HyperGraph Construction)."""
