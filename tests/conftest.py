@@ -8,7 +8,17 @@ from pathlib import Path
 
 import pytest
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+def _shared_data_dir() -> Path:
+    env = os.environ.get("HYPERPLAN_SHARED_DATA")
+    if env:
+        return Path(env)
+    beside = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    if beside.exists():
+        return beside
+    return Path("/work/shared/data")
+
+
+SHARED_DATA = _shared_data_dir()
 
 
 def shared_path(*parts: str) -> Path:
