@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+
 def _shared_data_dir() -> Path:
     env = os.environ.get("HYPERPLAN_SHARED_DATA")
     if env:

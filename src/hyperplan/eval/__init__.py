@@ -1,0 +1,1 @@
+"""Evaluation: benchmarks with stable JSON contracts."""

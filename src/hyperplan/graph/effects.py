@@ -1,0 +1,87 @@
+"""Effect and precondition nodes (seed 000, HyperGraph Construction, "Graph Refinement").
+
+The paper extracts state predicates with an LLM plus annotators; we derive them with
+documented rules and keep whatever a catalog declares:
+
+* **credentials**: a tool with a required credential input (``access_token``, ``api_key``,
+  ``session_id``...) gets the precondition ``<ns>.authenticated``; a tool whose output contains
+  a credential field gets the effect ``<ns>.authenticated``. ``ns`` is the tool's namespace
+  (``metadata["app"]``, else the part of its name before the first dot).
+* **state changes**: a tool that writes (HTTP method POST/PUT/PATCH/DELETE, or a name that
+  starts with a write verb) gets the effect ``<tool>.done``, a target for goals such as
+  "the song is liked".
+* declared ``effects`` / ``preconditions`` of a :class:`~hyperplan.catalog.ToolSpec` are kept.
+
+An effect links to every precondition with the same predicate (weight 1).
+"""
+
+from __future__ import annotations
+
+from hyperplan.catalog import ToolSpec
+from hyperplan.graph.schema_paths import SchemaField
+from hyperplan.graph.text import name_tokens, path_segments
+
+CREDENTIAL_KEYS = frozenset(
+    {
+        "access_token", "token", "auth_token", "api_key", "apikey", "session_id",
+        "session_token", "bearer_token", "jwt", "auth", "authorization", "id_token",
+    }
+)
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+WRITE_VERBS = frozenset(
+    {
+        "add", "create", "delete", "remove", "update", "send", "post", "put", "set", "book",
+        "buy", "pay", "order", "cancel", "like", "unlike", "follow", "unfollow", "share",
+        "upload", "move", "rename", "mark", "approve", "reject", "reserve", "schedule",
+        "login", "logout", "register", "signup", "edit", "modify", "write", "save", "transfer",
+    }
+)
+
+
+def namespace(tool: ToolSpec) -> str:
+    """The namespace of a tool: its app (metadata) or the prefix of a dotted name."""
+    app = tool.metadata.get("app")
+    if isinstance(app, str) and app:
+        return app
+    return tool.name.split(".", 1)[0] if "." in tool.name else ""
+
+
+def is_credential(name: str) -> bool:
+    return "_".join(name_tokens(name)) in CREDENTIAL_KEYS
+
+
+def auth_predicate(tool: ToolSpec) -> str:
+    ns = namespace(tool)
+    return f"{ns}.authenticated" if ns else "authenticated"
+
+
+def preconditions_of(tool: ToolSpec, inputs: list[SchemaField]) -> list[str]:
+    """Declared preconditions plus ``<ns>.authenticated`` for a required credential input."""
+    preds = list(tool.preconditions)
+    if any(f.required and is_credential(f.path) for f in inputs):
+        preds.append(auth_predicate(tool))
+    return _unique(preds)
+
+
+def effects_of(tool: ToolSpec, outputs: list[SchemaField]) -> list[str]:
+    """Declared effects, ``<ns>.authenticated`` for credential outputs, ``<tool>.done`` for
+    state-changing tools."""
+    preds = list(tool.effects)
+    if any(is_credential(path_segments(f.path)[-1]) for f in outputs if path_segments(f.path)):
+        preds.append(auth_predicate(tool))
+    if _writes(tool):
+        preds.append(f"{tool.name}.done")
+    return _unique(preds)
+
+
+def _writes(tool: ToolSpec) -> bool:
+    method = str(tool.metadata.get("method", "")).upper()
+    if method:
+        return method in WRITE_METHODS
+    short = tool.name.rsplit(".", 1)[-1]
+    tokens = name_tokens(short)
+    return bool(tokens) and tokens[0] in WRITE_VERBS
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))

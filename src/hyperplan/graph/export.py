@@ -1,0 +1,69 @@
+"""Export a (sub)hypergraph to Graphviz DOT or Mermaid, one box per tool and one arrow per
+producer -> consumer tool pair, labelled with the port links ``out -> in (w)``."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from hyperplan.graph.model import Hypergraph
+
+
+def neighbourhood(graph: Hypergraph, tools: list[str], hops: int = 1) -> list[int]:
+    """Tool ids within ``hops`` upstream/downstream steps of the named tools."""
+    frontier = {graph.tool(name).id for name in tools}
+    seen = set(frontier)
+    for _ in range(hops):
+        nxt: set[int] = set()
+        for tid in frontier:
+            nxt |= graph.upstream(tid) | graph.downstream(tid)
+        frontier = nxt - seen
+        seen |= nxt
+    return sorted(seen)
+
+
+def _tool_links(graph: Hypergraph, min_weight: float) -> dict[tuple[int, int], list[str]]:
+    grouped: dict[tuple[int, int], list[str]] = defaultdict(list)
+    for lk in graph.links():
+        if lk.weight < min_weight:
+            continue
+        src, dst = graph.nodes[lk.source], graph.nodes[lk.target]
+        grouped[(src.tool, dst.tool)].append(f"{src.path} -> {dst.path} ({lk.weight:.2f})")
+    return grouped
+
+
+def _dot_str(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def to_dot(graph: Hypergraph, *, min_weight: float = 0.0, max_labels: int = 3) -> str:
+    """Graphviz DOT text of the tool-level view of ``graph``."""
+    lines = ["digraph hyperplan {", "  rankdir=LR;", "  node [shape=box, fontsize=10];"]
+    for tool in graph.tools:
+        ins = ", ".join(graph.nodes[v].path for v in tool.inputs)
+        lines.append(f"  t{tool.id} [label={_dot_str(f'{tool.name}({ins})')}];")
+    for (a, b), labels in sorted(_tool_links(graph, min_weight).items()):
+        label = "\\n".join(labels[:max_labels]) + ("\\n..." if len(labels) > max_labels else "")
+        label = label.replace('"', '\\"')
+        lines.append(f'  t{a} -> t{b} [label="{label}", fontsize=8];')
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+_MERMAID_UNSAFE = re.compile(r'["<>{}\[\]|#;]')
+
+
+def _mermaid_text(text: str) -> str:
+    return _MERMAID_UNSAFE.sub(" ", text)
+
+
+def to_mermaid(graph: Hypergraph, *, min_weight: float = 0.0, max_labels: int = 2) -> str:
+    """Mermaid flowchart text of the tool-level view of ``graph``."""
+    lines = ["flowchart LR"]
+    for tool in graph.tools:
+        lines.append(f'  t{tool.id}["{_mermaid_text(tool.name)}"]')
+    for (a, b), labels in sorted(_tool_links(graph, min_weight).items()):
+        shown = labels[:max_labels] + (["..."] if len(labels) > max_labels else [])
+        label = _mermaid_text("; ".join(shown))
+        lines.append(f'  t{a} -->|"{label}"| t{b}')
+    return "\n".join(lines) + "\n"

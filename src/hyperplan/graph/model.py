@@ -1,0 +1,318 @@
+"""The Tool-Schema Hypergraph H = (V, E, D) (seed 000, Preliminaries).
+
+* V = V_I ∪ V_O ∪ V_F: schema nodes owned by one tool each. Input-side nodes (input schemas
+  and preconditions) always come first, so node id ``r < n_input_nodes`` is also the row of r
+  in the producer matrix A_prod.
+* E: tools as directed hyperedges I(e) -> O(e) (outputs and effects).
+* D ⊆ V_O × V_I: weighted port-level dependency links D(v_o, v_i) = w, w in (0, 1].
+
+The graph is immutable after construction: integer ids inside, names at the edges.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from hyperplan.errors import GraphError
+
+
+class NodeKind(StrEnum):
+    """Kinds of schema node. ``INPUT``/``PRECONDITION`` form V_I, ``OUTPUT``/``EFFECT`` V_O."""
+
+    INPUT = "in"
+    PRECONDITION = "pre"
+    OUTPUT = "out"
+    EFFECT = "eff"
+
+    @property
+    def input_side(self) -> bool:
+        return self in (NodeKind.INPUT, NodeKind.PRECONDITION)
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaNode:
+    """A schema node: ``path`` is a parameter name, an output path (``songs[].id``) or a
+    state predicate (``spotify.authenticated``) for effects and preconditions."""
+
+    id: int
+    kind: NodeKind
+    tool: int
+    path: str
+    type: str = "any"
+    description: str = ""
+    required: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ToolEdge:
+    """A tool hyperedge e: I(e) = ``inputs`` (incl. preconditions), O(e) = ``outputs``
+    (incl. effects). ``required`` ⊆ inputs are the inputs a call cannot do without."""
+
+    id: int
+    name: str
+    description: str
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    required: tuple[int, ...]
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """A dependency link D(source, target) = weight from an output/effect node to an
+    input/precondition node, with the evidence that produced it."""
+
+    source: int
+    target: int
+    weight: float
+    evidence: str = ""
+
+
+def node_key(tool_name: str, kind: NodeKind, path: str) -> str:
+    """The external name of a node, e.g. ``spotify.login:out:access_token``."""
+    return f"{tool_name}:{kind.value}:{path}"
+
+
+def _frozen(array: np.ndarray) -> np.ndarray:
+    array.setflags(write=False)
+    return array
+
+
+@dataclass(frozen=True, eq=False)
+class Hypergraph:
+    """An immutable Tool-Schema Hypergraph. Build it with :func:`hyperplan.graph.build`
+    or :meth:`from_parts`; load it with :func:`hyperplan.graph.io.load_graph`."""
+
+    nodes: tuple[SchemaNode, ...]
+    tools: tuple[ToolEdge, ...]
+    link_source: np.ndarray
+    link_target: np.ndarray
+    link_weight: np.ndarray
+    link_evidence: tuple[str, ...]
+    n_input_nodes: int
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    # ----------------------------------------------------------------- construction
+    @classmethod
+    def from_parts(
+        cls,
+        nodes: Sequence[SchemaNode],
+        tools: Sequence[ToolEdge],
+        links: Iterable[Link],
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Hypergraph:
+        """Validate and freeze. Nodes must be numbered 0..n-1 with input-side nodes first;
+        links must go from an output-side to an input-side node of different tools or the
+        same tool, with weight in (0, 1]. Duplicate links keep the highest weight."""
+        nodes, tools = tuple(nodes), tuple(tools)
+        n_in = _check_nodes(nodes, tools)
+        best: dict[tuple[int, int], Link] = {}
+        for link in links:
+            _check_link(link, nodes)
+            key = (link.source, link.target)
+            if key not in best or link.weight > best[key].weight:
+                best[key] = link
+        ordered = sorted(best.values(), key=lambda lk: (lk.target, lk.source))
+        return cls(
+            nodes=nodes,
+            tools=tools,
+            link_source=_frozen(np.array([lk.source for lk in ordered], dtype=np.int64)),
+            link_target=_frozen(np.array([lk.target for lk in ordered], dtype=np.int64)),
+            link_weight=_frozen(np.array([lk.weight for lk in ordered], dtype=np.float64)),
+            link_evidence=tuple(lk.evidence for lk in ordered),
+            n_input_nodes=n_in,
+            metadata=dict(metadata or {}),
+        )
+
+    # ----------------------------------------------------------------- sizes and lookups
+    @property
+    def n_nodes(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def n_tools(self) -> int:
+        return len(self.tools)
+
+    @property
+    def n_links(self) -> int:
+        return int(self.link_source.shape[0])
+
+    @cached_property
+    def tool_index(self) -> dict[str, int]:
+        return {t.name: t.id for t in self.tools}
+
+    @cached_property
+    def node_index(self) -> dict[str, int]:
+        return {self.node_name(n.id): n.id for n in self.nodes}
+
+    def tool(self, name_or_id: str | int) -> ToolEdge:
+        if isinstance(name_or_id, int):
+            return self.tools[name_or_id]
+        try:
+            return self.tools[self.tool_index[name_or_id]]
+        except KeyError:
+            raise GraphError(f"unknown tool {name_or_id!r}") from None
+
+    def node(self, name_or_id: str | int) -> SchemaNode:
+        if isinstance(name_or_id, int):
+            return self.nodes[name_or_id]
+        try:
+            return self.nodes[self.node_index[name_or_id]]
+        except KeyError:
+            raise GraphError(f"unknown schema node {name_or_id!r}") from None
+
+    def node_name(self, node_id: int) -> str:
+        node = self.nodes[node_id]
+        return node_key(self.tools[node.tool].name, node.kind, node.path)
+
+    @cached_property
+    def node_tool(self) -> np.ndarray:
+        """Owning tool id of every node, as an array."""
+        return _frozen(np.array([n.tool for n in self.nodes], dtype=np.int64))
+
+    def links(self) -> Iterator[Link]:
+        for k in range(self.n_links):
+            yield Link(
+                int(self.link_source[k]),
+                int(self.link_target[k]),
+                float(self.link_weight[k]),
+                self.link_evidence[k],
+            )
+
+    # ----------------------------------------------------------------- matrices
+    @cached_property
+    def link_matrix(self) -> sp.csr_matrix:
+        """D as a sparse |V| x |V| matrix, D[v_o, v_i] = w."""
+        n = self.n_nodes
+        return sp.csr_matrix(
+            (self.link_weight, (self.link_source, self.link_target)), shape=(n, n)
+        )
+
+    @cached_property
+    def producer_matrix(self) -> sp.csr_matrix:
+        """A_prod ∈ R^{|V_I| x |E|}, A_prod(r, e) = ρ(e, r) = max_{o ∈ O(e)} W(o, r)
+        (Definition 5, Eq. 3)."""
+        rows = self.link_target
+        cols = self.node_tool[self.link_source] if self.n_links else self.link_source
+        return _max_sparse(rows, cols, self.link_weight, (self.n_input_nodes, self.n_tools))
+
+    @cached_property
+    def support_by_tool(self) -> sp.csc_matrix:
+        """A_prod in CSC form: column e lists the input nodes tool e supports."""
+        return self.producer_matrix.tocsc()
+
+    def support(self, tool: int, input_node: int) -> float:
+        """ρ(e, r) of Definition 5."""
+        return float(self.producer_matrix[input_node, tool])
+
+    # ----------------------------------------------------------------- neighbours (Def. 1)
+    def producers_of(self, input_node: int) -> list[tuple[int, float]]:
+        """Tools e with ρ(e, r) > 0 for input node r, strongest first."""
+        row = self.producer_matrix.getrow(input_node)
+        pairs = sorted(zip(row.indices.tolist(), row.data.tolist(), strict=True),
+                       key=lambda p: (-p[1], p[0]))
+        return [(int(e), float(w)) for e, w in pairs]
+
+    def upstream(self, tool: int) -> set[int]:
+        """Nbr^-(e): tools with an output linked to an input of ``tool`` (Definition 1)."""
+        inputs = list(self.tools[tool].inputs)
+        if not inputs:
+            return set()
+        return set(self.producer_matrix[inputs].indices.tolist())
+
+    def downstream(self, tool: int) -> set[int]:
+        """Nbr^+(e): tools with an input linked from an output of ``tool`` (Definition 1)."""
+        col = self.support_by_tool.getcol(tool)
+        return {int(self.nodes[r].tool) for r in col.indices.tolist()}
+
+    def links_into(self, input_node: int) -> list[Link]:
+        lo, hi = np.searchsorted(self.link_target, [input_node, input_node + 1])
+        return [
+            Link(int(self.link_source[k]), input_node, float(self.link_weight[k]),
+                 self.link_evidence[k])
+            for k in range(int(lo), int(hi))
+        ]
+
+    # ----------------------------------------------------------------- subhypergraphs
+    def induce(self, tool_ids: Iterable[int]) -> Hypergraph:
+        """The subhypergraph induced by tools E_S: V_S = ∪ V(e), D_S = links inside V_S
+        (seed 000, Preliminaries). Ids are renumbered; names are preserved."""
+        keep = sorted(set(tool_ids))
+        tool_map = {old: new for new, old in enumerate(keep)}
+        old_nodes = [n for n in self.nodes if n.tool in tool_map]
+        old_nodes.sort(key=lambda n: (not n.kind.input_side, n.id))
+        node_map = {n.id: new for new, n in enumerate(old_nodes)}
+        nodes = [
+            SchemaNode(node_map[n.id], n.kind, tool_map[n.tool], n.path, n.type,
+                       n.description, n.required)
+            for n in old_nodes
+        ]
+        tools = []
+        for old in keep:
+            t = self.tools[old]
+            tools.append(ToolEdge(
+                tool_map[old], t.name, t.description,
+                tuple(node_map[i] for i in t.inputs), tuple(node_map[o] for o in t.outputs),
+                tuple(node_map[r] for r in t.required), t.metadata,
+            ))
+        links = [
+            Link(node_map[lk.source], node_map[lk.target], lk.weight, lk.evidence)
+            for lk in self.links()
+            if lk.source in node_map and lk.target in node_map
+        ]
+        return Hypergraph.from_parts(nodes, tools, links, self.metadata)
+
+    def with_links(self, links: Iterable[Link], **metadata: Any) -> Hypergraph:
+        """A new graph with the same nodes and tools and the given link set."""
+        return Hypergraph.from_parts(self.nodes, self.tools, links,
+                                     {**self.metadata, **metadata})
+
+
+def _max_sparse(
+    rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, shape: tuple[int, int]
+) -> sp.csr_matrix:
+    """CSR matrix keeping the maximum of duplicate (row, col) entries (not their sum)."""
+    if rows.size == 0:
+        return sp.csr_matrix(shape, dtype=np.float64)
+    order = np.lexsort((-vals, cols, rows))
+    r, c, v = rows[order], cols[order], vals[order]
+    first = np.ones(r.size, dtype=bool)
+    first[1:] = (r[1:] != r[:-1]) | (c[1:] != c[:-1])
+    return sp.csr_matrix((v[first], (r[first], c[first])), shape=shape)
+
+
+def _check_nodes(nodes: tuple[SchemaNode, ...], tools: tuple[ToolEdge, ...]) -> int:
+    n_in = 0
+    for i, node in enumerate(nodes):
+        if node.id != i:
+            raise GraphError(f"node ids must be 0..n-1 in order; got {node.id} at {i}")
+        if not 0 <= node.tool < len(tools):
+            raise GraphError(f"node {i} names unknown tool id {node.tool}")
+        if node.kind.input_side:
+            if i != n_in:
+                raise GraphError("input-side nodes must precede output-side nodes")
+            n_in += 1
+    for j, tool in enumerate(tools):
+        if tool.id != j:
+            raise GraphError(f"tool ids must be 0..m-1 in order; got {tool.id} at {j}")
+        for v in (*tool.inputs, *tool.outputs):
+            if nodes[v].tool != j:
+                raise GraphError(f"tool {tool.name!r} lists node {v} owned by another tool")
+    return n_in
+
+
+def _check_link(link: Link, nodes: tuple[SchemaNode, ...]) -> None:
+    n = len(nodes)
+    if not (0 <= link.source < n and 0 <= link.target < n):
+        raise GraphError(f"link {link} names a node outside 0..{n - 1}")
+    if nodes[link.source].kind.input_side or not nodes[link.target].kind.input_side:
+        raise GraphError(f"link {link} must go from an output/effect to an input node")
+    if not 0.0 < link.weight <= 1.0:
+        raise GraphError(f"link {link} weight must be in (0, 1]")

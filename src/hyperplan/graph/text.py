@@ -1,0 +1,99 @@
+"""Name handling for schema paths: tokens, singular forms and canonical keys.
+
+These keys drive the name/path evidence of link inference: ``song_id`` <- ``songs[].song_id``
+(same key), ``song_id`` <- ``songs[].id`` (``id`` of a ``song``), ``song_ids`` <- ``song_id``
+(plural of the key).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_NON_ALNUM = re.compile(r"[^0-9a-zA-Z]+")
+
+STOPWORDS = frozenset(
+    ["a", "an", "the", "of", "to", "for", "in", "on", "at", "by", "with", "from", "and", "or", "is", "are", "be", "this", "that", "these", "those", "it", "its", "your", "you", "my", "me", "we", "our", "their", "his", "her", "as", "if", "than", "then", "which", "who", "whom", "what", "when", "where", "how", "can", "will", "may", "should", "must", "not", "no", "yes", "all", "any", "each", "per", "via", "into", "onto", "up", "down", "out", "over", "given", "specified", "specific", "provided", "based", "about", "using", "use", "used", "such", "e", "g", "eg", "etc"]
+)
+
+# Leaf names that only mean something together with the entity that owns them.
+GENERIC_LEAVES = frozenset(
+    ["id", "ids", "name", "names", "title", "type", "key", "value", "code", "number", "num", "uid", "uuid", "url", "link", "email", "status", "date", "time", "count", "description", "label", "slug", "index"]
+)
+
+
+# Strength of a bare generic leaf (``id``) when a qualified key (``song_id``) exists.
+GENERIC_ALONE = 0.6
+
+
+@lru_cache(maxsize=200_000)
+def name_tokens(name: str) -> tuple[str, ...]:
+    """Lower-case tokens of an identifier: ``songIds``/``song_ids`` -> ``("song", "ids")``."""
+    spaced = _CAMEL.sub(" ", name)
+    return tuple(t.lower() for t in _NON_ALNUM.split(spaced) if t)
+
+
+def text_tokens(text: str) -> tuple[str, ...]:
+    """Content tokens of free text (identifier splitting, stopwords removed)."""
+    return tuple(t for t in name_tokens(text) if t not in STOPWORDS and len(t) > 1)
+
+
+@lru_cache(maxsize=100_000)
+def singular(word: str) -> str:
+    """A rough English singular, good enough for identifiers (``songs`` -> ``song``,
+    ``playlists`` -> ``playlist``, ``categories`` -> ``category``, ``addresses`` -> ``address``)."""
+    if len(word) <= 3 or word.endswith(("ss", "us", "is")):
+        return word
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    if word.endswith(("ses", "xes", "zes", "ches", "shes")):
+        return word[:-2]
+    if word.endswith("s"):
+        return word[:-1]
+    return word
+
+
+def path_segments(path: str) -> list[str]:
+    """Segments of an output path without array markers: ``songs[].id`` -> ``[songs, id]``."""
+    return [seg.replace("[]", "") for seg in path.split(".") if seg.replace("[]", "")]
+
+
+def key_of(tokens: tuple[str, ...]) -> str:
+    return "_".join(tokens)
+
+
+def input_keys(name: str) -> dict[str, float]:
+    """Canonical keys of an input name with their strength: the name itself (1.0) and, for a
+    plural last token, its singular (0.95): ``song_ids`` -> {song_ids: 1, song_id: .95}."""
+    tokens = name_tokens(name)
+    if not tokens:
+        return {}
+    keys = {key_of(tokens): 1.0}
+    last = singular(tokens[-1])
+    if last != tokens[-1]:
+        keys.setdefault(key_of((*tokens[:-1], last)), 0.95)
+    return keys
+
+
+def output_keys(path: str, entity_hint: str = "") -> dict[str, float]:
+    """Canonical keys of an output path: the leaf (1.0); for a generic leaf, the leaf
+    qualified by its parent's singular (``songs[].id`` -> ``song_id``) or, at the root, by the
+    ``entity_hint`` taken from the tool name; and plural forms for array paths."""
+    segments = path_segments(path)
+    if not segments:
+        return {}
+    leaf = name_tokens(segments[-1])
+    if not leaf:
+        return {}
+    keys = {key_of(leaf): 1.0}
+    parent = name_tokens(segments[-2]) if len(segments) > 1 else ()
+    if len(leaf) == 1 and leaf[0] in GENERIC_LEAVES:
+        owner = parent or name_tokens(entity_hint)
+        if owner and singular(owner[-1]) != leaf[0]:
+            keys[key_of((singular(owner[-1]), *leaf))] = 1.0
+            keys[key_of(leaf)] = GENERIC_ALONE
+    if "[]" in path:
+        for key in list(keys):
+            keys.setdefault(key + "s", 0.95)
+    return keys

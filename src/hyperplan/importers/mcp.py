@@ -1,0 +1,124 @@
+"""Importer for Model Context Protocol ``tools/list`` results (a file format, no ``mcp`` SDK).
+
+Reads a JSON file (or parsed data) that is either the result object
+``{"tools": [{name, title?, description?, inputSchema, outputSchema?, annotations?}]}``, a
+JSON-RPC response wrapping it in ``"result"`` (an ``"error"`` response is a
+:class:`~hyperplan.errors.CatalogError`), a bare list of tools, or one tool object.
+``nextCursor`` (pagination) is ignored: concatenate pages before importing.
+
+``inputSchema`` is required and must be an object schema; ``outputSchema`` becomes the
+output schema. Local ``$ref`` are inlined (recursive ones cut with a warning). The scalar
+values of tool annotations are kept in ``metadata["annotations"]``; ``metadata["read_only"]``
+copies ``readOnlyHint`` and ``metadata["destructive"]`` is ``destructiveHint`` or, when only
+``readOnlyHint == False`` is given, ``True`` (the MCP default for non-read-only tools).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
+from hyperplan.errors import CatalogError
+from hyperplan.importers.schema_refs import (
+    check_input_schema,
+    read_source,
+    resolve_refs,
+    unique_tools,
+)
+
+SOURCE = "mcp"
+
+
+def load_mcp_tools(source: str | Path | dict[str, Any] | list[Any]) -> Catalog:
+    """Load an MCP ``tools/list`` result from a JSON file path or parsed data."""
+    data, file = read_source(source, "<mcp-tools>")
+    entries = _entries(data, file)
+    tools = [_tool(entry, index, file) for index, entry in enumerate(entries)]
+    return build_catalog(unique_tools(tools, file=file, field="name"), source=file)
+
+
+def _entries(data: Any, file: str) -> list[Any]:
+    if isinstance(data, dict) and ("jsonrpc" in data or "result" in data or "error" in data):
+        if "error" in data:
+            raise CatalogError(
+                f"JSON-RPC error response: {data['error']!r}", file=file, field="error"
+            )
+        data = data.get("result")
+    if isinstance(data, list):
+        return data
+    if isinstance(data, dict):
+        if "tools" in data:
+            if not isinstance(data["tools"], list):
+                raise CatalogError("'tools' must be a list", file=file, field="tools")
+            return list(data["tools"])
+        if "name" in data and "inputSchema" in data:
+            return [data]
+    raise CatalogError(
+        "expected {'tools': [...]}, a JSON-RPC result or a list of tools", file=file, field="tools"
+    )
+
+
+def _tool(entry: Any, index: int, file: str) -> ToolSpec:
+    if not isinstance(entry, dict):
+        raise CatalogError(
+            "tool entry must be an object", file=file, tool=f"#{index}", field=f"tools[{index}]"
+        )
+    name = entry.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise CatalogError(
+            "missing required key 'name' (a non-empty string)",
+            file=file,
+            tool=f"#{index}",
+            field="name",
+        )
+    description = entry.get("description") or ""
+    if not isinstance(description, str):
+        raise CatalogError(
+            "'description' must be a string", file=file, tool=name, field="description"
+        )
+    if "inputSchema" not in entry:
+        raise CatalogError(
+            "missing required key 'inputSchema'", file=file, tool=name, field="inputSchema"
+        )
+    raw_in = entry["inputSchema"]
+    inputs = resolve_refs(raw_in, raw_in, file=file, tool=name, field="inputSchema")
+    check_input_schema(inputs, file=file, tool=name, field="inputSchema")
+    raw_out = entry.get("outputSchema")
+    outputs = None
+    if raw_out is not None:
+        outputs = resolve_refs(raw_out, raw_out, file=file, tool=name, field="outputSchema")
+    return make_tool(
+        file=file,
+        name=name,
+        description=description,
+        input_schema=inputs,
+        output_schema=outputs,
+        source=SOURCE,
+        metadata=_metadata(entry, index, file, name),
+    )
+
+
+def _metadata(entry: dict[str, Any], index: int, file: str, name: str) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"index": index}
+    if isinstance(entry.get("title"), str):
+        metadata["title"] = entry["title"]
+    annotations = entry.get("annotations")
+    if annotations is None:
+        return metadata
+    if not isinstance(annotations, dict):
+        raise CatalogError(
+            "'annotations' must be an object", file=file, tool=name, field="annotations"
+        )
+    metadata["annotations"] = {
+        str(k): v for k, v in annotations.items() if isinstance(v, str | int | float | bool)
+    }
+    read_only = annotations.get("readOnlyHint")
+    destructive = annotations.get("destructiveHint")
+    if isinstance(read_only, bool):
+        metadata["read_only"] = read_only
+    if isinstance(destructive, bool):
+        metadata["destructive"] = destructive
+    elif read_only is False:
+        metadata["destructive"] = True
+    return metadata

@@ -1,0 +1,122 @@
+"""Importer for OpenAI function-calling tool lists (also the DeepPlanning ``*_tool_schema*``).
+
+Reads a JSON file (or already-parsed data) holding a list of
+``{"type": "function", "function": {name, description, parameters, returns?}}`` entries or
+bare ``{name, description, parameters, returns?}`` objects, optionally wrapped as
+``{"tools": [...]}`` or ``{"functions": [...]}``; a single function object is accepted too.
+
+``parameters`` (optional or ``null``: no inputs) must be an object schema; ``returns`` (a JSON
+Schema) becomes the output schema. Local ``$ref`` (``#/$defs/...``, ``#/definitions/...``) are
+inlined relative to the schema that holds them, recursive ones are cut with a
+:class:`~hyperplan.graph.schema_paths.SchemaWarning`. Optional ``x-effects`` /
+``x-preconditions`` string lists become effects / preconditions; ``strict`` is kept in
+metadata. Anything malformed is a :class:`~hyperplan.errors.CatalogError`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
+from hyperplan.errors import CatalogError
+from hyperplan.importers.schema_refs import (
+    check_input_schema,
+    read_source,
+    resolve_refs,
+    string_list,
+    unique_tools,
+)
+
+SOURCE = "openai"
+
+
+def load_openai_functions(source: str | Path | list[Any] | dict[str, Any]) -> Catalog:
+    """Load OpenAI-style function definitions from a JSON file path or parsed data."""
+    data, file = read_source(source, "<openai-functions>")
+    entries = _entries(data, file)
+    tools = [_tool(entry, index, file) for index, entry in enumerate(entries)]
+    return build_catalog(unique_tools(tools, file=file, field="name"), source=file)
+
+
+def _entries(data: Any, file: str) -> list[Any]:
+    if isinstance(data, dict):
+        for key in ("tools", "functions"):
+            if key in data:
+                if not isinstance(data[key], list):
+                    raise CatalogError(f"'{key}' must be a list", file=file, field=key)
+                return list(data[key])
+        if "name" in data or "function" in data:
+            return [data]
+        raise CatalogError(
+            "expected a list of functions or a {'tools': [...]} object", file=file, field="tools"
+        )
+    if isinstance(data, list):
+        return data
+    raise CatalogError(
+        f"expected a list of functions, got {type(data).__name__}", file=file, field="<root>"
+    )
+
+
+def _function_body(entry: Any, index: int, file: str) -> dict[str, Any]:
+    if not isinstance(entry, dict):
+        raise CatalogError(
+            "function entry must be an object", file=file, tool=f"#{index}", field=f"[{index}]"
+        )
+    fn = entry.get("function")
+    if fn is None:
+        return entry
+    if not isinstance(fn, dict):
+        raise CatalogError(
+            "'function' must be an object", file=file, tool=f"#{index}", field="function"
+        )
+    return fn
+
+
+def _tool(entry: Any, index: int, file: str) -> ToolSpec:
+    fn = _function_body(entry, index, file)
+    name = fn.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise CatalogError(
+            "missing required key 'name' (a non-empty string)",
+            file=file,
+            tool=f"#{index}",
+            field="name",
+        )
+    description = fn.get("description") or ""
+    if not isinstance(description, str):
+        raise CatalogError(
+            "'description' must be a string", file=file, tool=name, field="description"
+        )
+    params = fn.get("parameters")
+    if params is None:  # a function without arguments
+        params = {"type": "object", "properties": {}}
+    inputs = resolve_refs(params, params, file=file, tool=name, field="parameters")
+    check_input_schema(inputs, file=file, tool=name, field="parameters")
+    returns = fn.get("returns")
+    outputs = None
+    if returns is not None:
+        outputs = resolve_refs(returns, returns, file=file, tool=name, field="returns")
+    metadata: dict[str, Any] = {"index": index}
+    if isinstance(fn.get("strict"), bool):
+        metadata["strict"] = fn["strict"]
+    return make_tool(
+        file=file,
+        name=name,
+        description=description,
+        input_schema=inputs,
+        output_schema=outputs,
+        effects=string_list(
+            _extension(fn, entry, "x-effects"), file=file, tool=name, field="x-effects"
+        ),
+        preconditions=string_list(
+            _extension(fn, entry, "x-preconditions"), file=file, tool=name, field="x-preconditions"
+        ),
+        source=SOURCE,
+        metadata=metadata,
+    )
+
+
+def _extension(fn: dict[str, Any], entry: dict[str, Any], key: str) -> Any:
+    """``x-*`` keys may sit in the function object or beside it in the wrapper."""
+    return fn.get(key, entry.get(key))

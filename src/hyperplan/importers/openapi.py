@@ -1,0 +1,398 @@
+"""Importer for OpenAPI 3.0 / 3.1 documents (JSON or YAML): one tool per operation.
+
+* Name: ``operationId``, else ``"{method} {path}"`` normalised (``get_pets_petId``).
+* Inputs: path/query/header/cookie parameters (path-level merged with operation-level, the
+  operation winning on the same ``(name, in)``; ``Accept``/``Content-Type``/``Authorization``
+  headers are skipped as the spec says) plus the request body: the properties of an object
+  body (``application/json`` preferred, else any ``*json``, form or first media type) become
+  top-level inputs (required as the body schema says, unless ``requestBody.required`` is
+  false), any other body becomes one input ``body``. A body property whose name a
+  parameter already uses is renamed ``<name>_body``; a parameter clashing with another
+  location's parameter is renamed ``<name>_<in>``. ``metadata["params"]`` maps every input
+  to ``{"in": path|query|header|cookie|body, "name": original}``.
+* Output: the schema of the first 2xx (then ``2XX``) response's ``application/json`` (or any
+  ``*json``) content; none -> no output schema.
+* ``$ref`` are resolved within the document (JSON pointers with ``~0``/``~1``); recursive
+  ones are cut with a :class:`~hyperplan.graph.schema_paths.SchemaWarning`; unresolvable or
+  external ones are a :class:`~hyperplan.errors.CatalogError`.
+* Security (kept simple): the operation's ``security`` (else the document's) is a list of
+  alternatives; the first alternative's schemes become preconditions
+  ``"<scheme>.authenticated"``; an empty alternative ``{}`` means auth is optional, so no
+  preconditions. An operation whose output has a token-like property (``access_token``,
+  ``token``, ``session_id``, ``api_key``; up to 8 levels deep) gets the effect
+  ``"<scheme>.authenticated"`` for every scheme in ``components.securitySchemes``.
+* Metadata: ``method`` (upper case), ``path``, ``server`` (first ``servers`` url of the
+  operation, path item or document, else ``None``), ``params``, ``tags``, ``deprecated``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
+from hyperplan.errors import CatalogError
+from hyperplan.importers.schema_refs import (
+    lookup_pointer,
+    read_source,
+    resolve_refs,
+    unique_tools,
+)
+
+SOURCE = "openapi"
+HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+TOKEN_FIELDS = frozenset({"access_token", "token", "session_id", "api_key"})
+PARAM_LOCATIONS = ("path", "query", "header", "cookie")
+_IGNORED_HEADERS = frozenset({"accept", "content-type", "authorization"})
+
+
+@dataclass(frozen=True)
+class _Op:
+    """One operation being imported, with everything error messages need."""
+
+    doc: dict[str, Any]
+    file: str
+    name: str
+    method: str
+    path: str
+    item: dict[str, Any]
+    op: dict[str, Any]
+
+    def error(self, message: str, field: str) -> CatalogError:
+        return CatalogError(message, file=self.file, tool=self.name, field=field)
+
+    def deref(self, node: Any, field: str) -> dict[str, Any]:
+        """Follow a chain of ``{"$ref": ...}`` objects to a JSON object."""
+        for _ in range(32):
+            if not isinstance(node, dict):
+                raise self.error("expected a JSON object", field)
+            ref = node.get("$ref")
+            if ref is None:
+                return node
+            if not isinstance(ref, str):
+                raise self.error("$ref must be a string", field)
+            node = lookup_pointer(self.doc, ref, file=self.file, tool=self.name, field=field)
+        raise self.error("$ref chain too long or circular", field)
+
+    def schema(self, raw: Any, field: str) -> dict[str, Any]:
+        return resolve_refs(raw, self.doc, file=self.file, tool=self.name, field=field)
+
+
+def load_openapi(path_or_doc: str | Path | dict[str, Any]) -> Catalog:
+    """Load every operation of an OpenAPI 3.x document (a JSON/YAML path or a parsed dict)."""
+    doc, file = _read(path_or_doc)
+    _check_version(doc, file)
+    paths = doc.get("paths") or {}
+    if not isinstance(paths, dict):
+        raise CatalogError("'paths' must be an object", file=file, field="paths")
+    tools = []
+    for raw_path, raw_item in paths.items():
+        path = str(raw_path)
+        if path.startswith("x-"):
+            continue
+        item = _path_item(doc, file, path, raw_item)
+        for method in HTTP_METHODS:
+            if method in item:
+                tools.append(_operation(doc, file, path, method, item))
+    return build_catalog(unique_tools(tools, file=file, field="operationId"), source=file)
+
+
+def _read(source: str | Path | dict[str, Any]) -> tuple[dict[str, Any], str]:
+    if isinstance(source, dict):
+        return source, "<openapi>"
+    path = Path(source)
+    if path.suffix.lower() == ".json":
+        data, file = read_source(path, "")
+    else:
+        data, file = _read_yaml(path), str(path)
+    if not isinstance(data, dict):
+        raise CatalogError("an OpenAPI document must be an object", file=file, field="<root>")
+    return data, file
+
+
+class _YamlLoader(yaml.SafeLoader):
+    """Safe loader that keeps dates as strings, so documents stay JSON-compatible."""
+
+
+_YamlLoader.yaml_implicit_resolvers = {
+    first: [r for r in resolvers if r[0] != "tag:yaml.org,2002:timestamp"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+
+
+def _read_yaml(path: Path) -> Any:
+    """YAML is a superset of JSON, so this also reads ``.json``-less JSON files; dates stay
+    strings."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise CatalogError("file not found", file=str(path)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CatalogError(f"cannot read file: {exc}", file=str(path)) from None
+    try:
+        return yaml.load(text, Loader=_YamlLoader)  # a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"malformed YAML: {exc}", file=str(path)) from None
+    except RecursionError:
+        raise CatalogError("YAML nested too deeply", file=str(path)) from None
+
+
+def _check_version(doc: dict[str, Any], file: str) -> None:
+    version = doc.get("openapi")
+    if version is None and "swagger" in doc:
+        raise CatalogError(
+            "Swagger 2.0 is not supported; convert to OpenAPI 3", file=file, field="swagger"
+        )
+    if version is None:
+        raise CatalogError("missing required key 'openapi'", file=file, field="openapi")
+    if not str(version).startswith("3."):
+        raise CatalogError(f"unsupported OpenAPI version {version!r}", file=file, field="openapi")
+
+
+def _path_item(doc: dict[str, Any], file: str, path: str, raw: Any) -> dict[str, Any]:
+    if isinstance(raw, dict) and isinstance(raw.get("$ref"), str):
+        raw = lookup_pointer(doc, raw["$ref"], file=file, tool=None, field=f"paths.{path}")
+    if not isinstance(raw, dict):
+        raise CatalogError("path item must be an object", file=file, field=f"paths.{path}")
+    return raw
+
+
+def tool_name(method: str, path: str) -> str:
+    """``("get", "/pets/{petId}")`` -> ``"get_pets_petId"``."""
+    return re.sub(r"[^0-9A-Za-z]+", "_", f"{method} {path}").strip("_")
+
+
+def _operation(
+    doc: dict[str, Any], file: str, path: str, method: str, item: dict[str, Any]
+) -> ToolSpec:
+    op = item[method]
+    fallback = tool_name(method, path)
+    if not isinstance(op, dict):
+        raise CatalogError(
+            "operation must be an object", file=file, tool=fallback, field=f"paths.{path}.{method}"
+        )
+    op_id = op.get("operationId")
+    if op_id is not None and (not isinstance(op_id, str) or not op_id.strip()):
+        raise CatalogError(
+            "operationId must be a non-empty string", file=file, tool=fallback, field="operationId"
+        )
+    ctx = _Op(doc, file, op_id or fallback, method, path, item, op)
+    props, required, params = _parameters(ctx)
+    _request_body(ctx, props, required, params)
+    outputs = _response(ctx)
+    inputs: dict[str, Any] = {"type": "object", "properties": props}
+    if required:
+        inputs["required"] = required
+    return make_tool(
+        file=file,
+        name=ctx.name,
+        description=_description(op),
+        input_schema=inputs,
+        output_schema=outputs,
+        effects=_effects(doc, outputs),
+        preconditions=_preconditions(ctx),
+        source=SOURCE,
+        metadata=_metadata(ctx, params),
+    )
+
+
+def _description(op: dict[str, Any]) -> str:
+    parts = [op.get(k) for k in ("summary", "description")]
+    texts = [p.strip() for p in parts if isinstance(p, str) and p.strip()]
+    if len(texts) == 2 and texts[1].startswith(texts[0]):
+        texts = texts[1:]
+    return "\n\n".join(texts)
+
+
+def _param_list(ctx: _Op, owner: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    raw = owner.get("parameters", [])
+    if not isinstance(raw, list):
+        raise ctx.error("'parameters' must be a list", f"{where}parameters")
+    out = []
+    for i, entry in enumerate(raw):
+        field = f"{where}parameters[{i}]"
+        param = ctx.deref(entry, field)
+        if not isinstance(param.get("name"), str) or not param["name"]:
+            raise ctx.error("parameter is missing required key 'name'", f"{field}.name")
+        if param.get("in") not in PARAM_LOCATIONS:
+            raise ctx.error(f"parameter 'in' must be one of {PARAM_LOCATIONS}", f"{field}.in")
+        out.append(param)
+    return out
+
+
+def _parameters(ctx: _Op) -> tuple[dict[str, Any], list[str], dict[str, dict[str, str]]]:
+    merged: dict[tuple[str, str], dict[str, Any]] = {}
+    for param in _param_list(ctx, ctx.item, "path-level ") + _param_list(ctx, ctx.op, ""):
+        merged[(param["name"], param["in"])] = param
+    props: dict[str, Any] = {}
+    required: list[str] = []
+    params: dict[str, dict[str, str]] = {}
+    for (name, where), param in merged.items():
+        if where == "header" and name.lower() in _IGNORED_HEADERS:
+            continue
+        key = name if name not in props else f"{name}_{where}"
+        props[key] = _param_schema(ctx, param, f"parameters.{name}")
+        params[key] = {"in": where, "name": name}
+        if param.get("required") is True or where == "path":
+            required.append(key)
+    return props, required, params
+
+
+def _param_schema(ctx: _Op, param: dict[str, Any], field: str) -> dict[str, Any]:
+    raw = param.get("schema")
+    if raw is None and isinstance(param.get("content"), dict) and param["content"]:
+        media = next(iter(param["content"].values()))
+        raw = media.get("schema") if isinstance(media, dict) else None
+    schema = ctx.schema(raw if raw is not None else {}, field)
+    description = param.get("description")
+    if isinstance(description, str) and description and "description" not in schema:
+        schema["description"] = description
+    return schema
+
+
+def _media_schema(ctx: _Op, content: Any, field: str, *, json_only: bool) -> Any:
+    """The raw schema of the preferred media type in a ``content`` map (or ``None``)."""
+    if content is None:
+        return None
+    if not isinstance(content, dict):
+        raise ctx.error("'content' must be an object", f"{field}.content")
+    keys = [str(k) for k in content]
+    ranked = [k for k in keys if k.split(";")[0].strip() == "application/json"]
+    ranked += [k for k in keys if "json" in k and k not in ranked]
+    if not json_only:
+        ranked += [k for k in keys if "form" in k and k not in ranked] + keys
+    for key in ranked:
+        media = content.get(key)
+        if isinstance(media, dict) and "schema" in media:
+            return media["schema"]
+    return None
+
+
+def _object_parts(schema: dict[str, Any]) -> tuple[dict[str, Any], list[str]] | None:
+    """Properties and required names of an object schema (``allOf`` parts merged)."""
+    props: dict[str, Any] = dict(schema.get("properties") or {})
+    raw_required = schema.get("required")
+    raw_required = raw_required if isinstance(raw_required, list) else []
+    required = [r for r in raw_required if isinstance(r, str)]
+    for part in schema.get("allOf") or []:
+        sub = _object_parts(part)
+        if sub is not None:
+            props.update(sub[0])
+            required += sub[1]
+    kind = schema.get("type", "object")
+    if not props or (kind != "object" and not (isinstance(kind, list) and "object" in kind)):
+        return None
+    return props, required
+
+
+def _request_body(
+    ctx: _Op, props: dict[str, Any], required: list[str], params: dict[str, dict[str, str]]
+) -> None:
+    if ctx.op.get("requestBody") is None:
+        return
+    body = ctx.deref(ctx.op["requestBody"], "requestBody")
+    raw = _media_schema(ctx, body.get("content"), "requestBody", json_only=False)
+    if raw is None:
+        return
+    schema = ctx.schema(raw, "requestBody")
+    parts = _object_parts(schema)
+    if parts is None:
+        key = "body" if "body" not in props else "body_body"
+        props[key] = schema
+        params[key] = {"in": "body", "name": "body"}
+        if body.get("required") is True:
+            required.append(key)
+        return
+    for name, sub in parts[0].items():
+        key = name if name not in props else f"{name}_body"
+        props[key] = sub
+        params[key] = {"in": "body", "name": name}
+        if name in parts[1] and body.get("required") is not False and key not in required:
+            required.append(key)
+
+
+def _response(ctx: _Op) -> dict[str, Any] | None:
+    responses = ctx.op.get("responses")
+    if responses is None:
+        return None
+    if not isinstance(responses, dict):
+        raise ctx.error("'responses' must be an object", "responses")
+    codes = sorted(str(c) for c in responses)
+    chosen = [c for c in codes if re.fullmatch(r"2\d\d", c)] + [
+        c for c in codes if c.upper() == "2XX"
+    ]
+    if not chosen:
+        return None
+    code = chosen[0]
+    field = f"responses.{code}"
+    original = next(c for c in responses if str(c) == code)
+    response = ctx.deref(responses[original], field)
+    raw = _media_schema(ctx, response.get("content"), field, json_only=True)
+    return None if raw is None else ctx.schema(raw, field)
+
+
+def _security_schemes(doc: dict[str, Any]) -> list[str]:
+    components = doc.get("components")
+    schemes = components.get("securitySchemes") if isinstance(components, dict) else None
+    return [str(k) for k in schemes] if isinstance(schemes, dict) else []
+
+
+def _preconditions(ctx: _Op) -> tuple[str, ...]:
+    field = "security"
+    security = ctx.op.get("security")
+    if security is None:
+        security, field = ctx.doc.get("security"), "<document>.security"
+    if security is None:
+        return ()
+    if not isinstance(security, list) or not all(isinstance(s, dict) for s in security):
+        raise ctx.error("'security' must be a list of requirement objects", field)
+    if not security or any(not s for s in security):
+        return ()
+    return tuple(f"{scheme}.authenticated" for scheme in security[0])
+
+
+def _has_token_field(schema: Any, depth: int = 0) -> bool:
+    if not isinstance(schema, dict) or depth > 8:
+        return False
+    props = schema.get("properties")
+    if isinstance(props, dict):
+        if any(str(name).lower() in TOKEN_FIELDS for name in props):
+            return True
+        if any(_has_token_field(sub, depth + 1) for sub in props.values()):
+            return True
+    parts = [schema.get("items")]
+    for key in ("allOf", "anyOf", "oneOf"):
+        parts += schema.get(key) or []
+    return any(_has_token_field(part, depth + 1) for part in parts)
+
+
+def _effects(doc: dict[str, Any], outputs: dict[str, Any] | None) -> tuple[str, ...]:
+    if outputs is None or not _has_token_field(outputs):
+        return ()
+    return tuple(f"{scheme}.authenticated" for scheme in _security_schemes(doc))
+
+
+def _metadata(ctx: _Op, params: dict[str, dict[str, str]]) -> dict[str, Any]:
+    tags = ctx.op.get("tags")
+    return {
+        "method": ctx.method.upper(),
+        "path": ctx.path,
+        "server": _server(ctx),
+        "params": params,
+        "tags": [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [],
+        "deprecated": ctx.op.get("deprecated") is True,
+    }
+
+
+def _server(ctx: _Op) -> str | None:
+    for owner in (ctx.op, ctx.item, ctx.doc):
+        servers = owner.get("servers")
+        if isinstance(servers, list) and servers and isinstance(servers[0], dict):
+            url = servers[0].get("url")
+            if isinstance(url, str):
+                return url
+    return None

@@ -1,0 +1,242 @@
+"""Local ``$ref`` resolution for JSON Schemas (OpenAPI ``#/components/...``, ``#/$defs/...``).
+
+:func:`resolve_refs` returns a new, self-contained copy of a schema: every local reference
+(a JSON pointer into ``root``, with ``~0``/``~1`` and percent escapes) is inlined, ``$defs`` /
+``definitions`` are dropped, and boolean sub-schemas become objects (``true`` -> ``{}``,
+``false`` -> ``{"not": {}}``). A reference met again inside its own expansion is replaced by
+``{"type": "object", "description": "recursive reference to <ref>"}`` with a
+:class:`~hyperplan.graph.schema_paths.SchemaWarning`, so the result is always a finite tree.
+
+Shapes that would break later stages (``properties`` that is not an object, ``items`` that
+is not a schema, ``anyOf`` that is not a list, unresolvable or external references, cyclic
+Python objects, absurd nesting) raise :class:`~hyperplan.errors.CatalogError` naming the file,
+the tool and the field path. The module also holds two small checks every importer shares.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote
+
+from hyperplan.catalog import ToolSpec
+from hyperplan.errors import CatalogError
+from hyperplan.graph.schema_paths import SchemaWarning
+from hyperplan.importers.common import read_json
+
+MAX_DEPTH = 100
+"""Deepest schema nesting accepted (guards against ``RecursionError``)."""
+
+MAX_NODES = 20_000
+"""Schema nodes produced per :func:`resolve_refs` call before references stop being inlined."""
+
+MAX_TOTAL_NODES = 200_000
+"""Schema nodes visited per call before giving up (YAML alias bombs share objects)."""
+
+_SCHEMA_MAPS = ("properties", "patternProperties", "dependentSchemas")
+_SCHEMA_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_SCHEMA_ONE = (
+    "additionalProperties",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "additionalItems",
+    "propertyNames",
+    "contains",
+    "not",
+    "if",
+    "then",
+    "else",
+)
+_DROPPED = ("$defs", "definitions")
+
+
+@dataclasses.dataclass
+class _Walk:
+    root: Any
+    file: str | None
+    tool: str | None
+    field: str
+    refs: list[str] = dataclasses.field(default_factory=list)
+    nodes: int = 0
+    over_budget: bool = False
+
+    def error(self, message: str, path: str) -> CatalogError:
+        return CatalogError(message, file=self.file, tool=self.tool, field=path or self.field)
+
+    def warn(self, message: str, path: str) -> None:
+        where = f"file {self.file}, " if self.file else ""
+        warnings.warn(
+            f"{where}tool {self.tool!r}, field {path or self.field!r}: {message}",
+            SchemaWarning,
+            stacklevel=4,
+        )
+
+
+def resolve_refs(
+    schema: Any, root: Any, *, file: str | None, tool: str | None, field: str
+) -> dict[str, Any]:
+    """Return a fully inlined copy of ``schema`` whose local ``$ref`` point into ``root``.
+
+    ``field`` names the schema's place (``"parameters"``, ``"responses.200"``) in errors and
+    warnings; nested problems extend it (``"parameters.properties.tags.items"``).
+    """
+    walk = _Walk(root=root, file=file, tool=tool, field=field)
+    try:
+        return _schema(walk, schema, field, 0, ())
+    except RecursionError:
+        raise walk.error("schema nested too deeply", field) from None
+
+
+def _schema(
+    walk: _Walk, node: Any, path: str, depth: int, stack: tuple[int, ...]
+) -> dict[str, Any]:
+    if isinstance(node, bool):
+        return {} if node else {"not": {}}
+    if not isinstance(node, dict):
+        raise walk.error(f"schema must be a JSON object, got {type(node).__name__}", path)
+    if depth > MAX_DEPTH:
+        raise walk.error(f"schema nested deeper than {MAX_DEPTH} levels", path)
+    if id(node) in stack:
+        raise walk.error("schema object contains itself (cyclic object)", path)
+    stack = (*stack, id(node))
+    walk.nodes += 1
+    if walk.nodes > MAX_TOTAL_NODES:
+        raise walk.error(f"schema has more than {MAX_TOTAL_NODES} nodes", path)
+    ref = node.get("$ref")
+    if ref is not None:
+        return _inline_ref(walk, node, path, depth, stack)
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _DROPPED:
+            continue
+        out[key] = _keyword(walk, str(key), value, f"{path}.{key}", depth, stack)
+    return out
+
+
+def _keyword(
+    walk: _Walk, key: str, value: Any, path: str, depth: int, stack: tuple[int, ...]
+) -> Any:
+    if key in _SCHEMA_MAPS:
+        if not isinstance(value, dict):
+            raise walk.error(f"'{key}' must be an object of schemas", path)
+        return {str(k): _schema(walk, v, f"{path}.{k}", depth + 1, stack) for k, v in value.items()}
+    if key in _SCHEMA_LISTS:
+        if not isinstance(value, list):
+            raise walk.error(f"'{key}' must be a list of schemas", path)
+        return [_schema(walk, v, f"{path}[{i}]", depth + 1, stack) for i, v in enumerate(value)]
+    if key == "items":
+        if isinstance(value, list):
+            return [_schema(walk, v, f"{path}[{i}]", depth + 1, stack) for i, v in enumerate(value)]
+        return _schema(walk, value, path, depth + 1, stack)
+    if key in _SCHEMA_ONE:
+        return _schema(walk, value, path, depth + 1, stack)
+    try:
+        return copy.deepcopy(value)
+    except RecursionError:
+        raise walk.error(f"value of '{key}' is nested too deeply", path) from None
+
+
+def _inline_ref(
+    walk: _Walk, node: dict[str, Any], path: str, depth: int, stack: tuple[int, ...]
+) -> dict[str, Any]:
+    ref = node["$ref"]
+    if not isinstance(ref, str):
+        raise walk.error(f"$ref must be a string, got {type(ref).__name__}", f"{path}.$ref")
+    siblings = {k: v for k, v in node.items() if k != "$ref"}
+    rest = _schema(walk, siblings, path, depth, stack) if siblings else {}
+    if ref in walk.refs:
+        walk.warn(f"recursive reference {ref} cut", path)
+        return {**rest, "type": "object", "description": f"recursive reference to {ref}"}
+    if walk.nodes > MAX_NODES:
+        if not walk.over_budget:
+            walk.over_budget = True
+            walk.warn(f"schema exceeds {MAX_NODES} nodes; {ref} and later refs not inlined", path)
+        return {**rest, "type": "object", "description": f"reference to {ref} (not inlined)"}
+    target = lookup_pointer(walk.root, ref, file=walk.file, tool=walk.tool, field=path)
+    walk.refs.append(ref)
+    try:
+        resolved = _schema(walk, target, path, depth + 1, stack)
+    finally:
+        walk.refs.pop()
+    return {**resolved, **rest}
+
+
+def lookup_pointer(root: Any, ref: str, *, file: str | None, tool: str | None, field: str) -> Any:
+    """Follow a local reference ``#/a/b~1c`` inside ``root``; anything else is an error."""
+    if not ref.startswith("#"):
+        raise CatalogError(
+            f"external $ref {ref!r} is not supported", file=file, tool=tool, field=field
+        )
+    pointer = unquote(ref[1:])
+    if pointer and not pointer.startswith("/"):
+        raise CatalogError(
+            f"unresolvable $ref {ref!r} (anchors unsupported)", file=file, tool=tool, field=field
+        )
+    node = root
+    for token in pointer.split("/")[1:] if pointer else []:
+        token = token.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and token in node:
+            node = node[token]
+        elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            node = node[int(token)]
+        else:
+            raise CatalogError(f"unresolvable $ref {ref!r}", file=file, tool=tool, field=field)
+    return node
+
+
+def check_input_schema(schema: dict[str, Any], *, file: str | None, tool: str, field: str) -> None:
+    """Raise a :class:`CatalogError` naming ``field`` unless ``schema`` is an object schema
+    with a ``required`` list of names (checked before :class:`ToolSpec` would, so the error
+    names the field as the source format spells it)."""
+    kind = schema.get("type", "object")
+    if kind != "object" and not (isinstance(kind, list) and "object" in kind):
+        raise CatalogError(
+            f"input schema must be an object schema, got type {kind!r}",
+            file=file,
+            tool=tool,
+            field=field,
+        )
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
+        raise CatalogError(
+            "'required' must be a list of property names",
+            file=file,
+            tool=tool,
+            field=f"{field}.required",
+        )
+
+
+def string_list(value: Any, *, file: str | None, tool: str, field: str) -> tuple[str, ...]:
+    """A list of strings (``x-effects``); ``None`` is empty, anything else is an error."""
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CatalogError("must be a list of strings", file=file, tool=tool, field=field)
+    return tuple(value)
+
+
+def unique_tools(tools: Iterable[ToolSpec], *, file: str | None, field: str) -> list[ToolSpec]:
+    """The tools in order; a repeated name is a :class:`CatalogError` naming ``field``."""
+    seen: set[str] = set()
+    out = []
+    for tool in tools:
+        if tool.name in seen:
+            raise CatalogError("duplicate tool name", file=file, tool=tool.name, field=field)
+        seen.add(tool.name)
+        out.append(tool)
+    return out
+
+
+def read_source(source: Any, label: str) -> tuple[Any, str]:
+    """``(data, file)``: a ``str``/``Path`` is read as JSON and named by its path; parsed
+    data is returned as is and named ``label`` (e.g. ``"<openai-functions>"``) in errors."""
+    if isinstance(source, str | Path):
+        try:
+            return read_json(source), str(source)
+        except RecursionError:
+            raise CatalogError("JSON nested too deeply", file=str(source)) from None
+    return source, label

@@ -1,0 +1,101 @@
+"""Catalog sources named on the command line: ``KIND:LOCATION``.
+
+==================  ==========================================================
+``appworld:DIR``     AppWorld API docs (a directory of ``<app>.json`` or one file)
+``openai:FILE``      OpenAI / JSON-Schema function specs
+``openapi:FILE``     OpenAPI 3.x document (JSON or YAML)
+``mcp:FILE``         MCP ``tools/list`` result
+``nestful:FILE``     NESTFUL ``*-spec.json``
+``nestools:FILE``    NesTools ``*.jsonl`` (union of the tasks' APIs)
+``stabletoolbench:FILE``  StableToolBench query file (union of ``api_list``)
+``python:MOD:ATTR``  Python callables (type hints + docstrings)
+``demo``             the example catalog shipped with hyperplan
+==================  ==========================================================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+
+from hyperplan.catalog import Catalog
+from hyperplan.errors import CatalogError
+
+
+def _appworld(loc: str) -> Catalog:
+    from hyperplan.importers.appworld import load_appworld
+
+    return load_appworld(loc)
+
+
+def _openai(loc: str) -> Catalog:
+    from hyperplan.importers.openai_functions import load_openai_functions
+
+    return load_openai_functions(Path(loc))
+
+
+def _openapi(loc: str) -> Catalog:
+    from hyperplan.importers.openapi import load_openapi
+
+    return load_openapi(Path(loc))
+
+
+def _mcp(loc: str) -> Catalog:
+    from hyperplan.importers.mcp import load_mcp_tools
+
+    return load_mcp_tools(Path(loc))
+
+
+def _nestful(loc: str) -> Catalog:
+    from hyperplan.importers.nestful import load_nestful
+
+    return load_nestful(loc)
+
+
+def _nestools(loc: str) -> Catalog:
+    from hyperplan.importers.nestools import load_nestools
+
+    return load_nestools(loc)
+
+
+def _stabletoolbench(loc: str) -> Catalog:
+    from hyperplan.importers.stabletoolbench import load_stabletoolbench
+
+    return load_stabletoolbench(loc)
+
+
+def _python(loc: str) -> Catalog:
+    from hyperplan.importers.python_callables import load_python_target
+
+    return load_python_target(loc)
+
+
+LOADERS: dict[str, Callable[[str], Catalog]] = {
+    "appworld": _appworld,
+    "openai": _openai,
+    "openapi": _openapi,
+    "mcp": _mcp,
+    "nestful": _nestful,
+    "nestools": _nestools,
+    "stabletoolbench": _stabletoolbench,
+    "python": _python,
+}
+
+
+def demo_catalog_path() -> Path:
+    """The example catalog shipped in the package (OpenAI function format)."""
+    return Path(str(resources.files("hyperplan") / "examples" / "music_catalog.json"))
+
+
+def load_source(spec: str) -> Catalog:
+    """Load a catalog from ``KIND:LOCATION`` (see module docstring)."""
+    if spec == "demo":
+        return _openai(str(demo_catalog_path()))
+    kind, sep, location = spec.partition(":")
+    if not sep or kind not in LOADERS or not location:
+        raise CatalogError(
+            f"unknown catalog source {spec!r}; expected KIND:LOCATION with KIND one of "
+            f"{', '.join(sorted(LOADERS))} (or 'demo')"
+        )
+    return LOADERS[kind](location)
