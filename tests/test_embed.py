@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -243,7 +244,10 @@ def test_openai_compat_key_never_in_errors(
         emb.embed(["hello"])
     assert "sk-secret-123" not in str(info.value) and len(state["requests"]) == 1
     assert "Bearer ***" in str(info.value)  # the server echoed the key; it was scrubbed
-    dead = OpenAIEmbedder("tiny", base_url="http://127.0.0.1:9", retry_delay=0.001)
+    with socket.socket() as sock:  # a port with nothing listening
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    dead = OpenAIEmbedder("tiny", base_url=f"http://127.0.0.1:{port}", retry_delay=0.001)
     with pytest.raises(EmbeddingError, match="after 4 attempts") as info:
         dead.embed(["hello"])
     assert "sk-secret-123" not in str(info.value)

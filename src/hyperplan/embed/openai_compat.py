@@ -82,7 +82,8 @@ class OpenAIEmbedder:
             raise EmbeddingError(f"base URL must be http(s): {_public_url(url)!r}")
         self._url = url
         self.base_url = _public_url(url)
-        self._api_key = api_key if api_key is not None else _first_env(API_KEY_ENV)
+        key = api_key if api_key is not None else _first_env(API_KEY_ENV)
+        self._api_key = key.strip() if key else None
         self.batch_size = batch_size
         self.timeout = timeout
         self.retry_delay = retry_delay

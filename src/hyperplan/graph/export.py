@@ -64,6 +64,6 @@ def to_mermaid(graph: Hypergraph, *, min_weight: float = 0.0, max_labels: int = 
         lines.append(f'  t{tool.id}["{_mermaid_text(tool.name)}"]')
     for (a, b), labels in sorted(_tool_links(graph, min_weight).items()):
         shown = labels[:max_labels] + (["..."] if len(labels) > max_labels else [])
-        label = _mermaid_text("; ".join(shown))
+        label = _mermaid_text("; ".join(shown).replace("->", "→"))
         lines.append(f'  t{a} -->|"{label}"| t{b}')
     return "\n".join(lines) + "\n"

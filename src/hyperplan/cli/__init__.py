@@ -1,0 +1,38 @@
+"""The ``hyperplan`` command line: graph building and inspection, benchmarks, demo."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from hyperplan.cli.common import console, fail
+from hyperplan.cli.demo import demo
+from hyperplan.cli.eval_cmds import eval_app
+from hyperplan.cli.graph_cmds import graph_app
+from hyperplan.errors import HyperplanError
+
+app = typer.Typer(
+    name="hyperplan",
+    help="Plan and act over Tool-Schema Hypergraphs (HyperAgent) and HyperMCTS.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+app.add_typer(graph_app, name="graph")
+app.add_typer(eval_app, name="eval")
+app.command()(demo)
+
+
+def main() -> None:
+    """Console-script entry point: hyperplan errors become one clear line and exit code 1."""
+    try:
+        app()
+    except HyperplanError as exc:
+        fail(str(exc))
+    except KeyboardInterrupt:
+        console.print("[red]interrupted[/red]")
+        sys.exit(130)
+
+
+__all__ = ["app", "main"]

@@ -1,0 +1,58 @@
+"""Shared CLI helpers: consoles, errors, progress bars, embedder selection."""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import NoReturn
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from hyperplan.graph.links import TextEmbedder
+
+console = Console(stderr=True)
+out = Console()
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    console.print(f"[bold red]error:[/bold red] {message}", highlight=False)
+    sys.exit(code)
+
+
+def embedder_from_option(spec: str) -> TextEmbedder | None:
+    """``none`` disables description similarity; anything else goes to get_embedder."""
+    if spec.lower() == "none":
+        return None
+    from hyperplan.embed import get_embedder
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        embedder = get_embedder(spec)
+    for warning in caught:
+        console.print(f"[yellow]warning:[/yellow] {warning.message}", highlight=False)
+    return embedder
+
+
+@contextmanager
+def stage_progress(enabled: bool = True) -> Iterator[Callable[[str, int, int], None]]:
+    """A rich progress bar driven by ``(stage, done, total)`` callbacks."""
+    if not enabled or not console.is_terminal:
+        yield lambda stage, done, total: None
+        return
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        task = bar.add_task("building", total=1)
+
+        def update(stage: str, done: int, total: int) -> None:
+            bar.update(task, description=stage, completed=done, total=max(total, 1))
+
+        yield update

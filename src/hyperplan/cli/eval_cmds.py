@@ -1,0 +1,37 @@
+"""``hyperplan eval ...``: benchmarks that print one JSON object on stdout."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from hyperplan.cli.common import embedder_from_option, out, stage_progress
+from hyperplan.eval.links import evaluate_links
+from hyperplan.graph.links import LinkConfig
+
+eval_app = typer.Typer(help="Benchmarks with stable JSON output.", no_args_is_help=True)
+
+
+@eval_app.command("links")
+def links_cmd(
+    suite: str = typer.Option(..., help="nestful | nestools"),
+    data: Path = typer.Option(..., help="NESTFUL data dir or *-data.json; NesTools *.jsonl"),
+    embedder: str = typer.Option("auto", help="auto | minilm | hashing | none | openai:MODEL"),
+    split: str = typer.Option("all", help="all | dev (every 5th task) | heldout"),
+    min_weight: float = typer.Option(LinkConfig.min_weight, help="link weight threshold"),
+    sweep: str = typer.Option("", help="extra thresholds, e.g. 0.4,0.5,0.6"),
+    as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
+) -> None:
+    """Precision/recall/F1 of inferred links against the data flows of gold calls."""
+    thresholds = [float(x) for x in sweep.split(",") if x.strip()]
+    with stage_progress(not as_json) as progress:
+        result = evaluate_links(
+            suite, data, embedder=embedder_from_option(embedder), split=split,
+            config=LinkConfig(min_weight=min_weight), thresholds=thresholds, progress=progress,
+        )
+    if as_json:
+        print(json.dumps(result))
+        return
+    out.print_json(json.dumps(result))

@@ -1,0 +1,155 @@
+"""``hyperplan graph build|stats|show|export``."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import typer
+from rich.table import Table
+
+from hyperplan.cli.common import console, embedder_from_option, fail, out, stage_progress
+from hyperplan.graph.build import build_graph
+from hyperplan.graph.export import neighbourhood, to_dot, to_mermaid
+from hyperplan.graph.io import load_graph, save_graph
+from hyperplan.graph.links import LinkConfig
+from hyperplan.graph.model import Hypergraph, NodeKind
+from hyperplan.sources import load_source
+
+graph_app = typer.Typer(help="Build and inspect Tool-Schema Hypergraphs.", no_args_is_help=True)
+
+
+@graph_app.command("build")
+def build_cmd(
+    source: str = typer.Argument(..., help="KIND:LOCATION, e.g. appworld:DIR, openai:FILE"),
+    output: Path = typer.Option(..., "-o", "--output", help="graph JSON to write (+ .npz)"),
+    embedder: str = typer.Option("auto", help="auto | minilm | hashing | none | openai:MODEL"),
+    overrides: Path | None = typer.Option(None, help="YAML/JSON link overrides"),
+    min_weight: float = typer.Option(LinkConfig.min_weight, help="keep links at least this"),
+) -> None:
+    """Import a tool catalog, infer dependency links and save the hypergraph."""
+    catalog = load_source(source)
+    console.print(f"imported {len(catalog)} tools from {source}")
+    config = LinkConfig(min_weight=min_weight)
+    with stage_progress() as progress:
+        graph = build_graph(catalog, embedder=embedder_from_option(embedder), config=config,
+                            overrides=overrides, progress=progress)
+    json_path, npz_path = save_graph(graph, output)
+    print_stats(graph)
+    out.print(f"wrote {json_path} and {npz_path} in {graph.metadata.get('build_seconds')} s")
+
+
+def graph_stats(graph: Hypergraph) -> dict[str, Any]:
+    """Counts that describe a graph (also the ``--json`` output of ``graph stats``)."""
+    kinds = Counter(n.kind.value for n in graph.nodes)
+    evidence = Counter(graph.link_evidence)
+    produced = np.diff(graph.producer_matrix.indptr) > 0
+    required = [v for t in graph.tools for v in t.required]
+    unsupported = sum(1 for v in required if not produced[v])
+    weights = graph.link_weight
+    return {
+        "tools": graph.n_tools,
+        "nodes": graph.n_nodes,
+        "nodes_by_kind": {k.value: kinds.get(k.value, 0) for k in NodeKind},
+        "links": graph.n_links,
+        "links_by_evidence": dict(sorted(evidence.items())),
+        "link_weight_quartiles": [round(float(q), 3) for q in np.quantile(weights, [.25, .5, .75])]
+        if weights.size else [],
+        "required_inputs": len(required),
+        "required_inputs_without_producer": unsupported,
+        "build_seconds": graph.metadata.get("build_seconds"),
+        "embedder": graph.metadata.get("embedder"),
+    }
+
+
+def print_stats(graph: Hypergraph) -> None:
+    stats = graph_stats(graph)
+    table = Table(title="Tool-Schema Hypergraph", show_header=False)
+    table.add_row("tools", str(stats["tools"]))
+    table.add_row("schema nodes", str(stats["nodes"]))
+    for kind, count in stats["nodes_by_kind"].items():
+        table.add_row(f"  {NodeKind(kind).name.lower()}", str(count))
+    table.add_row("dependency links", str(stats["links"]))
+    for evidence, count in stats["links_by_evidence"].items():
+        table.add_row(f"  {evidence}", str(count))
+    table.add_row("required inputs", str(stats["required_inputs"]))
+    table.add_row("  without any producer", str(stats["required_inputs_without_producer"]))
+    out.print(table)
+
+
+@graph_app.command("stats")
+def stats_cmd(
+    path: Path = typer.Argument(..., help="graph JSON"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+) -> None:
+    """Node, link and coverage counts of a saved graph."""
+    graph = load_graph(path)
+    if as_json:
+        print(json.dumps(graph_stats(graph)))
+    else:
+        print_stats(graph)
+
+
+def print_tool(graph: Hypergraph, name: str, min_weight: float, limit: int = 8) -> None:
+    tool = graph.tool(name)
+    out.print(f"\n[bold]{tool.name}[/bold] — {tool.description}", highlight=False)
+    table = Table("input / precondition", "req", "producers (weight)")
+    for v in tool.inputs:
+        node = graph.nodes[v]
+        producers = [
+            f"{graph.tools[graph.nodes[lk.source].tool].name}.{graph.nodes[lk.source].path} "
+            f"({lk.weight:.2f})"
+            for lk in sorted(graph.links_into(v), key=lambda lk: -lk.weight)
+            if lk.weight >= min_weight
+        ]
+        shown = producers[:limit] + ([f"… {len(producers) - limit} more"]
+                                     if len(producers) > limit else [])
+        table.add_row(f"{node.kind.value}:{node.path}", "yes" if node.required else "",
+                      "\n".join(shown) or "-")
+    out.print(table)
+    consumers = sorted(graph.tools[t].name for t in graph.downstream(tool.id))
+    outputs = ", ".join(graph.nodes[o].path for o in tool.outputs)
+    out.print(f"outputs: {outputs or '-'}", highlight=False)
+    out.print(f"consumers: {', '.join(consumers) or '-'}", highlight=False)
+
+
+@graph_app.command("show")
+def show_cmd(
+    path: Path = typer.Argument(..., help="graph JSON"),
+    tool: str = typer.Argument(..., help="tool name"),
+    min_weight: float = typer.Option(0.0, help="hide links below this weight"),
+) -> None:
+    """A tool's inputs with their producers and weights, its outputs and consumers."""
+    graph = load_graph(path)
+    if tool not in graph.tool_index:
+        close = [n for n in graph.tool_index if tool.lower() in n.lower()][:10]
+        hint = f"; did you mean: {', '.join(close)}" if close else ""
+        fail(f"{path}: no tool named {tool!r}{hint}")
+    print_tool(graph, tool, min_weight)
+
+
+@graph_app.command("export")
+def export_cmd(
+    path: Path = typer.Argument(..., help="graph JSON"),
+    fmt: str = typer.Option("dot", "--format", "-f", help="dot | mermaid"),
+    tool: list[str] = typer.Option([], "--tool", "-t", help="centre tool(s); default: all"),
+    hops: int = typer.Option(1, help="neighbourhood radius around --tool"),
+    min_weight: float = typer.Option(0.0, help="drop links below this weight"),
+    output: Path | None = typer.Option(None, "-o", "--output", help="file (default stdout)"),
+) -> None:
+    """Export the graph, or the neighbourhood of some tools, to DOT or Mermaid."""
+    graph = load_graph(path)
+    if tool:
+        graph = graph.induce(neighbourhood(graph, tool, hops))
+    if fmt not in ("dot", "mermaid"):
+        fail(f"unknown format {fmt!r}; expected dot or mermaid")
+    text = to_dot(graph, min_weight=min_weight) if fmt == "dot" else to_mermaid(
+        graph, min_weight=min_weight)
+    if output:
+        output.write_text(text, "utf-8")
+        console.print(f"wrote {output} ({graph.n_tools} tools)")
+    else:
+        print(text, end="")
