@@ -8,8 +8,7 @@ from pathlib import Path
 import typer
 
 from hyperplan.cli.common import embedder_from_option, out, stage_progress
-from hyperplan.eval.links import evaluate_links
-from hyperplan.graph.links import LinkConfig
+from hyperplan.eval.links import DEFAULT_THRESHOLD, evaluate_links
 
 eval_app = typer.Typer(help="Benchmarks with stable JSON output.", no_args_is_help=True)
 
@@ -20,7 +19,8 @@ def links_cmd(
     data: Path = typer.Option(..., help="NESTFUL data dir or *-data.json; NesTools *.jsonl"),
     embedder: str = typer.Option("auto", help="auto | minilm | hashing | none | openai:MODEL"),
     split: str = typer.Option("all", help="all | dev (every 5th task) | heldout"),
-    min_weight: float = typer.Option(LinkConfig.min_weight, help="link weight threshold"),
+    threshold: float = typer.Option(
+        DEFAULT_THRESHOLD, help="links at least this heavy count as predicted"),
     sweep: str = typer.Option("", help="extra thresholds, e.g. 0.4,0.5,0.6"),
     as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
 ) -> None:
@@ -29,7 +29,7 @@ def links_cmd(
     with stage_progress(not as_json) as progress:
         result = evaluate_links(
             suite, data, embedder=embedder_from_option(embedder), split=split,
-            config=LinkConfig(min_weight=min_weight), thresholds=thresholds, progress=progress,
+            threshold=threshold, thresholds=thresholds, progress=progress,
         )
     if as_json:
         print(json.dumps(result))

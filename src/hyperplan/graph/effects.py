@@ -46,20 +46,33 @@ def namespace(tool: ToolSpec) -> str:
     return tool.name.split(".", 1)[0] if "." in tool.name else ""
 
 
+def credential_scope(name: str) -> str | None:
+    """``None`` unless ``name`` is a credential; else the namespace its name carries before the
+    credential suffix (``file_system_access_token`` -> ``file_system``) or ``""``."""
+    tokens = name_tokens(name)
+    for cut in range(len(tokens)):
+        if "_".join(tokens[cut:]) in CREDENTIAL_KEYS:
+            return "_".join(tokens[:cut])
+    return None
+
+
 def is_credential(name: str) -> bool:
-    return "_".join(name_tokens(name)) in CREDENTIAL_KEYS
+    return credential_scope(name) is not None
 
 
-def auth_predicate(tool: ToolSpec) -> str:
-    ns = namespace(tool)
+def auth_predicate(tool: ToolSpec, scope: str = "") -> str:
+    ns = scope or namespace(tool)
     return f"{ns}.authenticated" if ns else "authenticated"
 
 
 def preconditions_of(tool: ToolSpec, inputs: list[SchemaField]) -> list[str]:
-    """Declared preconditions plus ``<ns>.authenticated`` for a required credential input."""
+    """Declared preconditions plus ``<ns>.authenticated`` for each required credential input
+    (``ns`` from the input name's prefix when it has one, else the tool's namespace)."""
     preds = list(tool.preconditions)
-    if any(f.required and is_credential(f.path) for f in inputs):
-        preds.append(auth_predicate(tool))
+    for f in inputs:
+        scope = credential_scope(f.path)
+        if f.required and scope is not None:
+            preds.append(auth_predicate(tool, scope))
     return _unique(preds)
 
 

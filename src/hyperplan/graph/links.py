@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 import scipy.sparse as sp
 
-from hyperplan.graph.effects import is_credential
+from hyperplan.graph.effects import credential_scope, is_credential
 from hyperplan.graph.model import Hypergraph, Link, NodeKind, SchemaNode
 from hyperplan.graph.text import (
     input_keys,
@@ -53,15 +53,17 @@ class LinkConfig:
 
     min_weight: float = 0.5
     w_name: float = 0.5
-    w_desc: float = 0.5
+    w_desc: float = 0.6
     w_mention: float = 0.25
-    name_containment: float = 0.0
+    name_containment: float = 0.5
     desc_low: float = 0.3
     desc_high: float = 0.8
     cross_namespace: float = 0.9
     max_block: int = 256
     max_key_block: int = 5000
     max_links_per_input: int = 64
+    best_output_per_producer: bool = True
+    best_input_per_consumer: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -171,6 +173,9 @@ def _side(graph: Hypergraph, nodes: list[SchemaNode], vocabs: tuple[_Vocab, ...]
     feats = [(_output_features if output else _input_features)(graph, n) for n in nodes]
     keys_v, names_v, descs_v = vocabs
     spaces = [_namespace(graph, n) for n in nodes]
+    if not output:  # a credential input names its own namespace: file_system_access_token
+        scopes = [credential_scope(n.path) for n in nodes]
+        spaces = [scope or space for scope, space in zip(scopes, spaces, strict=True)]
     return _Side(
         ids=np.array([n.id for n in nodes], dtype=np.int64),
         keys=keys_v.matrix([f[0] for f in feats]),
@@ -268,10 +273,32 @@ def _cosines(ins: _Side, outs: _Side, a: np.ndarray, b: np.ndarray,
     return cos
 
 
+def _best_in_groups(first: np.ndarray, second: np.ndarray, score: np.ndarray) -> np.ndarray:
+    """Mask keeping, in each (first, second) group, the pairs with the group's top score."""
+    if score.size == 0:
+        return np.zeros(0, dtype=bool)
+    order = np.lexsort((-score, second, first))
+    f, s, sc = first[order], second[order], score[order]
+    start = np.r_[True, (f[1:] != f[:-1]) | (s[1:] != s[:-1])]
+    group_best = np.maximum.accumulate(np.where(start, np.arange(sc.size), 0))
+    keep_sorted = sc >= sc[group_best] - 1e-9
+    keep = np.empty_like(keep_sorted)
+    keep[order] = keep_sorted
+    return keep
+
+
 def _select(ins: _Side, outs: _Side, a: np.ndarray, b: np.ndarray, score: np.ndarray,
             cfg: LinkConfig) -> list[Link]:
+    """Threshold, then one port per tool pair (an input takes its value from one output of a
+    given producer; optionally an output feeds one input of a given consumer), then top-M."""
     keep = score >= cfg.min_weight
     a, b, score = a[keep], b[keep], score[keep]
+    if cfg.best_output_per_producer:
+        keep = _best_in_groups(a, outs.tools[b], score)
+        a, b, score = a[keep], b[keep], score[keep]
+    if cfg.best_input_per_consumer:
+        keep = _best_in_groups(b, ins.tools[a], score)
+        a, b, score = a[keep], b[keep], score[keep]
     order = np.lexsort((outs.ids[b], -score, a))
     a, b, score = a[order], b[order], score[order]
     starts = np.r_[0, np.flatnonzero(a[1:] != a[:-1]) + 1] if a.size else np.array([], int)
