@@ -40,7 +40,15 @@ _TYPE_ALIASES = {
     "null": "null",
     "none": "null",
     "any": "any",
+    "enum": "string",
+    "time": "string",
 }
+
+
+def known_type(raw: Any) -> str | None:
+    """:func:`normalize_type`, but ``None`` instead of ``"any"`` for unknown names."""
+    kind = normalize_type(raw)
+    return None if kind == "any" else kind
 
 
 def normalize_type(raw: Any) -> str:
@@ -52,7 +60,7 @@ def normalize_type(raw: Any) -> str:
         return non_null[0] if non_null else "null"
     if not isinstance(raw, str):
         return "any"
-    key = raw.strip().lower()
+    key = raw.split("(")[0].strip().lower()  # "Date (yyyy-mm-dd)" -> "date"
     if key.startswith(("list[", "array[", "list of")):
         return "array"
     if key.startswith(("dict[", "dict of")):

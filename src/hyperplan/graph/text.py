@@ -14,12 +14,16 @@ _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _NON_ALNUM = re.compile(r"[^0-9a-zA-Z]+")
 
 STOPWORDS = frozenset(
-    ["a", "an", "the", "of", "to", "for", "in", "on", "at", "by", "with", "from", "and", "or", "is", "are", "be", "this", "that", "these", "those", "it", "its", "your", "you", "my", "me", "we", "our", "their", "his", "her", "as", "if", "than", "then", "which", "who", "whom", "what", "when", "where", "how", "can", "will", "may", "should", "must", "not", "no", "yes", "all", "any", "each", "per", "via", "into", "onto", "up", "down", "out", "over", "given", "specified", "specific", "provided", "based", "about", "using", "use", "used", "such", "e", "g", "eg", "etc"]
+    "a an the of to for in on at by with from and or is are be this that these those it its "
+    "your you my me we our their his her as if than then which who whom what when where how "
+    "can will may should must not no yes all any each per via into onto up down out over "
+    "given specified specific provided based about using use used such e g eg etc".split()
 )
 
 # Leaf names that only mean something together with the entity that owns them.
 GENERIC_LEAVES = frozenset(
-    ["id", "ids", "name", "names", "title", "type", "key", "value", "code", "number", "num", "uid", "uuid", "url", "link", "email", "status", "date", "time", "count", "description", "label", "slug", "index"]
+    "id ids name names title type key value code number num uid uuid url link email status "
+    "date time count description label slug index".split()
 )
 
 

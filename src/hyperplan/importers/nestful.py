@@ -23,7 +23,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool, normalize_type
+from hyperplan.catalog import (
+    Catalog,
+    ToolSpec,
+    build_catalog,
+    known_type,
+    make_tool,
+)
 from hyperplan.errors import CatalogError
 from hyperplan.importers.common import read_json
 from hyperplan.importers.gold import GoldFlow, GoldTask, SpecNamer, resolve_output_path, unique
@@ -142,7 +148,7 @@ def _property(spec: Any, file: str, tool: str, field: str) -> dict[str, Any]:
     if not isinstance(spec, dict):
         raise CatalogError("parameter spec is not an object", file=file, tool=tool, field=field)
     schema: dict[str, Any] = {}
-    kind = _loose_type(spec.get("type"))
+    kind = known_type(spec.get("type"))
     if kind:
         schema["type"] = kind
     if spec.get("description"):
@@ -161,14 +167,6 @@ def _property(spec: Any, file: str, tool: str, field: str) -> dict[str, Any]:
         schema["items"] = _property(spec["items"], file, tool, f"{field}.items")
     return schema
 
-
-def _loose_type(raw: Any) -> str | None:
-    """JSON type of a NESTFUL type name (``String``, ``Enum``, ``Date (yyyy-mm-dd)``)."""
-    if not isinstance(raw, str):
-        return None
-    head = raw.split("(")[0].strip().lower()
-    kind = "string" if head in ("enum", "time") else normalize_type(head)
-    return None if kind == "any" else kind
 
 
 # --- gold data -------------------------------------------------------------------------------

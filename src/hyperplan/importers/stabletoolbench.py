@@ -20,7 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool, normalize_type
+from hyperplan.catalog import (
+    Catalog,
+    ToolSpec,
+    build_catalog,
+    known_type,
+    make_tool,
+)
 from hyperplan.errors import CatalogError
 from hyperplan.importers.common import read_json, schema_from_example
 from hyperplan.importers.gold import unique
@@ -149,7 +155,7 @@ def _input_schema(api: dict[str, Any], file: str, tool: str) -> dict[str, Any]:
 
 def _param_schema(param: dict[str, Any]) -> dict[str, Any]:
     schema: dict[str, Any] = {}
-    kind = _loose_type(param.get("type"))
+    kind = known_type(param.get("type"))
     if kind:
         schema["type"] = kind
     if param.get("description"):
@@ -158,14 +164,6 @@ def _param_schema(param: dict[str, Any]) -> dict[str, Any]:
         schema["default"] = param["default"]
     return schema
 
-
-def _loose_type(raw: Any) -> str | None:
-    """JSON type of a RapidAPI type name (``STRING``, ``ENUM``, ``DATE (YYYY-MM-DD)``)."""
-    if not isinstance(raw, str):
-        return None
-    head = raw.split("(")[0].strip().lower()
-    kind = "string" if head in ("enum", "time") else normalize_type(head)
-    return None if kind == "any" else kind
 
 
 def _output_schema(template: Any) -> dict[str, Any] | None:
