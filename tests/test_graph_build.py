@@ -151,7 +151,8 @@ def test_link_config_threshold_and_cap(demo_catalog, demo):
     assert set(link_names(strict)) == {k for k, w in link_names(demo).items() if w >= 0.95}
     capped = build_graph(demo_catalog, config=LinkConfig(max_links_per_input=1))
     inferred = [lk for lk in capped.links() if lk.evidence == "inferred"]
-    assert len(inferred) == len({lk.target for lk in inferred}) == 13
+    targets = {lk.target for lk in demo.links() if lk.evidence == "inferred"}
+    assert len(inferred) == len({lk.target for lk in inferred}) == len(targets) >= 13
     for lk in inferred:  # the survivor is the strongest of the uncapped links into its input
         assert lk.weight == max(x.weight for x in demo.links_into(lk.target))
     assert capped.metadata["link_config"]["max_links_per_input"] == 1

@@ -18,7 +18,7 @@ out = Console()
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    console.print(f"[bold red]error:[/bold red] {message}", highlight=False)
+    console.print(f"[bold red]error:[/bold red] {message}", highlight=False, soft_wrap=True)
     sys.exit(code)
 
 
