@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from conftest import shared_path
 from typer.testing import CliRunner
 
+from conftest import shared_path
 from hyperplan.catalog import build_catalog, make_tool
 from hyperplan.cli import app
 from hyperplan.embed import get_embedder
