@@ -175,6 +175,7 @@ def test_link_count_mismatch(hand, tmp_path):
         lambda d: d["tools"][0].pop("inputs"),
         lambda d: d.pop("matrices"),
     ],
+    ids=["no-nodes", "bad-kind", "short-node", "tool-no-inputs", "no-matrices"],
 )
 def test_corrupt_document(hand, tmp_path, corrupt):
     json_path, _, doc = _saved(hand, tmp_path)
@@ -183,11 +184,10 @@ def test_corrupt_document(hand, tmp_path, corrupt):
     _error(json_path, "corrupt graph file")
 
 
-@pytest.mark.xfail(strict=True, reason="load_graph reads doc['matrices'] fields outside its "
-                   "try block: KeyError/AttributeError escape instead of GraphError")
 @pytest.mark.parametrize(
     "corrupt",
     [lambda d: d["matrices"].pop("evidence"), lambda d: d.__setitem__("matrices", [])],
+    ids=["no-evidence", "matrices-list"],
 )
 def test_corrupt_matrices_section(hand, tmp_path, corrupt):
     json_path, _, doc = _saved(hand, tmp_path)

@@ -60,10 +60,8 @@ def random_graph(seed: int, n_tools: int = 30, n_links: int = 160):
     base = make_graph(spec)
     ins = [n.id for n in base.nodes if n.kind.input_side]
     outs = [n.id for n in base.nodes if not n.kind.input_side]
-    raw = [
-        Link(int(rng.choice(outs)), int(rng.choice(ins)), float(rng.uniform(0.01, 1.0)), "r")
-        for _ in range(n_links)
-    ]
+    raw = [Link(int(rng.choice(outs)), int(rng.choice(ins)), float(rng.uniform(0.01, 1)), "r")
+           for _ in range(n_links)]
     raw += raw[:20]  # exact duplicates, and re-weighted duplicates below
     raw += [Link(lk.source, lk.target, lk.weight / 2, "dup") for lk in raw[20:40]]
     return base.with_links(raw), raw
@@ -150,9 +148,9 @@ def test_induce_keeps_exactly_inner_links_and_names(small):
     inner = {(small.node_name(lk.source), small.node_name(lk.target), lk.weight, lk.evidence)
              for lk in small.links()
              if small.nodes[lk.source].tool in keep and small.nodes[lk.target].tool in keep}
-    got = {(sub.node_name(lk.source), sub.node_name(lk.target), lk.weight, lk.evidence)
-           for lk in sub.links()}
-    assert got == inner and len(got) == 3
+    assert len(inner) == 3 and inner == {
+        (sub.node_name(lk.source), sub.node_name(lk.target), lk.weight, lk.evidence)
+        for lk in sub.links()}
 
 
 @pytest.mark.parametrize("seed", [3, 11])
@@ -165,7 +163,7 @@ def test_induce_random_subsets_restrict_links_and_producer_matrix(seed):
                 for lk in graph.links()
                 if graph.node_tool[lk.source] in keep and graph.node_tool[lk.target] in keep}
     assert {(sub.node_name(lk.source), sub.node_name(lk.target), lk.weight)
-            for lk in sub.links()} == expected
+            for lk in sub.links()} == expected and len(expected) > 10
     for r in range(sub.n_input_nodes):
         old_r = graph.node(sub.node_name(r)).id
         for e, tool in enumerate(sub.tools):
@@ -247,12 +245,10 @@ def test_from_parts_accepts_boundary_weights(weight):
     assert graph.producers_of(0) == [(0, weight)]
 
 
-@pytest.mark.xfail(strict=True, reason="_check_nodes indexes nodes[v] unchecked: IndexError")
 def test_from_parts_rejects_tool_port_out_of_range():
     nodes, tools = _ok_parts()
-    tools[1] = ToolEdge(1, "c", "", (0, 7), (), (0,))
     with pytest.raises(GraphError):
-        Hypergraph.from_parts(nodes, tools, [])
+        Hypergraph.from_parts(nodes, [tools[0], ToolEdge(1, "c", "", (0, 7), (), (0,))], [])
 
 
 def test_empty_graph():

@@ -88,8 +88,6 @@ def test_add_defaults_to_weight_one_and_overwrites_existing(demo, tmp_path):
         add=(("a", "b", 1.0),))
 
 
-@pytest.mark.xfail(strict=True, reason="docstring: add 'raises existing ones to this weight', "
-                   "but apply_overrides overwrites, so a lower add weight lowers the link")
 def test_add_does_not_lower_existing_link(demo):
     graph = apply_overrides(demo, LinkOverrides(add=((*TOKEN, 0.2),)))
     assert weights(graph)[TOKEN] == 1.0
@@ -124,8 +122,6 @@ def test_unknown_node_names_it(demo, tmp_path, section):
         apply_overrides(demo, load_overrides(path))
 
 
-@pytest.mark.xfail(strict=True, reason="remove_tools resolves names with graph.tool(), so an "
-                   "unknown tool raises GraphError instead of OverrideError")
 def test_unknown_tool_in_remove_is_override_error(demo):
     with pytest.raises(OverrideError, match=re.escape("'music.nope'")):
         apply_overrides(demo, LinkOverrides(remove_tools=(("music.nope", "music.show_song"),)))
@@ -154,8 +150,6 @@ def test_malformed_entries(tmp_path, doc, message, fmt):
     assert str(path) in str(info.value)
 
 
-@pytest.mark.xfail(strict=True, reason="load_overrides numbers 'remove' entries separately for "
-                   "link and tool-pair entries, so errors report the wrong index")
 def test_malformed_remove_reports_position_in_section(tmp_path):
     doc = {"remove": [{"from_tool": "music.login", "to_tool": "music.show_song"},
                       {"from": TOKEN[0]}]}

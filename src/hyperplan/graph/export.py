@@ -43,8 +43,8 @@ def to_dot(graph: Hypergraph, *, min_weight: float = 0.0, max_labels: int = 3) -
         ins = ", ".join(graph.nodes[v].path for v in tool.inputs)
         lines.append(f"  t{tool.id} [label={_dot_str(f'{tool.name}({ins})')}];")
     for (a, b), labels in sorted(_tool_links(graph, min_weight).items()):
-        label = "\\n".join(labels[:max_labels]) + ("\\n..." if len(labels) > max_labels else "")
-        label = label.replace('"', '\\"')
+        shown = labels[:max_labels] + (["..."] if len(labels) > max_labels else [])
+        label = "\\n".join(_dot_str(text)[1:-1] for text in shown)
         lines.append(f'  t{a} -> t{b} [label="{label}", fontsize=8];')
     lines.append("}")
     return "\n".join(lines) + "\n"

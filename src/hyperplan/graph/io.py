@@ -118,10 +118,10 @@ def load_graph(path: str | Path) -> Hypergraph:
             for j, t in enumerate(doc["tools"])
         )
         matrices = doc["matrices"]
+        evidence = list(matrices["evidence"])
     except (KeyError, ValueError, TypeError) as exc:
-        raise GraphError(f"{json_path}: corrupt graph file ({exc})") from None
+        raise GraphError(f"{json_path}: corrupt graph file ({exc!r})") from None
     arrays = _load_matrices(json_path, matrices)
-    evidence = matrices["evidence"]
     n_in = sum(1 for n in nodes if n.kind.input_side)
     graph = Hypergraph(
         nodes=nodes,

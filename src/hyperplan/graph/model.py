@@ -303,6 +303,8 @@ def _check_nodes(nodes: tuple[SchemaNode, ...], tools: tuple[ToolEdge, ...]) -> 
         if tool.id != j:
             raise GraphError(f"tool ids must be 0..m-1 in order; got {tool.id} at {j}")
         for v in (*tool.inputs, *tool.outputs):
+            if not 0 <= v < len(nodes):
+                raise GraphError(f"tool {tool.name!r} lists node {v} outside 0..{len(nodes) - 1}")
             if nodes[v].tool != j:
                 raise GraphError(f"tool {tool.name!r} lists node {v} owned by another tool")
     return n_in

@@ -2,7 +2,7 @@
 
 Override file (YAML or JSON)::
 
-    add:       # new links, or raise existing ones to this weight
+    add:       # new links; an existing lighter link is raised to this weight
       - {from: "spotify.login:out:access_token", to: "spotify.show_song:in:access_token",
          weight: 1.0}
     remove:    # one link, or every link between two tools
@@ -53,13 +53,15 @@ def load_overrides(path: str | Path) -> LinkOverrides:
     unknown = set(doc) - {"add", "remove", "reweight"}
     if unknown:
         raise OverrideError(f"{p}: unknown section(s) {sorted(unknown)}")
-    remove = [e for e in _entries(p, doc, "remove") if "from_tool" not in e]
-    remove_tools = [e for e in _entries(p, doc, "remove") if "from_tool" in e]
+    removals = list(enumerate(_entries(p, doc, "remove")))
     return LinkOverrides(
         add=tuple(_weighted(p, "add", k, e) for k, e in enumerate(_entries(p, doc, "add"))),
-        remove=tuple(_pair(p, "remove", k, e, "from", "to") for k, e in enumerate(remove)),
+        remove=tuple(
+            _pair(p, "remove", k, e, "from", "to") for k, e in removals if "from_tool" not in e
+        ),
         remove_tools=tuple(
-            _pair(p, "remove", k, e, "from_tool", "to_tool") for k, e in enumerate(remove_tools)
+            _pair(p, "remove", k, e, "from_tool", "to_tool") for k, e in removals
+            if "from_tool" in e
         ),
         reweight=tuple(
             _weighted(p, "reweight", k, e) for k, e in enumerate(_entries(p, doc, "reweight"))
@@ -83,7 +85,9 @@ def _pair(p: Path, section: str, k: int, e: dict[str, Any], a: str, b: str) -> t
 def _weighted(p: Path, section: str, k: int, e: dict[str, Any]) -> tuple[str, str, float]:
     src, dst = _pair(p, section, k, e, "from", "to")
     weight = e.get("weight", 1.0)
-    if not isinstance(weight, int | float) or not 0.0 < float(weight) <= 1.0:
+    if isinstance(weight, bool) or not isinstance(weight, int | float) or not (
+        0.0 < float(weight) <= 1.0
+    ):
         raise OverrideError(f"{p}: {section}[{k}] weight must be a number in (0, 1]")
     return src, dst, float(weight)
 
@@ -101,7 +105,7 @@ def apply_overrides(graph: Hypergraph, overrides: LinkOverrides) -> Hypergraph:
     for src, dst in overrides.remove:
         links.pop((_node_id(graph, src, "remove"), _node_id(graph, dst, "remove")), None)
     for src_tool, dst_tool in overrides.remove_tools:
-        a, b = graph.tool(src_tool).id, graph.tool(dst_tool).id
+        a, b = _tool_id(graph, src_tool), _tool_id(graph, dst_tool)
         links = {k: v for k, v in links.items()
                  if not (graph.nodes[k[0]].tool == a and graph.nodes[k[1]].tool == b)}
     for src, dst, w in overrides.reweight:
@@ -111,8 +115,19 @@ def apply_overrides(graph: Hypergraph, overrides: LinkOverrides) -> Hypergraph:
         links[key] = Link(key[0], key[1], w, "override")
     for src, dst, w in overrides.add:
         key = (_node_id(graph, src, "add"), _node_id(graph, dst, "add"))
-        links[key] = Link(key[0], key[1], w, "override")
-    return graph.with_links(links.values())
+        if key not in links or links[key].weight < w:
+            links[key] = Link(key[0], key[1], w, "override")
+    try:
+        return graph.with_links(links.values())
+    except GraphError as exc:
+        raise OverrideError(f"override makes an invalid link: {exc}") from None
+
+
+def _tool_id(graph: Hypergraph, name: str) -> int:
+    try:
+        return graph.tool(name).id
+    except GraphError:
+        raise OverrideError(f"remove: unknown tool {name!r}") from None
 
 
 @dataclass(frozen=True)
