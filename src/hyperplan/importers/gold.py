@@ -32,13 +32,35 @@ class GoldFlow:
 
 
 @dataclass(frozen=True, slots=True)
+class GoldCall:
+    """One gold call: the catalog tool, its literal arguments as ``(parameter, JSON value)``
+    pairs, and the parameters whose values reference earlier calls' outputs."""
+
+    tool: str
+    literals: tuple[tuple[str, str], ...] = ()
+    referenced: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class GoldTask:
-    """One benchmark task: its text, its tools (catalog names, in order, unique) and flows."""
+    """One benchmark task: its text, its tools (catalog names, in order, unique), the data
+    flows between its gold calls, and the calls themselves in order."""
 
     id: str
     text: str
     tools: tuple[str, ...]
     flows: tuple[GoldFlow, ...]
+    calls: tuple[GoldCall, ...] = ()
+
+
+def gold_call(tool: str, arguments: dict[str, Any], is_reference: Any) -> GoldCall:
+    """A :class:`GoldCall` from a call's arguments; ``is_reference(value)`` tells whether a
+    value refers to an earlier output."""
+    literals = tuple(
+        (str(k), canonical_json(v)) for k, v in arguments.items() if not is_reference(v)
+    )
+    referenced = tuple(str(k) for k, v in arguments.items() if is_reference(v))
+    return GoldCall(tool, literals, referenced)
 
 
 T = TypeVar("T")

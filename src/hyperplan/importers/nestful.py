@@ -32,7 +32,15 @@ from hyperplan.catalog import (
 )
 from hyperplan.errors import CatalogError
 from hyperplan.importers.common import read_json
-from hyperplan.importers.gold import GoldFlow, GoldTask, SpecNamer, resolve_output_path, unique
+from hyperplan.importers.gold import (
+    GoldCall,
+    GoldFlow,
+    GoldTask,
+    SpecNamer,
+    gold_call,
+    resolve_output_path,
+    unique,
+)
 
 SOURCE = "nestful"
 RESULT_CALL = "var_result"
@@ -179,6 +187,7 @@ def _task(sample: Any, task_id: str, file: str, catalog: Catalog) -> GoldTask:
     producers: dict[str, str] = {}
     tools: list[str] = []
     flows: list[GoldFlow] = []
+    calls: list[GoldCall] = []
     for index, call in enumerate(sample["output"]):
         name, arguments = _call(call, file, f"{task_id}.output[{index}]")
         if name == RESULT_CALL:
@@ -186,6 +195,7 @@ def _task(sample: Any, task_id: str, file: str, catalog: Catalog) -> GoldTask:
         if name in known:
             tools.append(name)
             flows.extend(_flows(name, arguments, producers, known))
+            calls.append(gold_call(name, arguments, lambda v: any(True for _ in references(v))))
         if isinstance(call.get("label"), str):
             producers[call["label"]] = name
     return GoldTask(
@@ -193,6 +203,7 @@ def _task(sample: Any, task_id: str, file: str, catalog: Catalog) -> GoldTask:
         text=str(sample.get("input") or ""),
         tools=unique(tools),
         flows=unique(flows),
+        calls=tuple(calls),
     )
 
 

@@ -24,7 +24,7 @@ from typing import Any
 from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
 from hyperplan.errors import CatalogError
 from hyperplan.importers.common import params_to_object_schema, read_jsonl
-from hyperplan.importers.gold import GoldFlow, GoldTask, SpecNamer, unique
+from hyperplan.importers.gold import GoldCall, GoldFlow, GoldTask, SpecNamer, gold_call, unique
 
 SOURCE = "nestools"
 _REFERENCE = re.compile(r"\bAPI_call_\d+\b")
@@ -124,16 +124,19 @@ def _task(row: dict[str, Any], name_map: dict[str, str], file: str, where: str) 
     responses = {api["api_name"]: list(api.get("responses") or {}) for api in apis}
     outputs: dict[str, tuple[str, str]] = {}
     flows: list[GoldFlow] = []
+    gold_calls: list[GoldCall] = []
     for index, call in enumerate(calls):
         field = f"{where}.call[{index}]"
         tool, api_name, params = _call(call, name_map, file, field)
         flows.extend(_flows(tool, params, outputs, file, field))
         outputs.update(_outputs(call, tool, responses[api_name], file, field))
+        gold_calls.append(gold_call(tool, params, lambda v: any(True for _ in references(v))))
     return GoldTask(
         id=str(row.get("test_id", where)),
         text=str(row.get("task") or ""),
         tools=unique(name_map.values()),
         flows=unique(flows),
+        calls=tuple(gold_calls),
     )
 
 

@@ -1,0 +1,192 @@
+"""Producer-chain benchmark: can DOE find the tools a task's gold calls use?
+
+For each task, the terminal tools are the gold calls whose outputs no other call consumes; the
+known values are the literal arguments of the gold calls, given as parameter names without
+saying which tool they belong to (:func:`hyperplan.plan.grounding.ground`, rule 2). DOE runs
+for each terminal over the graph built from the suite's whole tool pool (never from the gold
+calls) and the chosen support graphs are united. ``exact`` is the fraction of tasks whose
+predicted tool set equals the gold call tools; producer precision and recall compare the
+non-terminal tools, summed over tasks.
+
+Baselines on the same graph and grounding: ``all_producers`` (the unpruned backward closure
+over producers of every ungrounded required input) and ``semantic_topk`` (the paper's
+Variant 2: the K tools whose descriptions are closest to the task text, plus the terminals).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hyperplan.graph.build import build_graph
+from hyperplan.graph.links import LinkConfig, TextEmbedder
+from hyperplan.graph.model import Hypergraph
+from hyperplan.graph.text import name_tokens
+from hyperplan.importers.gold import GoldTask
+from hyperplan.plan.doe import DOEConfig, best_support_graph, expand
+from hyperplan.plan.grounding import Grounding, ground
+
+
+def terminals_of(task: GoldTask) -> list[str]:
+    """Tools of the gold calls whose outputs no other call consumes."""
+    producers = {f.producer for f in task.flows}
+    return list(dict.fromkeys(c.tool for c in task.calls if c.tool not in producers))
+
+
+def known_names(task: GoldTask) -> set[str]:
+    return {name for call in task.calls for name, _ in call.literals}
+
+
+@dataclass
+class _Tally:
+    tasks: int = 0
+    exact: int = 0
+    unsatisfiable: int = 0
+    hits: int = 0
+    predicted: int = 0
+    gold: int = 0
+    ms: list[float] = field(default_factory=list)
+
+    def add(self, predicted: set[str], gold_tools: set[str], terminals: set[str],
+            satisfiable: bool = True) -> None:
+        self.tasks += 1
+        self.exact += predicted == gold_tools
+        self.unsatisfiable += not satisfiable
+        pred_p, gold_p = predicted - terminals, gold_tools - terminals
+        self.hits += len(pred_p & gold_p)
+        self.predicted += len(pred_p)
+        self.gold += len(gold_p)
+
+    def summary(self) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "exact": round(self.exact / max(self.tasks, 1), 4),
+            "producer_recall": round(self.hits / self.gold, 4) if self.gold else 1.0,
+            "producer_precision": round(self.hits / self.predicted, 4) if self.predicted else 1.0,
+            "unsatisfiable": round(self.unsatisfiable / max(self.tasks, 1), 4),
+        }
+        if self.ms:
+            result["ms_p50"] = round(float(np.percentile(self.ms, 50)), 3)
+            result["ms_p99"] = round(float(np.percentile(self.ms, 99)), 3)
+        return result
+
+
+def doe_tools(graph: Hypergraph, terminals: list[str], grounding: Grounding,
+              config: DOEConfig, timings: list[float],
+              relevance: np.ndarray | None = None) -> tuple[set[str], bool]:
+    """Union of the best support graph of each terminal (selected with the tools' relevance
+    to the task text), and whether all were satisfiable."""
+    tools: set[str] = set()
+    ok = True
+    for name in terminals:
+        started = time.perf_counter()
+        result = expand(graph, graph.tool_index[name], grounding, config)
+        timings.append((time.perf_counter() - started) * 1000)
+        if not result.ok:
+            ok = False
+            tools.add(name)
+            continue
+        best = best_support_graph(result.complete, relevance)
+        assert best is not None
+        tools |= {graph.tools[t].name for t in best.tools}
+    return tools, ok
+
+
+def backward_closure(graph: Hypergraph, terminals: list[str], grounding: Grounding,
+                     max_depth: int = 8) -> set[str]:
+    """The ``all_producers`` baseline: every producer of every ungrounded required input,
+    recursively up to ``max_depth`` hops."""
+    seen = {graph.tool_index[t] for t in terminals}
+    frontier = set(seen)
+    prod = graph.producer_matrix
+    for _ in range(max_depth):
+        rows = [r for t in frontier for r in graph.tools[t].required if not grounding.grounded[r]]
+        found = set(prod[rows].indices.tolist()) if rows else set()
+        frontier = found - seen
+        if not frontier:
+            break
+        seen |= frontier
+    return {graph.tools[t].name for t in seen}
+
+
+class SemanticRanker:
+    """Cosine of the task text against tool texts (``name words: description``)."""
+
+    def __init__(self, graph: Hypergraph, embedder: TextEmbedder | None) -> None:
+        self.embedder = embedder
+        texts = [f"{' '.join(name_tokens(t.name))}: {t.description}" for t in graph.tools]
+        self.vectors = embedder.embed(texts) if embedder is not None else None
+        self.names = [t.name for t in graph.tools]
+
+    def scores(self, text: str) -> np.ndarray | None:
+        if self.vectors is None or self.embedder is None:
+            return None
+        return np.asarray(self.vectors @ self.embedder.embed([text])[0], dtype=np.float64)
+
+    def top(self, text: str, k: int) -> list[str]:
+        scores = self.scores(text)
+        if scores is None:
+            return []
+        return [self.names[i] for i in np.argsort(-scores, kind="stable")[:k]]
+
+
+def evaluate_chains(
+    suite: str,
+    data: str | Path,
+    *,
+    embedder: TextEmbedder | None,
+    config: DOEConfig | None = None,
+    semantic_k: int = 5,
+    link_config: LinkConfig | None = None,
+    split: str = "all",
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Run the chains benchmark; returns the JSON contract of ``hyperplan eval chains``."""
+    from hyperplan.eval.links import load_suite, split_tasks
+
+    started = time.perf_counter()
+    cfg = config or DOEConfig()
+    tallies = {"doe": _Tally(), "all_producers": _Tally(), "semantic_topk": _Tally()}
+    for catalog, tasks in load_suite(suite, data).parts:
+        graph = build_graph(catalog, embedder=embedder, config=link_config, progress=progress)
+        ranker = SemanticRanker(graph, embedder)
+        _run_tasks(graph, split_tasks(tasks, split), ranker, cfg, semantic_k, tallies)
+    doe = tallies["doe"].summary()
+    return {
+        "suite": suite,
+        "n_tasks": tallies["doe"].tasks,
+        "exact": doe["exact"],
+        "producer_recall": doe["producer_recall"],
+        "producer_precision": doe["producer_precision"],
+        "unsatisfiable": doe["unsatisfiable"],
+        "doe_ms_p50": doe.get("ms_p50", 0.0),
+        "doe_ms_p99": doe.get("ms_p99", 0.0),
+        "methods": {name: tally.summary() for name, tally in tallies.items()},
+        "split": split,
+        "doe_config": {"top_k": cfg.top_k, "beam_width": cfg.beam_width,
+                       "max_depth": cfg.max_depth},
+        "embedder": getattr(embedder, "name", None),
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+
+
+def _run_tasks(graph: Hypergraph, tasks: Sequence[GoldTask], ranker: SemanticRanker,
+               cfg: DOEConfig, semantic_k: int, tallies: dict[str, _Tally]) -> None:
+    for task in tasks:
+        terminals = [t for t in terminals_of(task) if t in graph.tool_index]
+        gold_tools = {c.tool for c in task.calls}
+        if not terminals or not gold_tools <= set(graph.tool_index):
+            continue
+        grounding = ground(graph, known_names(task))
+        term_set = set(terminals)
+        doe, ok = doe_tools(graph, terminals, grounding, cfg, tallies["doe"].ms,
+                            ranker.scores(task.text))
+        tallies["doe"].add(doe, gold_tools, term_set, ok)
+        closure = backward_closure(graph, terminals, grounding, cfg.max_depth)
+        tallies["all_producers"].add(closure, gold_tools, term_set)
+        semantic = set(ranker.top(task.text, semantic_k)) | term_set
+        tallies["semantic_topk"].add(semantic, gold_tools, term_set)

@@ -1,0 +1,1 @@
+"""Planning: Task DAG (later), Deficit-Oriented Expansion and grounding (seed 000)."""

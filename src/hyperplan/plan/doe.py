@@ -1,0 +1,275 @@
+"""Deficit-Oriented Expansion (seed 000, "Tool-Level Planning", Definitions 5–6, Eq. 3–5).
+
+For a candidate terminal tool e_t, DOE beam-searches the hypergraph for a *Tool Support
+Subgraph*: a set of tools whose outputs, together with the agent state, supply every required
+input of every selected tool.
+
+* The deficit set M (Definition 6) holds required input-side nodes of selected tools that are
+  neither grounded by the state nor supported by a selected tool. It starts as I(e_t) minus the
+  grounded nodes (Eq. 4 encodes it as a binary vector over V_I).
+* Each expansion scores every tool by Ω(e, M) = Σ_{r∈M} ρ(e, r) (Eq. 5), i.e. m^T A_prod,
+  computed from the rows of A_prod indexed by M (work proportional to the links of the
+  deficits, not to |E|), and branches on the top-K tools with Ω > 0.
+* Adding producer e_p resolves every deficit it supports (keeping the link used), then adds
+  e_p's own ungrounded required inputs unless a selected tool that does not depend on e_p
+  supports them (so support never runs in a cycle).
+* Candidates are ranked by |M| (then fewer tools, then higher support) and the best B kept.
+  Candidates with M = ∅ are complete. The search stops at the first depth that completes
+  (those have the fewest tools), when the beam empties, or at ``max_depth``; a deficit with no
+  producer outside the candidate kills it. Every expansion adds a new tool, so DOE always ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hyperplan.graph.model import Hypergraph
+from hyperplan.plan.grounding import Grounding, empty_grounding
+
+
+@dataclass(frozen=True)
+class DOEConfig:
+    """Top-K producers per expansion, beam width B, maximum expansion depth, and whether
+    optional inputs count as deficits. K = 5 and B = 4 were chosen on the NesTools dev split
+    (docs/benchmarks.md)."""
+
+    top_k: int = 5
+    beam_width: int = 4
+    max_depth: int = 8
+    include_optional: bool = False
+
+
+@dataclass(frozen=True, order=True)
+class Resolution:
+    """Deficit ``deficit`` (an input node) resolved by ``producer`` through the link
+    ``source`` -> ``deficit`` of weight ``weight``."""
+
+    deficit: int
+    producer: int
+    source: int
+    weight: float
+
+
+@dataclass(frozen=True)
+class SupportGraph:
+    """A complete Tool Support Subgraph for ``terminal``: ``tools`` in execution order
+    (producers before consumers) and the links that resolve each deficit."""
+
+    terminal: int
+    tools: tuple[int, ...]
+    resolutions: tuple[Resolution, ...]
+
+    @property
+    def support(self) -> float:
+        return float(sum(r.weight for r in self.resolutions))
+
+
+@dataclass(frozen=True)
+class DOEResult:
+    """Outcome of DOE for one terminal tool: complete support graphs (fewest tools first), or
+    none and the deficits of the best dead end in ``unsatisfiable``."""
+
+    terminal: int
+    complete: tuple[SupportGraph, ...]
+    unsatisfiable: frozenset[int] = frozenset()
+    expansions: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.complete)
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    tools: frozenset[int]
+    deficits: frozenset[int]
+    resolutions: tuple[Resolution, ...]
+    producers_of: tuple[tuple[int, frozenset[int]], ...] = field(default=())  # consumer -> deps
+
+    @property
+    def support(self) -> float:
+        return float(sum(r.weight for r in self.resolutions))
+
+    def rank(self) -> tuple[int, int, float, tuple[int, ...]]:
+        return (len(self.deficits), len(self.tools), -self.support, tuple(sorted(self.tools)))
+
+
+def _needs(graph: Hypergraph, tool: int, grounding: Grounding, cfg: DOEConfig) -> list[int]:
+    ports = graph.tools[tool].inputs if cfg.include_optional else graph.tools[tool].required
+    return [r for r in ports if not grounding.grounded[r]]
+
+
+def omega(graph: Hypergraph, deficits: Iterable[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Ω(e, M) for every tool with Ω > 0 (Eq. 5): ``(tool ids, scores)``, i.e. the non-zero
+    entries of m^T A_prod, from the rows of A_prod indexed by the deficits."""
+    rows = np.fromiter(deficits, dtype=np.int64)
+    prod = graph.producer_matrix
+    if rows.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    starts, ends = prod.indptr[rows], prod.indptr[rows + 1]
+    if int((ends - starts).sum()) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0)
+    idx = np.concatenate([np.arange(s, e) for s, e in zip(starts, ends, strict=True)])
+    tools, inverse = np.unique(prod.indices[idx], return_inverse=True)
+    return tools.astype(np.int64), np.bincount(inverse, weights=prod.data[idx])
+
+
+def _best_link(graph: Hypergraph, producer: int, deficit: int) -> Resolution:
+    best = max(
+        (lk for lk in graph.links_into(deficit) if graph.nodes[lk.source].tool == producer),
+        key=lambda lk: (lk.weight, -lk.source),
+    )
+    return Resolution(deficit, producer, best.source, best.weight)
+
+
+def _dependants(cand: _Candidate, tool: int) -> set[int]:
+    """Tools of the candidate that (transitively) consume ``tool``'s outputs."""
+    consumers: dict[int, set[int]] = {}
+    for consumer, deps in cand.producers_of:
+        for dep in deps:
+            consumers.setdefault(dep, set()).add(consumer)
+    seen, stack = set(), [tool]
+    while stack:
+        for nxt in consumers.get(stack.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+    return seen
+
+
+def _expand(graph: Hypergraph, cand: _Candidate, producer: int, grounding: Grounding,
+            cfg: DOEConfig) -> _Candidate:
+    prod = graph.producer_matrix
+    resolved = [r for r in cand.deficits if prod[r, producer] > 0]
+    resolutions = [_best_link(graph, producer, r) for r in resolved]
+    deps = {c: set(d) for c, d in cand.producers_of}
+    for r in resolved:
+        deps.setdefault(graph.nodes[r].tool, set()).add(producer)
+    grown = _Candidate(cand.tools | {producer}, frozenset(), (),
+                       tuple((c, frozenset(d)) for c, d in deps.items()))
+    forbidden = _dependants(grown, producer) | {producer}
+    new_deficits = []
+    for r in _needs(graph, producer, grounding, cfg):
+        helpers = [e for e in cand.tools - forbidden if prod[r, e] > 0]
+        if helpers:
+            helper = max(helpers, key=lambda e: (prod[r, e], -e))
+            resolutions.append(_best_link(graph, helper, r))
+            deps.setdefault(producer, set()).add(helper)
+        else:
+            new_deficits.append(r)
+    return _Candidate(
+        tools=cand.tools | {producer},
+        deficits=(cand.deficits - set(resolved)) | frozenset(new_deficits),
+        resolutions=tuple(sorted((*cand.resolutions, *resolutions))),
+        producers_of=tuple(sorted((c, frozenset(d)) for c, d in deps.items())),
+    )
+
+
+def _top_producers(graph: Hypergraph, cand: _Candidate, k: int) -> list[int] | None:
+    """Top-K tools by Ω outside the candidate; ``None`` when some deficit has no producer
+    outside the candidate (the candidate can never complete)."""
+    prod = graph.producer_matrix
+    for r in cand.deficits:
+        row = prod.indices[prod.indptr[r]: prod.indptr[r + 1]]
+        if not any(int(e) not in cand.tools for e in row):
+            return None
+    tools, scores = omega(graph, cand.deficits)
+    outside = np.array([int(e) not in cand.tools for e in tools], dtype=bool)
+    tools, scores = tools[outside], scores[outside]
+    order = np.lexsort((tools, -scores))[:k]
+    return [int(e) for e in tools[order]]
+
+
+def _execution_order(cand: _Candidate) -> tuple[int, ...]:
+    deps = {c: set(d) for c, d in cand.producers_of}
+    order: list[int] = []
+    remaining = set(cand.tools)
+    while remaining:
+        ready = sorted(t for t in remaining if not (deps.get(t, set()) & remaining))
+        if not ready:  # cannot happen: support never runs in a cycle
+            ready = sorted(remaining)
+        order.extend(ready)
+        remaining -= set(ready)
+    return tuple(order)
+
+
+def expand(graph: Hypergraph, terminal: int, grounding: Grounding | None = None,
+           config: DOEConfig | None = None) -> DOEResult:
+    """Run DOE for one candidate terminal tool (module doc)."""
+    cfg = config or DOEConfig()
+    state = grounding or empty_grounding(graph)
+    start = _Candidate(frozenset({terminal}), frozenset(_needs(graph, terminal, state, cfg)), ())
+    if not start.deficits:
+        return DOEResult(terminal, (SupportGraph(terminal, (terminal,), ()),))
+    beam, expansions, dead = [start], 0, start
+    for _ in range(cfg.max_depth):
+        children: dict[frozenset[int], _Candidate] = {}
+        for cand in beam:
+            picks = _top_producers(graph, cand, cfg.top_k)
+            if picks is None:
+                dead = min(dead, cand, key=_Candidate.rank)
+                continue
+            for producer in picks:
+                expansions += 1
+                child = _expand(graph, cand, producer, state, cfg)
+                if child.tools not in children or child.rank() < children[child.tools].rank():
+                    children[child.tools] = child
+        ranked = sorted(children.values(), key=_Candidate.rank)
+        complete = [c for c in ranked if not c.deficits]
+        if complete:
+            graphs = tuple(SupportGraph(terminal, _execution_order(c), c.resolutions)
+                           for c in complete)
+            return DOEResult(terminal, graphs, expansions=expansions)
+        if not ranked:
+            break
+        beam = ranked[: cfg.beam_width]
+        dead = min(dead, beam[0], key=_Candidate.rank)
+    return DOEResult(terminal, (), unsatisfiable=dead.deficits, expansions=expansions)
+
+
+def best_support_graph(graphs: Iterable[SupportGraph], relevance: np.ndarray | None = None,
+                       relevance_weight: float = 1.0) -> SupportGraph | None:
+    """Support Graph Selection: fewest tools, then the highest total support — plus, when a
+    per-tool ``relevance`` to the subtask is given (e.g. cosine of tool and subtask text), that
+    relevance of the non-terminal tools times ``relevance_weight``, which separates producers
+    that support a deficit equally well. The paper leaves this choice to the LLM; this is the
+    deterministic stand-in."""
+
+    def key(g: SupportGraph) -> tuple[int, float, tuple[int, ...]]:
+        score = g.support
+        if relevance is not None:
+            score += relevance_weight * sum(float(relevance[t]) for t in g.tools
+                                            if t != g.terminal)
+        return (len(g.tools), -score, g.tools)
+
+    return min(graphs, key=key, default=None)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Support-graph selection over candidate terminal tools: the chosen graph (fewest tools,
+    then highest total support), the per-terminal results, and a readable reason when none
+    is feasible."""
+
+    chosen: SupportGraph | None
+    results: tuple[DOEResult, ...]
+    reason: str = ""
+
+
+def select_support_graph(graph: Hypergraph, terminals: Sequence[int | str],
+                         grounding: Grounding | None = None,
+                         config: DOEConfig | None = None,
+                         relevance: np.ndarray | None = None) -> Selection:
+    """DOE for each candidate terminal tool, then Support Graph Selection
+    (:func:`best_support_graph`)."""
+    ids = [graph.tool(t).id if isinstance(t, str) else t for t in terminals]
+    results = tuple(expand(graph, t, grounding, config) for t in ids)
+    best = best_support_graph((g for r in results for g in r.complete), relevance)
+    if best is not None:
+        return Selection(best, results)
+    missing = sorted({d for r in results for d in r.unsatisfiable})
+    names = ", ".join(graph.node_name(d) for d in missing) or "no terminal tools"
+    return Selection(None, results, f"unsatisfiable: {names}")
