@@ -8,7 +8,9 @@ from pathlib import Path
 import typer
 
 from hyperplan.cli.common import embedder_from_option, out, stage_progress
+from hyperplan.eval.chains import evaluate_chains
 from hyperplan.eval.links import DEFAULT_THRESHOLD, evaluate_links
+from hyperplan.plan.doe import DOEConfig
 
 eval_app = typer.Typer(help="Benchmarks with stable JSON output.", no_args_is_help=True)
 
@@ -30,6 +32,28 @@ def links_cmd(
         result = evaluate_links(
             suite, data, embedder=embedder_from_option(embedder), split=split,
             threshold=threshold, thresholds=thresholds, progress=progress,
+        )
+    if as_json:
+        print(json.dumps(result))
+        return
+    out.print_json(json.dumps(result))
+
+
+@eval_app.command("chains")
+def chains_cmd(
+    suite: str = typer.Option(..., help="nestful | nestools"),
+    data: Path = typer.Option(..., help="NESTFUL data dir or *-data.json; NesTools *.jsonl"),
+    embedder: str = typer.Option("auto", help="auto | minilm | hashing | none | openai:MODEL"),
+    split: str = typer.Option("all", help="all | dev (every 5th task) | heldout"),
+    top_k: int = typer.Option(DOEConfig.top_k, help="DOE producers per expansion (K)"),
+    beam: int = typer.Option(DOEConfig.beam_width, help="DOE beam width (B)"),
+    as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
+) -> None:
+    """Can DOE find the producer tools of the gold calls? (exact, producer P/R, baselines)"""
+    with stage_progress(not as_json) as progress:
+        result = evaluate_chains(
+            suite, data, embedder=embedder_from_option(embedder), split=split,
+            config=DOEConfig(top_k=top_k, beam_width=beam), progress=progress,
         )
     if as_json:
         print(json.dumps(result))

@@ -97,6 +97,23 @@ class _Candidate:
         return (len(self.deficits), len(self.tools), -self.support, tuple(sorted(self.tools)))
 
 
+class _Rows:
+    """Memoised rows of A_prod: ``rows(r)`` = {tool: ρ(tool, r)} for input node r."""
+
+    def __init__(self, graph: Hypergraph) -> None:
+        self.prod = graph.producer_matrix
+        self.cache: dict[int, dict[int, float]] = {}
+
+    def __call__(self, r: int) -> dict[int, float]:
+        row = self.cache.get(r)
+        if row is None:
+            lo, hi = self.prod.indptr[r], self.prod.indptr[r + 1]
+            row = dict(zip(self.prod.indices[lo:hi].tolist(), self.prod.data[lo:hi].tolist(),
+                           strict=True))
+            self.cache[r] = row
+        return row
+
+
 def _needs(graph: Hypergraph, tool: int, grounding: Grounding, cfg: DOEConfig) -> list[int]:
     ports = graph.tools[tool].inputs if cfg.include_optional else graph.tools[tool].required
     return [r for r in ports if not grounding.grounded[r]]
@@ -141,9 +158,8 @@ def _dependants(cand: _Candidate, tool: int) -> set[int]:
 
 
 def _expand(graph: Hypergraph, cand: _Candidate, producer: int, grounding: Grounding,
-            cfg: DOEConfig) -> _Candidate:
-    prod = graph.producer_matrix
-    resolved = [r for r in cand.deficits if prod[r, producer] > 0]
+            cfg: DOEConfig, rows: _Rows) -> _Candidate:
+    resolved = [r for r in cand.deficits if producer in rows(r)]
     resolutions = [_best_link(graph, producer, r) for r in resolved]
     deps = {c: set(d) for c, d in cand.producers_of}
     for r in resolved:
@@ -153,9 +169,10 @@ def _expand(graph: Hypergraph, cand: _Candidate, producer: int, grounding: Groun
     forbidden = _dependants(grown, producer) | {producer}
     new_deficits = []
     for r in _needs(graph, producer, grounding, cfg):
-        helpers = [e for e in cand.tools - forbidden if prod[r, e] > 0]
+        row = rows(r)
+        helpers = [e for e in cand.tools - forbidden if e in row]
         if helpers:
-            helper = max(helpers, key=lambda e: (prod[r, e], -e))
+            helper = max(helpers, key=lambda e: (row[e], -e))
             resolutions.append(_best_link(graph, helper, r))
             deps.setdefault(producer, set()).add(helper)
         else:
@@ -168,14 +185,13 @@ def _expand(graph: Hypergraph, cand: _Candidate, producer: int, grounding: Groun
     )
 
 
-def _top_producers(graph: Hypergraph, cand: _Candidate, k: int) -> list[int] | None:
-    """Top-K tools by Ω outside the candidate; ``None`` when some deficit has no producer
-    outside the candidate (the candidate can never complete)."""
-    prod = graph.producer_matrix
-    for r in cand.deficits:
-        row = prod.indices[prod.indptr[r]: prod.indptr[r + 1]]
-        if not any(int(e) not in cand.tools for e in row):
-            return None
+def _blocking(cand: _Candidate, rows: _Rows) -> frozenset[int]:
+    """Deficits with no producer outside the candidate: the candidate can never complete."""
+    return frozenset(r for r in cand.deficits if not rows(r).keys() - cand.tools)
+
+
+def _top_producers(graph: Hypergraph, cand: _Candidate, k: int) -> list[int]:
+    """Top-K tools by Ω(e, M) outside the candidate, ties by tool id."""
     tools, scores = omega(graph, cand.deficits)
     outside = np.array([int(e) not in cand.tools for e in tools], dtype=bool)
     tools, scores = tools[outside], scores[outside]
@@ -204,17 +220,18 @@ def expand(graph: Hypergraph, terminal: int, grounding: Grounding | None = None,
     start = _Candidate(frozenset({terminal}), frozenset(_needs(graph, terminal, state, cfg)), ())
     if not start.deficits:
         return DOEResult(terminal, (SupportGraph(terminal, (terminal,), ()),))
-    beam, expansions, dead = [start], 0, start
+    beam, expansions, rows = [start], 0, _Rows(graph)
+    blocked: list[tuple[int, tuple[int, int, float, tuple[int, ...]], frozenset[int]]] = []
     for _ in range(cfg.max_depth):
         children: dict[frozenset[int], _Candidate] = {}
         for cand in beam:
-            picks = _top_producers(graph, cand, cfg.top_k)
-            if picks is None:
-                dead = min(dead, cand, key=_Candidate.rank)
+            blocking = _blocking(cand, rows)
+            if blocking:
+                blocked.append((len(blocking), cand.rank(), blocking))
                 continue
-            for producer in picks:
+            for producer in _top_producers(graph, cand, cfg.top_k):
                 expansions += 1
-                child = _expand(graph, cand, producer, state, cfg)
+                child = _expand(graph, cand, producer, state, cfg, rows)
                 if child.tools not in children or child.rank() < children[child.tools].rank():
                     children[child.tools] = child
         ranked = sorted(children.values(), key=_Candidate.rank)
@@ -226,8 +243,9 @@ def expand(graph: Hypergraph, terminal: int, grounding: Grounding | None = None,
         if not ranked:
             break
         beam = ranked[: cfg.beam_width]
-        dead = min(dead, beam[0], key=_Candidate.rank)
-    return DOEResult(terminal, (), unsatisfiable=dead.deficits, expansions=expansions)
+    # the blocked candidate with the fewest blocking deficits, else the best of the last beam
+    missing = min(blocked)[2] if blocked else beam[0].deficits
+    return DOEResult(terminal, (), unsatisfiable=missing, expansions=expansions)
 
 
 def best_support_graph(graphs: Iterable[SupportGraph], relevance: np.ndarray | None = None,

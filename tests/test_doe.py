@@ -1,0 +1,191 @@
+"""Deficit-Oriented Expansion pinned on hand-built graphs whose answers can be checked by hand
+(seed 000, Definitions 5-6, Eq. 3-5)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from hyperplan.catalog import build_catalog, make_tool
+from hyperplan.graph.build import structure_from_catalog
+from hyperplan.graph.model import Hypergraph, Link
+from hyperplan.plan.doe import (
+    DOEConfig,
+    best_support_graph,
+    expand,
+    omega,
+    select_support_graph,
+)
+from hyperplan.plan.grounding import ground
+
+
+def make_graph(spec: dict[str, tuple[list[str], list[str]]],
+               links: list[tuple[str, str, float]]) -> Hypergraph:
+    """``spec``: tool -> (inputs, outputs); an input ending in ``?`` is optional.
+    ``links``: ("tool.out", "tool.in", w)."""
+    tools = []
+    for name, (ins, outs) in spec.items():
+        props = {p.rstrip("?"): {"type": "string"} for p in ins}
+        required = [p for p in ins if not p.endswith("?")]
+        out_schema = {"type": "object", "properties": {o: {"type": "string"} for o in outs}}
+        tools.append(make_tool(name=name, input_schema={"type": "object", "properties": props,
+                                                        "required": required},
+                               output_schema=out_schema if outs else None))
+    graph = Hypergraph.from_parts(*structure_from_catalog(build_catalog(tools)), [])
+
+    def node(ref: str, kind: str) -> int:
+        tool, _, path = ref.partition(".")
+        return graph.node_index[f"{tool}:{kind}:{path}"]
+
+    return graph.with_links(Link(node(s, "out"), node(d, "in"), w) for s, d, w in links)
+
+
+@pytest.fixture
+def graph_a() -> Hypergraph:
+    # t needs a and b (c optional); p1 gives both; p2 gives a but needs x (from p3); q gives b.
+    return make_graph(
+        {"t": (["a", "b", "c?"], ["done"]), "p1": ([], ["oa", "ob"]), "p2": (["x"], ["oa2"]),
+         "p3": ([], ["ox"]), "q": ([], ["ob2"])},
+        [("p1.oa", "t.a", 0.9), ("p1.ob", "t.b", 0.8), ("p2.oa2", "t.a", 1.0),
+         ("p3.ox", "p2.x", 1.0), ("q.ob2", "t.b", 0.5)],
+    )
+
+
+def names(graph: Hypergraph, ids: tuple[int, ...]) -> list[str]:
+    return [graph.tools[i].name for i in ids]
+
+
+def test_omega_is_sum_of_support_over_deficits(graph_a: Hypergraph) -> None:
+    a, b = graph_a.node_index["t:in:a"], graph_a.node_index["t:in:b"]
+    tools, scores = omega(graph_a, [a, b])
+    got = {graph_a.tools[t].name: round(s, 6) for t, s in zip(tools, scores, strict=True)}
+    assert got == {"p1": 1.7, "p2": 1.0, "q": 0.5}
+
+
+def test_omega_matches_dense_product_on_random_graph() -> None:
+    rng = np.random.default_rng(3)
+    spec = {f"t{k}": ([f"i{j}" for j in range(3)], [f"o{j}" for j in range(3)])
+            for k in range(20)}
+    links = [(f"t{rng.integers(20)}.o{rng.integers(3)}", f"t{rng.integers(20)}.i{rng.integers(3)}",
+              float(rng.uniform(0.1, 1.0))) for _ in range(120)]
+    links = [lk for lk in links if lk[0].split(".")[0] != lk[1].split(".")[0]]
+    graph = make_graph(spec, links)
+    deficits = sorted(set(rng.integers(graph.n_input_nodes, size=10).tolist()))
+    m = np.zeros(graph.n_input_nodes)
+    m[deficits] = 1.0
+    dense = m @ graph.producer_matrix.toarray()
+    tools, scores = omega(graph, deficits)
+    assert np.allclose(dense[tools], scores)
+    assert set(np.flatnonzero(dense > 0)) == set(tools.tolist())
+
+
+def test_joint_producer_completes_in_one_step(graph_a: Hypergraph) -> None:
+    result = expand(graph_a, graph_a.tool_index["t"])
+    assert result.ok
+    best = best_support_graph(result.complete)
+    assert best is not None
+    assert names(graph_a, best.tools) == ["p1", "t"]  # producers before consumers
+    assert {(graph_a.node_name(r.deficit), graph_a.node_name(r.source), r.weight)
+            for r in best.resolutions} == {("t:in:a", "p1:out:oa", 0.9),
+                                           ("t:in:b", "p1:out:ob", 0.8)}
+
+
+def test_grounding_removes_deficits_and_producers(graph_a: Hypergraph) -> None:
+    t = graph_a.tool_index["t"]
+    only_b = expand(graph_a, t, ground(graph_a, ["a"]))
+    assert sorted(names(graph_a, g.tools) for g in only_b.complete) == [["p1", "t"], ["q", "t"]]
+    best = best_support_graph(only_b.complete)
+    assert best is not None and names(graph_a, best.tools) == ["p1", "t"]  # support .8 > .5
+    both = expand(graph_a, t, ground(graph_a, {"t:in:a": 1, "b": 2}))
+    assert [names(graph_a, g.tools) for g in both.complete] == [["t"]]
+
+
+def test_bound_output_grounds_linked_inputs(graph_a: Hypergraph) -> None:
+    grounding = ground(graph_a, ["p1:out:oa"])
+    assert graph_a.node_index["t:in:a"] in grounding
+    assert graph_a.node_index["t:in:b"] not in grounding
+
+
+def test_optional_inputs_are_not_deficits_unless_asked(graph_a: Hypergraph) -> None:
+    t = graph_a.tool_index["t"]
+    strict = expand(graph_a, t, ground(graph_a, ["a", "b"]), DOEConfig(include_optional=True))
+    assert not strict.ok
+    assert strict.unsatisfiable == {graph_a.node_index["t:in:c"]}
+
+
+def test_chain_through_second_producer() -> None:
+    graph = make_graph({"t": (["a"], []), "p2": (["x"], ["oa"]), "p3": ([], ["ox"])},
+                       [("p2.oa", "t.a", 1.0), ("p3.ox", "p2.x", 1.0)])
+    result = expand(graph, graph.tool_index["t"])
+    assert [names(graph, g.tools) for g in result.complete] == [["p3", "p2", "t"]]
+
+
+def test_beam_ranks_by_remaining_deficits() -> None:
+    # With K=2, B=1 the beam keeps {t, p1} (no deficit left) over {t, p2} (needs x).
+    graph = make_graph({"t": (["a"], []), "p1": ([], ["oa"]), "p2": (["x"], ["oa"]),
+                        "p3": ([], ["ox"])},
+                       [("p1.oa", "t.a", 0.6), ("p2.oa", "t.a", 0.9), ("p3.ox", "p2.x", 1.0)])
+    result = expand(graph, graph.tool_index["t"], config=DOEConfig(top_k=2, beam_width=1))
+    assert [names(graph, g.tools) for g in result.complete] == [["p1", "t"]]
+
+
+def test_producer_ties_break_by_tool_id() -> None:
+    graph = make_graph({"t": (["a"], []), "p1": ([], ["oa"]), "p2": ([], ["oa"])},
+                       [("p2.oa", "t.a", 0.7), ("p1.oa", "t.a", 0.7)])
+    result = expand(graph, graph.tool_index["t"], config=DOEConfig(top_k=1))
+    assert [names(graph, g.tools) for g in result.complete] == [["p1", "t"]]
+
+
+def test_unreachable_input_is_unsatisfiable() -> None:
+    graph = make_graph({"t": (["a", "b"], []), "p": ([], ["oa"])}, [("p.oa", "t.a", 1.0)])
+    selection = select_support_graph(graph, ["t"])
+    assert selection.chosen is None
+    assert selection.reason == "unsatisfiable: t:in:b"
+
+
+def test_cycle_ends_unsatisfiable() -> None:
+    # u needs y from v; v needs z, whose only producer is u itself: no executable order.
+    graph = make_graph({"u": (["y"], ["z"]), "v": (["z"], ["y"])},
+                       [("v.y", "u.y", 1.0), ("u.z", "v.z", 1.0)])
+    result = expand(graph, graph.tool_index["u"])
+    assert not result.ok
+    assert result.unsatisfiable == {graph.node_index["v:in:z"]}
+
+
+def test_sibling_producer_supports_new_deficit() -> None:
+    # t needs a (from p) and b (from s); p also needs b: s, already selected, supplies it.
+    graph = make_graph({"t": (["a", "b"], []), "p": (["b"], ["oa"]), "s": ([], ["ob"])},
+                       [("p.oa", "t.a", 1.0), ("s.ob", "t.b", 1.0), ("s.ob", "p.b", 1.0)])
+    result = expand(graph, graph.tool_index["t"], config=DOEConfig(top_k=1))
+    assert [names(graph, g.tools) for g in result.complete] == [["s", "p", "t"]]
+
+
+def test_selection_prefers_fewer_tools_then_relevance() -> None:
+    graph = make_graph({"t1": (["a"], []), "t2": (["a"], []), "p": (["x"], ["oa"]),
+                        "r": ([], ["ox"]), "q1": ([], ["oa"]), "q2": ([], ["oa"])},
+                       [("p.oa", "t1.a", 1.0), ("r.ox", "p.x", 1.0), ("q1.oa", "t2.a", 0.6),
+                        ("q2.oa", "t2.a", 0.6)])
+    plain = select_support_graph(graph, ["t1", "t2"])
+    assert plain.chosen is not None and names(graph, plain.chosen.tools) == ["q1", "t2"]
+    relevance = np.zeros(graph.n_tools)
+    relevance[graph.tool_index["q2"]] = 0.5
+    ranked = select_support_graph(graph, ["t1", "t2"], relevance=relevance)
+    assert ranked.chosen is not None and names(graph, ranked.chosen.tools) == ["q2", "t2"]
+
+
+def test_precondition_deficit_resolved_by_effect() -> None:
+    tools = [
+        make_tool(name="app.login", input_schema={"type": "object", "properties": {}},
+                  output_schema={"type": "object", "properties": {"access_token": {}}}),
+        make_tool(name="app.show", input_schema={
+            "type": "object", "properties": {"access_token": {"type": "string"}},
+            "required": ["access_token"]}),
+    ]
+    from hyperplan.graph.build import build_graph
+
+    graph = build_graph(build_catalog(tools))
+    show = graph.tool_index["app.show"]
+    result = expand(graph, show)
+    assert [names(graph, g.tools) for g in result.complete] == [["app.login", "app.show"]]
+    done = expand(graph, show, ground(graph, ["access_token"], effects=["app.authenticated"]))
+    assert [names(graph, g.tools) for g in done.complete] == [["app.show"]]
