@@ -3,11 +3,11 @@
 The paper takes links from an expert-annotated graph (In-N-Out). We infer them:
 
 1. **Candidates by blocking** (sub-quadratic): an (output, input) pair is scored only if the two
-   share a canonical key (``song_id`` <- ``songs[].id``), a rare name token, or a rare
-   description token (an input description that mentions the output's name, or two
-   descriptions sharing a rare word). Tokens that occur in more than ``max_block`` outputs are
-   not used for blocking, so the number of candidates grows linearly with the catalog.
-   The candidate pattern is one sparse product per evidence kind.
+   share a canonical key (``song_id`` <- ``songs[].id``), a name token, or a description token
+   (an input description that mentions the output's name, or two descriptions sharing a word).
+   A token found in more than ``max_block`` outputs only pairs nodes of the same namespace
+   (app), and credential keys always do; so each input meets a bounded number of outputs per
+   token and candidates grow linearly with the catalog. One sparse product per evidence kind.
 2. **Scoring** each candidate (vectorised over all pairs):
    ``s = max(key, w_name·jaccard + w_desc·desc + w_mention·mention) · type · namespace``
    where ``key`` is the strength of a shared canonical key, ``jaccard`` the overlap of name
@@ -60,7 +60,6 @@ class LinkConfig:
     desc_high: float = 0.8
     cross_namespace: float = 0.9
     max_block: int = 256
-    max_key_block: int = 5000
     max_links_per_input: int = 64
     best_output_per_producer: bool = True
     best_input_per_consumer: bool = False
@@ -204,22 +203,58 @@ def _widen(side: _Side, n_cols: tuple[int, int, int]) -> None:
 # --------------------------------------------------------------------------- candidates
 
 
-def _capped(matrix: sp.csr_matrix, cap: int) -> sp.csr_matrix:
-    """Drop the columns (tokens) that occur in more than ``cap`` rows."""
-    df = np.diff(matrix.tocsc().indptr)
-    keep = sp.diags((df <= cap).astype(np.float64))
-    return (matrix @ keep).tocsr()
+def _binary(matrix: sp.csr_matrix) -> sp.csr_matrix:
+    return (matrix > 0).astype(np.float64).tocsr()
 
 
-def _candidate_pairs(ins: _Side, outs: _Side, cfg: LinkConfig) -> tuple[np.ndarray, np.ndarray]:
-    """Row indices (into ``ins``, ``outs``) of every pair sharing a blocking key."""
-    out_keys = _capped(outs.keys, cfg.max_key_block)
-    out_names = _capped(outs.names, cfg.max_block)
-    out_descs = _capped(outs.descs, cfg.max_block)
-    pattern = (ins.keys > 0).astype(np.float64) @ (out_keys > 0).astype(np.float64).T
-    pattern = pattern + ins.names @ out_names.T
-    pattern = pattern + ins.descs @ out_names.T  # description mentions the output name
-    pattern = pattern + ins.descs @ out_descs.T  # descriptions share a rare word
+def _rekey_by_space(matrix: sp.csr_matrix, cols: np.ndarray, space: np.ndarray,
+                    n_spaces: int) -> sp.csr_matrix:
+    """Columns ``cols`` of ``matrix`` re-keyed as (token, namespace of the row)."""
+    sub = matrix[:, cols].tocoo()
+    keyed = sub.col.astype(np.int64) * n_spaces + space[sub.row]
+    return sp.csr_matrix((np.ones(sub.nnz), (sub.row, keyed)),
+                         shape=(matrix.shape[0], cols.size * n_spaces))
+
+
+def _block_pattern(m_in: sp.csr_matrix, m_out: sp.csr_matrix, spaces: tuple[np.ndarray, ...],
+                   cap: int, local_only: np.ndarray | None = None) -> sp.csr_matrix:
+    """Pairs sharing a token. A token found in at most ``cap`` outputs pairs globally; a larger
+    block (and any ``local_only`` token, e.g. a credential) pairs only nodes of the same
+    namespace, and is dropped if still larger than ``cap`` there. Each input therefore meets
+    at most ``cap`` outputs per token: candidate counts grow linearly with the catalog."""
+    s_in, s_out, n_spaces = spaces[0], spaces[1], int(spaces[2][0])
+    m_in, m_out = _binary(m_in), _binary(m_out)
+    local = np.diff(m_out.tocsc().indptr) > cap
+    if local_only is not None:
+        local |= local_only
+    pattern = (m_in @ sp.diags((~local).astype(np.float64))) @ m_out.T
+    cols = np.flatnonzero(local)
+    if cols.size:
+        li = _rekey_by_space(m_in, cols, s_in, n_spaces)
+        lo = _rekey_by_space(m_out, cols, s_out, n_spaces)
+        small = sp.diags((np.diff(lo.tocsc().indptr) <= cap).astype(np.float64))
+        pattern = pattern + (li @ small) @ lo.T
+    return pattern.tocsr()
+
+
+def _space_ids(ins: _Side, outs: _Side) -> tuple[np.ndarray, ...]:
+    names, codes = np.unique(np.concatenate([ins.spaces, outs.spaces]).astype(str),
+                             return_inverse=True)
+    codes = codes.astype(np.int64)
+    return codes[: ins.ids.size], codes[ins.ids.size:], np.array([max(names.size, 1)])
+
+
+def _candidate_pairs(ins: _Side, outs: _Side, cfg: LinkConfig,
+                     credential_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices (into ``ins``, ``outs``) of every pair sharing a blocking key: a canonical
+    key (credentials only within their namespace), a name token, an input-description token
+    naming the output, or a description token."""
+    spaces = _space_ids(ins, outs)
+    cap = cfg.max_block
+    pattern = _block_pattern(ins.keys, outs.keys, spaces, cap, credential_keys)
+    pattern = pattern + _block_pattern(ins.names, outs.names, spaces, cap)
+    pattern = pattern + _block_pattern(ins.descs, outs.names, spaces, cap)
+    pattern = pattern + _block_pattern(ins.descs, outs.descs, spaces, cap)
     coo = pattern.tocoo()
     a, b = coo.row.astype(np.int64), coo.col.astype(np.int64)
     different_tool = ins.tools[a] != outs.tools[b]
@@ -235,9 +270,9 @@ def _rowwise(x: sp.csr_matrix, y: sp.csr_matrix, a: np.ndarray, b: np.ndarray,
     return np.asarray(prod.sum(axis=1)).ravel()
 
 
-def _pair_scores(ins: _Side, outs: _Side, a: np.ndarray, b: np.ndarray, cos: np.ndarray,
-                 cfg: LinkConfig, collected: np.ndarray, credential: np.ndarray) -> np.ndarray:
-    key = np.minimum(_rowwise(ins.keys, outs.keys, a, b), 1.0)
+def _pair_scores(ins: _Side, outs: _Side, a: np.ndarray, b: np.ndarray, key: np.ndarray,
+                 cos: np.ndarray, cfg: LinkConfig, collected: np.ndarray,
+                 credential: np.ndarray) -> np.ndarray:
     inter = _rowwise(ins.names, outs.names, a, b)
     size_in = np.asarray(ins.names.sum(axis=1)).ravel()[a]
     size_out = np.asarray(outs.names.sum(axis=1)).ravel()[b]
@@ -252,25 +287,31 @@ def _pair_scores(ins: _Side, outs: _Side, a: np.ndarray, b: np.ndarray, cos: np.
     types = np.where(collected[b] & (ins.types[a] == _T["array"]), 1.0, types)
     same_space = (ins.spaces[a] == outs.spaces[b]) | (ins.spaces[a] == "") | (outs.spaces[b] == "")
     space = np.where(same_space, 1.0, np.where(credential[a], 0.0, cfg.cross_namespace))
-    return np.asarray(np.clip(score * types * space, 0.0, 1.0), dtype=np.float64)
+    return np.asarray(np.minimum(score, 1.0) * types * space, dtype=np.float64)
 
 
 def _cosines(ins: _Side, outs: _Side, a: np.ndarray, b: np.ndarray,
              embedder: TextEmbedder | None, chunk: int = 200_000) -> np.ndarray:
+    """Cosine of the description embeddings of each pair, computed once per distinct
+    (input text, output text) pair."""
     if embedder is None or a.size == 0:
         return np.zeros(a.size)
-    used_in, inv_a = np.unique(a, return_inverse=True)
-    used_out, inv_b = np.unique(b, return_inverse=True)
-    texts = sorted({ins.texts[i] for i in used_in} | {outs.texts[j] for j in used_out})
-    vectors = embedder.embed(texts)
-    row = {t: k for k, t in enumerate(texts)}
-    ea = vectors[[row[ins.texts[i]] for i in used_in]]
-    eb = vectors[[row[outs.texts[j]] for j in used_out]]
-    cos = np.empty(a.size)
-    for lo in range(0, a.size, chunk):
-        hi = min(lo + chunk, a.size)
-        cos[lo:hi] = np.einsum("ij,ij->i", ea[inv_a[lo:hi]], eb[inv_b[lo:hi]])
-    return cos
+    texts: dict[str, int] = {}
+    in_code = np.array([texts.setdefault(t, len(texts)) for t in ins.texts], dtype=np.int64)
+    out_code = np.array([texts.setdefault(t, len(texts)) for t in outs.texts], dtype=np.int64)
+    pair_code = in_code[a] * len(texts) + out_code[b]
+    unique_pairs, inverse = np.unique(pair_code, return_inverse=True)
+    ta, tb = unique_pairs // len(texts), unique_pairs % len(texts)
+    used = np.unique(np.concatenate([ta, tb]))
+    table = list(texts)
+    vectors = embedder.embed([table[k] for k in used.tolist()])
+    row = np.full(len(texts), -1, dtype=np.int64)
+    row[used] = np.arange(used.size)
+    cos = np.empty(unique_pairs.size)
+    for lo in range(0, unique_pairs.size, chunk):
+        hi = min(lo + chunk, unique_pairs.size)
+        cos[lo:hi] = np.einsum("ij,ij->i", vectors[row[ta[lo:hi]]], vectors[row[tb[lo:hi]]])
+    return np.asarray(cos[inverse])
 
 
 def _best_in_groups(first: np.ndarray, second: np.ndarray, score: np.ndarray) -> np.ndarray:
@@ -342,13 +383,18 @@ def infer_links(graph: Hypergraph, *, embedder: TextEmbedder | None = None,
     _widen(ins, widths)
     _widen(outs, widths)
     report("candidates", 1, 4)
-    a, b = _candidate_pairs(ins, outs, cfg)
+    key_names = sorted(vocabs[0].index, key=vocabs[0].index.__getitem__)
+    credential_keys = np.array([is_credential(k) for k in key_names], dtype=bool)
+    a, b = _candidate_pairs(ins, outs, cfg, credential_keys)
     report("embeddings", 2, 4)
-    cos = _cosines(ins, outs, a, b, embedder)
+    key = np.minimum(_rowwise(ins.keys, outs.keys, a, b), 1.0)
+    cos = np.zeros(a.size)  # a full canonical-key match scores 1 whatever the descriptions say
+    need = np.flatnonzero(key < 1.0)
+    cos[need] = _cosines(ins, outs, a[need], b[need], embedder)
     report("scoring", 3, 4)
     collected = np.array(["[]" in n.path for n in out_nodes], dtype=bool)
     credential = np.array([is_credential(n.path) for n in in_nodes], dtype=bool)
-    score = _pair_scores(ins, outs, a, b, cos, cfg, collected, credential)
+    score = _pair_scores(ins, outs, a, b, key, cos, cfg, collected, credential)
     links = _select(ins, outs, a, b, score, cfg) + _effect_links(graph)
     report("done", 4, 4)
     return links

@@ -1,0 +1,273 @@
+"""``hyperplan bench ...``: scale benchmarks on synthetic catalogs.
+
+``bench links`` builds the hypergraph of :func:`~hyperplan.eval.synthetic.synthetic_catalog`
+at several sizes, each in a fresh (spawned) process so that its peak RSS is its own, and
+reports nodes, links, candidate pairs, build time, peak memory and how many required id
+inputs got a link from a producer of their own app.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import resource
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager, suppress
+from multiprocessing.connection import Connection
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from hyperplan.cli.common import console, embedder_from_option, out, stage_progress
+from hyperplan.eval.synthetic import (
+    id_inputs_with_producer,
+    synthetic_catalog,
+    synthetic_expectations,
+)
+from hyperplan.graph.build import build_graph
+
+bench_app = typer.Typer(help="Scale benchmarks on synthetic catalogs.", no_args_is_help=True)
+
+Progress = Callable[[str, int, int], None]
+
+# Above this many tools a model-backed embedder takes hours (MiniLM: ~100-500 texts/s).
+_SLOW_EMBEDDER_TOOLS = 5000
+
+
+def parse_sizes(spec: str) -> list[int]:
+    """``"1000,10k,100_000"`` -> ``[1000, 10000, 100000]``."""
+    sizes = []
+    for part in spec.split(","):
+        text = part.strip().lower().replace("_", "")
+        if not text:
+            continue
+        scale = 1000 if text.endswith("k") else 1
+        try:
+            value = int(text.removesuffix("k")) * scale
+        except ValueError:
+            raise typer.BadParameter(f"not a tool count: {part.strip()!r}") from None
+        if value < 1:
+            raise typer.BadParameter(f"tool counts must be positive, got {value}")
+        sizes.append(value)
+    if not sizes:
+        raise typer.BadParameter("give at least one tool count, e.g. --tools 1000,10000")
+    return sizes
+
+
+@contextmanager
+def _counting_candidates() -> Iterator[list[int]]:
+    """Count candidate pairs by wrapping link inference's private ``_candidate_pairs``
+    (instrumentation only; nothing is counted if that function goes away or changes)."""
+    from hyperplan.graph import links
+
+    namespace = vars(links)
+    original = namespace.get("_candidate_pairs")
+    counts: list[int] = []
+    if not callable(original):
+        yield counts
+        return
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        pairs = original(*args, **kwargs)
+        with suppress(TypeError, AttributeError, IndexError, KeyError):
+            counts.append(int(pairs[0].size))
+        return pairs
+
+    namespace["_candidate_pairs"] = counting
+    try:
+        yield counts
+    finally:
+        namespace["_candidate_pairs"] = original
+
+
+def measure_links(n_tools: int, seed: int = 0, embedder: str = "hashing",
+                  progress: Progress | None = None) -> dict[str, Any]:
+    """Build the graph of a synthetic catalog in this process and describe the run
+    (everything but ``peak_rss_mb``)."""
+    report = progress or (lambda stage, done, total: None)
+    report("catalog", 0, 1)
+    started = time.perf_counter()
+    catalog = synthetic_catalog(n_tools, seed)
+    catalog_seconds = time.perf_counter() - started
+    text_embedder = embedder_from_option(embedder)
+    report("structure", 0, 1)
+    with _counting_candidates() as counts:
+        started = time.perf_counter()
+        graph = build_graph(catalog, embedder=text_embedder, progress=report)
+        seconds = time.perf_counter() - started
+    report("checking id inputs", 0, 1)
+    expectations = synthetic_expectations(catalog)
+    satisfied = id_inputs_with_producer(graph, expectations)
+    run: dict[str, Any] = {"tools": graph.n_tools, "nodes": graph.n_nodes,
+                           "links": graph.n_links}
+    if counts:
+        run["candidate_pairs"] = sum(counts)
+    run["seconds"] = round(seconds, 3)
+    run["catalog_seconds"] = round(catalog_seconds, 3)
+    run["id_inputs"] = len(expectations)
+    run["id_inputs_with_producer"] = (
+        round(satisfied / len(expectations), 4) if expectations else None)
+    return run
+
+
+def _peak_rss_mb(who: int) -> float:
+    return round(resource.getrusage(who).ru_maxrss / 1024, 1)  # ru_maxrss is in KiB on Linux
+
+
+def _worker(conn: Connection, n_tools: int, seed: int, embedder: str,
+            max_memory_gb: float) -> None:
+    """Entry point of the spawned process: one size, results and progress over ``conn``."""
+
+    def send(*message: Any) -> None:
+        with suppress(OSError):  # the parent gave up (timeout) and closed its end
+            conn.send(message)
+
+    try:
+        if max_memory_gb > 0:
+            limit = int(max_memory_gb * 1024**3)
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+        def progress(stage: str, done: int, total: int) -> None:
+            send("progress", stage, done, total)
+
+        run = measure_links(n_tools, seed, embedder, progress)
+        run["peak_rss_mb"] = _peak_rss_mb(resource.RUSAGE_SELF)
+        send("result", run)
+    except MemoryError:
+        limit_note = f" (address-space limit {max_memory_gb:g} GB)" if max_memory_gb > 0 else ""
+        send("error", f"MemoryError{limit_note}", _peak_rss_mb(resource.RUSAGE_SELF))
+    except Exception as exc:
+        send("error", f"{type(exc).__name__}: {exc}", _peak_rss_mb(resource.RUSAGE_SELF))
+    finally:
+        conn.close()
+
+
+def run_isolated(n_tools: int, seed: int, embedder: str, *, timeout: float = 0,
+                 max_memory_gb: float = 0, progress: Progress | None = None) -> dict[str, Any]:
+    """:func:`measure_links` in a fresh spawned process, plus its peak RSS. A failed run
+    (exception, memory limit, timeout, killed) gives ``{"tools", "error", "stage", ...}``."""
+    report = progress or (lambda stage, done, total: None)
+    ctx = multiprocessing.get_context("spawn")
+    receiver, sender = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=_worker, args=(sender, n_tools, seed, embedder, max_memory_gb),
+                       daemon=True)
+    started = time.perf_counter()
+    children_peak = _peak_rss_mb(resource.RUSAGE_CHILDREN)
+    proc.start()
+    sender.close()  # the child holds the only writer: EOF once it exits
+    outcome: dict[str, Any] | None = None
+    stage = "starting"
+    try:
+        while outcome is None:
+            if timeout > 0 and time.perf_counter() - started > timeout:
+                outcome = {"tools": n_tools, "error": f"timeout after {timeout:g} s"}
+                break
+            if not receiver.poll(0.25):
+                continue
+            try:
+                message = receiver.recv()
+            except EOFError:
+                break
+            if message[0] == "progress":
+                stage = message[1]
+                report(*message[1:])
+            elif message[0] == "result":
+                outcome = message[1]
+            else:
+                outcome = {"tools": n_tools, "error": message[1], "peak_rss_mb": message[2]}
+    finally:
+        receiver.close()
+        if proc.is_alive() and (outcome is None or "error" in outcome):  # timeout, Ctrl-C
+            proc.terminate()
+        proc.join(30)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+    if outcome is None:  # died without a word: killed (e.g. by the OOM killer) or crashed
+        code = proc.exitcode or 0
+        why = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
+        outcome = {"tools": n_tools, "error": f"worker {why}"}
+    if "error" in outcome:
+        outcome["stage"] = stage  # the last stage reported before the failure
+        outcome["seconds"] = round(time.perf_counter() - started, 3)
+        if "peak_rss_mb" not in outcome:  # the maximum over waited-for children so far:
+            peak = _peak_rss_mb(resource.RUSAGE_CHILDREN)  # only ours if it went up
+            if peak > children_peak:
+                outcome["peak_rss_mb"] = peak
+    return outcome
+
+
+def _table(result: dict[str, Any]) -> Table:
+    table = Table(title=f"bench links (embedder {result['embedder']}, seed {result['seed']})")
+    for column in ("tools", "nodes", "links", "candidates", "seconds", "peak MB", "id inputs",
+                   "linked"):
+        table.add_column(column, justify="right")
+    for run in result["runs"]:
+        if "error" in run:
+            peak = run.get("peak_rss_mb")
+            table.add_row(f"{run['tools']:,}", "[red]failed[/red]", "", "", f"{run['seconds']:.1f}",
+                          f"{peak:,.0f}" if peak is not None else "?", "", "")
+            continue
+        cands = run.get("candidate_pairs")
+        coverage = run["id_inputs_with_producer"]
+        table.add_row(
+            f"{run['tools']:,}", f"{run['nodes']:,}", f"{run['links']:,}",
+            f"{cands:,}" if cands is not None else "-", f"{run['seconds']:.1f}",
+            f"{run['peak_rss_mb']:,.0f}", f"{run['id_inputs']:,}",
+            f"{coverage:.1%}" if coverage is not None else "-",
+        )
+    return table
+
+
+@bench_app.command("links")
+def links_cmd(
+    tools: str = typer.Option("1000,10000,100000", help="catalog sizes, comma-separated"),
+    embedder: str = typer.Option(
+        "hashing",
+        help="hashing (default: lexical, no model, fast) | minilm (semantic but ~100-500 "
+        "texts/s, far too slow for 100K tools) | none | openai:MODEL"),
+    seed: int = typer.Option(0, help="seed of the synthetic catalogs"),
+    timeout: float = typer.Option(0, help="give up on a size after this many seconds (0: never)"),
+    max_memory_gb: float = typer.Option(
+        0, help="address-space limit of each run, so one size cannot exhaust the machine "
+        "(0: none)"),
+    as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
+) -> None:
+    """Link-inference scale: build synthetic catalogs of each size in a fresh process and
+    report nodes, links, candidate pairs, seconds and peak RSS."""
+    sizes = parse_sizes(tools)
+    if embedder.split(":")[0].lower() in ("minilm", "auto", "openai") and max(
+            sizes) >= _SLOW_EMBEDDER_TOOLS:
+        console.print(f"[yellow]warning:[/yellow] embedder {embedder!r} embeds ~100-500 texts/s;"
+                      f" {max(sizes):,} tools have ~{8 * max(sizes):,} schema nodes. The default "
+                      "--embedder hashing is the one meant for scale runs.", highlight=False)
+    started = time.perf_counter()
+    runs = []
+    with stage_progress(not as_json) as progress:
+        for n in sizes:
+            def report(stage: str, done: int, total: int, n: int = n) -> None:
+                progress(f"{n:,} tools: {stage}", done, total)
+
+            runs.append(run_isolated(n, seed, embedder, timeout=timeout,
+                                     max_memory_gb=max_memory_gb, progress=report))
+            if not as_json:
+                run = runs[-1]
+                state = f"[red]{run['error']}[/red]" if "error" in run else "done"
+                console.print(f"{n:,} tools: {state} in {run['seconds']:.1f} s", highlight=False)
+    result = {"bench": "links", "embedder": embedder, "seed": seed, "runs": runs,
+              "seconds": round(time.perf_counter() - started, 3)}
+    if as_json:
+        print(json.dumps(result))
+    else:
+        out.print(_table(result))
+        for run in runs:
+            if "error" in run:
+                out.print(f"[red]{run['tools']:,} tools failed[/red] during {run['stage']}: "
+                          f"{run['error']}", highlight=False)
+        if embedder == "hashing":
+            out.print("embedder: hashing (lexical feature hashing, no model); use --embedder "
+                      "minilm for semantic similarity on small sizes only.", highlight=False)
+    if any("error" in run for run in runs):
+        raise typer.Exit(1)
