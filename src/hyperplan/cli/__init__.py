@@ -6,6 +6,7 @@ import sys
 
 import typer
 
+from hyperplan.cli.bench_cmds import bench_app
 from hyperplan.cli.common import console, fail
 from hyperplan.cli.demo import demo
 from hyperplan.cli.eval_cmds import eval_app
@@ -21,6 +22,7 @@ app = typer.Typer(
 )
 app.add_typer(graph_app, name="graph")
 app.add_typer(eval_app, name="eval")
+app.add_typer(bench_app, name="bench")
 app.command()(demo)
 
 
