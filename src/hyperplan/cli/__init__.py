@@ -10,6 +10,7 @@ from hyperplan.cli.bench_cmds import bench_app
 from hyperplan.cli.common import console, fail
 from hyperplan.cli.demo import demo
 from hyperplan.cli.eval_cmds import eval_app
+from hyperplan.cli.eval_retrieval import retrieval_cmd
 from hyperplan.cli.graph_cmds import graph_app
 from hyperplan.errors import HyperplanError
 
@@ -21,6 +22,7 @@ app = typer.Typer(
     add_completion=False,
 )
 app.add_typer(graph_app, name="graph")
+eval_app.command("retrieval")(retrieval_cmd)
 app.add_typer(eval_app, name="eval")
 app.add_typer(bench_app, name="bench")
 app.command()(demo)

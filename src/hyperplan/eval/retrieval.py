@@ -1,0 +1,217 @@
+"""Tool-retrieval benchmark: Tool Context Graph (seed 000, Task-Level Planning) vs. baselines.
+
+For every task the request text is sent to four retrievers, each capped at ``budget`` tools:
+``context_graph`` (:func:`hyperplan.retrieve.extract_context_graph` on the deterministic
+:func:`~hyperplan.retrieve.interpret_request` interpretation), ``semantic`` (cosine of the raw
+request vs tool texts), ``bm25`` and ``one_hop`` (semantic seeds plus their graph neighbours).
+Per method: ``recall`` = mean fraction of a task's gold tools retrieved, ``complete`` =
+fraction of tasks with every gold tool retrieved, ``mean_tools`` = mean retrieved set size,
+``prompt_tokens`` = mean cl100k token count of the serialised retrieved set (the subhypergraph
+it induces, same serialiser for every method), ``ms_p50`` = median retrieval time excluding
+query embedding.
+
+Suites: ``appworld`` (tools: the api_docs directory; tasks: tasks_train.jsonl; gold:
+gold_apis without the supervisor profile/passwords/complete_task calls every task makes; text:
+the instruction), ``stabletoolbench`` (tools and tasks: the same query file; pool: the union of
+its api_lists; gold: the relevant APIs), ``nestools`` (pool: the union of the tasks' APIs;
+gold: the APIs of the gold ``call`` list, in catalog names).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hyperplan.catalog import Catalog
+from hyperplan.embed.base import Embedder, FloatMatrix, l2_normalize
+from hyperplan.embed.bm25 import BM25Index
+from hyperplan.errors import HyperplanError
+from hyperplan.eval.links import split_tasks
+from hyperplan.graph.build import build_graph
+from hyperplan.importers.gold import GoldTask, unique
+from hyperplan.retrieve.baselines import bm25_index, bm25_top_k, one_hop, semantic_top_k
+from hyperplan.retrieve.context_graph import (
+    ContextGraphConfig,
+    GraphIndex,
+    embed_interpretation,
+    extract_with_vectors,
+    single_thread_blas,
+)
+from hyperplan.retrieve.interpret import interpret_request
+from hyperplan.retrieve.serialize import count_tokens, serialize_tools, tokenizer_name
+
+__all__ = [
+    "APPWORLD_EXCLUDED",
+    "METHODS",
+    "RetrievalEvalError",
+    "RetrievalSuite",
+    "evaluate_retrieval",
+    "load_retrieval_suite",
+]
+
+SUITES = ("appworld", "stabletoolbench", "nestools")
+METHODS = ("context_graph", "semantic", "bm25", "one_hop")
+# Calls every AppWorld gold solution makes regardless of the request.
+APPWORLD_EXCLUDED = frozenset(
+    {"supervisor.show_profile", "supervisor.show_account_passwords", "supervisor.complete_task"}
+)
+Progress = Callable[[str, int, int], None]
+
+
+class RetrievalEvalError(HyperplanError):
+    """The retrieval benchmark cannot run on the given files."""
+
+
+@dataclass(frozen=True)
+class RetrievalSuite:
+    """A tool pool and its tasks; each task's ``tools`` are its gold tools."""
+
+    catalog: Catalog
+    tasks: tuple[GoldTask, ...]
+
+
+def load_retrieval_suite(suite: str, tools: str | Path, tasks: str | Path) -> RetrievalSuite:
+    """Catalog and gold tasks of ``suite`` (see the module doc)."""
+    for path in (tools, tasks):
+        if not Path(path).exists():
+            raise RetrievalEvalError(f"{path}: no such file or directory")
+    if suite == "appworld":
+        from hyperplan.importers.appworld import load_appworld, load_appworld_tasks
+
+        gold = [
+            GoldTask(t.id, t.instruction,
+                     unique(a for a in t.gold_apis if a not in APPWORLD_EXCLUDED), ())
+            for t in load_appworld_tasks(tasks)
+        ]
+        return RetrievalSuite(load_appworld(tools), tuple(gold))
+    if suite == "stabletoolbench":
+        from hyperplan.importers.stabletoolbench import (
+            load_stabletoolbench,
+            load_stabletoolbench_queries,
+        )
+
+        queries = load_stabletoolbench_queries(tasks)
+        gold = [GoldTask(q.query_id, q.query, q.relevant, ()) for q in queries]
+        return RetrievalSuite(load_stabletoolbench(tools), tuple(gold))
+    if suite == "nestools":
+        from hyperplan.importers.nestools import load_nestools
+
+        return RetrievalSuite(load_nestools(tools), tuple(_nestools_gold(tasks)))
+    raise RetrievalEvalError(f"unknown retrieval suite {suite!r}; expected {', '.join(SUITES)}")
+
+
+def _nestools_gold(path: str | Path) -> list[GoldTask]:
+    """NesTools tasks whose gold is the set of APIs in the ``call`` list, in catalog names
+    (the importer renames reused API names ``name~k``; its task ``tools`` list the task's APIs
+    in first-seen order, which maps each published name to its catalog name)."""
+    from hyperplan.importers.common import read_jsonl
+    from hyperplan.importers.nestools import load_nestools_tasks
+
+    rows = read_jsonl(path)
+    out = []
+    for row, task in zip(rows, load_nestools_tasks(path), strict=True):
+        names = unique(str(api["api_name"]) for api in row["api"])
+        if len(names) != len(task.tools):
+            raise RetrievalEvalError(f"{path}: task {task.id}: API names do not match the catalog")
+        catalog_name = dict(zip(names, task.tools, strict=True))
+        calls = unique(catalog_name[str(c["api_name"])] for c in row.get("call") or [])
+        out.append(GoldTask(task.id, task.text, calls, ()))
+    return out
+
+
+def evaluate_retrieval(
+    suite: str,
+    tools: str | Path,
+    tasks: str | Path,
+    *,
+    budget: int = 20,
+    embedder: Embedder,
+    split: str = "all",
+    config: ContextGraphConfig | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Run the benchmark; returns the JSON contract of ``hyperplan eval retrieval``."""
+    if budget < 1:
+        raise RetrievalEvalError(f"budget must be at least 1, got {budget}")
+    started = time.perf_counter()
+    data = load_retrieval_suite(suite, tools, tasks)
+    chosen = split_tasks(data.tasks, split)
+    graph = build_graph(data.catalog, embedder=embedder, progress=progress)
+    index = GraphIndex(graph, embedder)
+    bm25 = bm25_index(graph)
+    cfg = replace(config or ContextGraphConfig(), budget=budget)
+    scored = [t for t in chosen if t.tools and t.text.strip()]
+    unknown = sorted({n for t in scored for n in t.tools if n not in graph.tool_index})
+    if unknown:
+        raise RetrievalEvalError(f"{tasks}: gold tools not in the catalog {tools}: {unknown[:5]}")
+    requests = l2_normalize(embedder.embed([t.text for t in scored])) if scored else None
+    rows: dict[str, list[tuple[float, bool, int, int, float]]] = {m: [] for m in METHODS}
+    for i, task in enumerate(scored):
+        if progress:
+            progress("retrieving", i, len(scored))
+        assert requests is not None
+        gold = {graph.tool_index[n] for n in task.tools}
+        with single_thread_blas():  # as in extract_with_vectors, for comparable timings
+            results = _retrieve(index, bm25, embedder, cfg, task.text, requests[i])
+        for method, (ids, ms) in results.items():
+            got = set(ids)
+            tokens = count_tokens(serialize_tools(graph, ids))
+            rows[method].append((len(gold & got) / len(gold), gold <= got, len(got), tokens, ms))
+    return {
+        "suite": suite,
+        "n_tasks": len(scored),
+        "budget": budget,
+        "methods": {m: _summary(rows[m]) for m in METHODS},
+        "seconds": round(time.perf_counter() - started, 2),
+        "split": split,
+        "n_tools": graph.n_tools,
+        "skipped_tasks": len(chosen) - len(scored),
+        "embedder": embedder.name,
+        "tokenizer": tokenizer_name(),
+        "config": cfg.as_dict(),
+    }
+
+
+def _retrieve(
+    index: GraphIndex,
+    bm25: BM25Index,
+    embedder: Embedder,
+    cfg: ContextGraphConfig,
+    text: str,
+    request: FloatMatrix,
+) -> dict[str, tuple[list[int], float]]:
+    """Ranked tool ids and milliseconds (query embedding excluded) of every method."""
+    interp = interpret_request(text)
+    query = embed_interpretation(interp, embedder)
+    out: dict[str, tuple[list[int], float]] = {}
+    budget = cfg.budget or index.graph.n_tools
+    calls: dict[str, Callable[[], list[int]]] = {
+        "context_graph": lambda: extract_with_vectors(index, interp, query, cfg).tool_ids,
+        "semantic": lambda: semantic_top_k(index, request, budget),
+        "bm25": lambda: bm25_top_k(bm25, text, budget),
+        "one_hop": lambda: one_hop(index, request, budget),
+    }
+    for method, call in calls.items():
+        t0 = time.perf_counter()
+        ids = call()
+        out[method] = (ids, (time.perf_counter() - t0) * 1000)
+    return out
+
+
+def _summary(rows: Sequence[tuple[float, bool, int, int, float]]) -> dict[str, float]:
+    if not rows:
+        return {"recall": 0.0, "complete": 0.0, "mean_tools": 0.0, "prompt_tokens": 0.0,
+                "ms_p50": 0.0}
+    arr = np.asarray([(r, float(c), n, t, ms) for r, c, n, t, ms in rows], dtype=np.float64)
+    return {
+        "recall": round(float(arr[:, 0].mean()), 4),
+        "complete": round(float(arr[:, 1].mean()), 4),
+        "mean_tools": round(float(arr[:, 2].mean()), 2),
+        "prompt_tokens": round(float(arr[:, 3].mean()), 1),
+        "ms_p50": round(float(np.median(arr[:, 4])), 3),
+    }

@@ -1,0 +1,108 @@
+"""The retrieval benchmark: JSON contract on the real suites, and the measured AppWorld numbers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import shared_path
+from hyperplan.cli import app
+from hyperplan.embed import get_embedder
+from hyperplan.eval.retrieval import (
+    METHODS,
+    RetrievalEvalError,
+    evaluate_retrieval,
+    load_retrieval_suite,
+)
+
+METRICS = ("recall", "complete", "mean_tools", "prompt_tokens")
+
+
+def _cli(*args: str) -> dict[str, Any]:
+    result = CliRunner().invoke(app, ["eval", "retrieval", *args, "--json"])
+    assert result.exit_code == 0, result.output
+    doc: dict[str, Any] = json.loads(result.stdout)
+    return doc
+
+
+def _check_contract(doc: dict[str, Any], suite: str, budget: int) -> None:
+    assert {"suite", "n_tasks", "budget", "methods", "seconds"} <= set(doc)
+    assert doc["suite"] == suite and doc["budget"] == budget and doc["n_tasks"] > 0
+    assert set(doc["methods"]) == set(METHODS)
+    for method in METHODS:
+        scores = doc["methods"][method]
+        assert set(METRICS) <= set(scores)
+        assert 0.0 <= scores["complete"] <= scores["recall"] <= 1.0
+        assert 0 < scores["mean_tools"] <= budget
+        assert scores["prompt_tokens"] > 0
+
+
+def test_cli_contract_appworld_hashing() -> None:
+    tools = shared_path("appworld", "api_docs")
+    tasks = shared_path("appworld", "tasks_train.jsonl")
+    doc = _cli("--suite", "appworld", "--tools", str(tools), "--tasks", str(tasks),
+               "--embedder", "hashing", "--split", "dev")
+    _check_contract(doc, "appworld", 20)
+    assert doc["n_tasks"] == 18 and doc["n_tools"] == 457
+    cg, sem = doc["methods"]["context_graph"], doc["methods"]["semantic"]
+    assert cg["recall"] > sem["recall"] and cg["complete"] > sem["complete"]
+
+
+def test_cli_contract_stabletoolbench_and_nestools_hashing() -> None:
+    stb = shared_path("stabletoolbench", "G1_category.json")
+    doc = _cli("--suite", "stabletoolbench", "--tools", str(stb), "--tasks", str(stb),
+               "--embedder", "hashing", "--budget", "10", "--split", "dev")
+    _check_contract(doc, "stabletoolbench", 10)
+    nes = shared_path("nestools", "test_data_dev.jsonl")
+    doc = _cli("--suite", "nestools", "--tools", str(nes), "--tasks", str(nes),
+               "--embedder", "hashing", "--split", "dev")
+    _check_contract(doc, "nestools", 20)
+    assert doc["n_tasks"] == 120
+
+
+def test_nestools_gold_is_the_called_apis() -> None:
+    nes = shared_path("nestools", "test_data_dev.jsonl")
+    suite = load_retrieval_suite("nestools", nes, nes)
+    names = {t.name for t in suite.catalog.tools}
+    assert len(suite.tasks) == 600
+    assert all(t.tools and set(t.tools) <= names for t in suite.tasks)
+
+
+def test_appworld_gold_drops_supervisor_bookkeeping() -> None:
+    suite = load_retrieval_suite("appworld", shared_path("appworld", "api_docs"),
+                                 shared_path("appworld", "tasks_train.jsonl"))
+    assert len(suite.tasks) == 90
+    assert not any(n.startswith("supervisor.show_profile") for t in suite.tasks for n in t.tools)
+
+
+def test_errors_name_the_file(tmp_path: Any) -> None:
+    missing = tmp_path / "nope.json"
+    with pytest.raises(RetrievalEvalError, match=r"nope\.json"):
+        evaluate_retrieval("appworld", missing, missing, embedder=get_embedder("hashing"))
+    with pytest.raises(RetrievalEvalError, match="unknown retrieval suite"):
+        load_retrieval_suite("nosuch", tmp_path, tmp_path)
+    result = CliRunner().invoke(app, ["eval", "retrieval", "--suite", "appworld", "--tools",
+                                      str(missing), "--tasks", str(missing), "--json"])
+    assert result.exit_code != 0 and isinstance(result.exception, RetrievalEvalError)
+
+
+def test_appworld_minilm_measured_numbers() -> None:
+    """Regression guard at the numbers measured with MiniLM: all 90 train tasks, budget 20."""
+    doc = evaluate_retrieval(
+        "appworld", shared_path("appworld", "api_docs"),
+        shared_path("appworld", "tasks_train.jsonl"), embedder=get_embedder("minilm"),
+    )
+    methods = doc["methods"]
+    assert doc["n_tasks"] == 90
+    assert methods["context_graph"]["complete"] == pytest.approx(CG_COMPLETE, abs=0.03)
+    assert methods["context_graph"]["recall"] == pytest.approx(CG_RECALL, abs=0.02)
+    assert methods["semantic"]["complete"] == pytest.approx(SEM_COMPLETE, abs=0.03)
+    assert methods["semantic"]["recall"] == pytest.approx(SEM_RECALL, abs=0.02)
+    assert methods["context_graph"]["complete"] >= methods["semantic"]["complete"] + 0.4
+
+
+# Measured 2026-11-30 (hyperplan eval retrieval --suite appworld ... --embedder minilm).
+CG_COMPLETE, CG_RECALL, SEM_COMPLETE, SEM_RECALL = 0.4889, 0.7956, 0.0333, 0.5152
