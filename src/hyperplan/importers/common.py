@@ -11,16 +11,22 @@ from hyperplan.catalog import normalize_type
 from hyperplan.errors import CatalogError
 
 
-def read_json(path: str | Path) -> Any:
-    """Load a JSON file; a missing file or malformed JSON is a :class:`CatalogError`
-    naming the file (and line/column for syntax errors)."""
+def read_text(path: str | Path) -> str:
+    """A file's UTF-8 text; a missing or unreadable file is a :class:`CatalogError`."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        return p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise CatalogError("file not found", file=str(p)) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise CatalogError(f"cannot read file: {exc}", file=str(p)) from None
+
+
+def read_json(path: str | Path) -> Any:
+    """Load a JSON file; a missing file or malformed JSON is a :class:`CatalogError`
+    naming the file (and line/column for syntax errors)."""
+    p = Path(path)
+    text = read_text(p)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -32,12 +38,7 @@ def read_json(path: str | Path) -> Any:
 def read_jsonl(path: str | Path) -> list[Any]:
     """Load a JSON-lines file; a malformed line is a :class:`CatalogError` naming it."""
     p = Path(path)
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise CatalogError("file not found", file=str(p)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CatalogError(f"cannot read file: {exc}", file=str(p)) from None
+    lines = read_text(p).splitlines()
     rows = []
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():

@@ -22,6 +22,7 @@ from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
 from hyperplan.errors import CatalogError
 from hyperplan.importers.schema_refs import (
     check_input_schema,
+    name_and_description,
     read_source,
     resolve_refs,
     unique_tools,
@@ -64,19 +65,7 @@ def _tool(entry: Any, index: int, file: str) -> ToolSpec:
         raise CatalogError(
             "tool entry must be an object", file=file, tool=f"#{index}", field=f"tools[{index}]"
         )
-    name = entry.get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise CatalogError(
-            "missing required key 'name' (a non-empty string)",
-            file=file,
-            tool=f"#{index}",
-            field="name",
-        )
-    description = entry.get("description") or ""
-    if not isinstance(description, str):
-        raise CatalogError(
-            "'description' must be a string", file=file, tool=name, field="description"
-        )
+    name, description = name_and_description(entry, index, file)
     if "inputSchema" not in entry:
         raise CatalogError(
             "missing required key 'inputSchema'", file=file, tool=name, field="inputSchema"

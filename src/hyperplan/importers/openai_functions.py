@@ -22,6 +22,7 @@ from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
 from hyperplan.errors import CatalogError
 from hyperplan.importers.schema_refs import (
     check_input_schema,
+    name_and_description,
     read_source,
     resolve_refs,
     string_list,
@@ -75,19 +76,7 @@ def _function_body(entry: Any, index: int, file: str) -> dict[str, Any]:
 
 def _tool(entry: Any, index: int, file: str) -> ToolSpec:
     fn = _function_body(entry, index, file)
-    name = fn.get("name")
-    if not isinstance(name, str) or not name.strip():
-        raise CatalogError(
-            "missing required key 'name' (a non-empty string)",
-            file=file,
-            tool=f"#{index}",
-            field="name",
-        )
-    description = fn.get("description") or ""
-    if not isinstance(description, str):
-        raise CatalogError(
-            "'description' must be a string", file=file, tool=name, field="description"
-        )
+    name, description = name_and_description(fn, index, file)
     params = fn.get("parameters")
     if params is None:  # a function without arguments
         params = {"type": "object", "properties": {}}

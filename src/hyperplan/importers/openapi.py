@@ -36,6 +36,7 @@ import yaml
 
 from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
 from hyperplan.errors import CatalogError
+from hyperplan.importers.common import read_text
 from hyperplan.importers.schema_refs import (
     lookup_pointer,
     read_source,
@@ -127,12 +128,7 @@ _YamlLoader.yaml_implicit_resolvers = {
 def _read_yaml(path: Path) -> Any:
     """YAML is a superset of JSON, so this also reads ``.json``-less JSON files; dates stay
     strings."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise CatalogError("file not found", file=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CatalogError(f"cannot read file: {exc}", file=str(path)) from None
+    text = read_text(path)
     try:
         return yaml.load(text, Loader=_YamlLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:

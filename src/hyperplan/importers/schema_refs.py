@@ -240,3 +240,21 @@ def read_source(source: Any, label: str) -> tuple[Any, str]:
         except RecursionError:
             raise CatalogError("JSON nested too deeply", file=str(source)) from None
     return source, label
+
+
+def name_and_description(entry: dict[str, Any], index: int, file: str) -> tuple[str, str]:
+    """The required non-empty ``name`` and optional string ``description`` of a tool entry."""
+    name = entry.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise CatalogError(
+            "missing required key 'name' (a non-empty string)",
+            file=file,
+            tool=f"#{index}",
+            field="name",
+        )
+    description = entry.get("description") or ""
+    if not isinstance(description, str):
+        raise CatalogError(
+            "'description' must be a string", file=file, tool=name, field="description"
+        )
+    return name, description
