@@ -48,8 +48,8 @@ class TextEmbedder(Protocol):
 
 @dataclass(frozen=True)
 class LinkConfig:
-    """Parameters of link inference (defaults chosen on NESTFUL and a NesTools dev slice,
-    see docs/benchmarks.md)."""
+    """Parameters of link inference. The weights and ``min_weight`` were chosen on the NesTools
+    dev split (every 5th task) only; see docs/benchmarks.md."""
 
     min_weight: float = 0.5
     w_name: float = 0.5
