@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -24,6 +26,7 @@ from hyperplan.retrieve import (
     serialize_subgraph,
     serialize_tools,
 )
+from hyperplan.retrieve.context_graph import word_stems
 from hyperplan.retrieve.serialize import _approx_tokens
 
 VOCAB = ("play", "song", "login", "weather", "lyrics", "profile", "search", "token", "user")
@@ -41,7 +44,8 @@ class KeywordEmbedder:
             for j, word in enumerate(VOCAB):
                 out[i, j] = float(word in text.lower())
         norms = np.linalg.norm(out, axis=1, keepdims=True)
-        return np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+        unit: FloatMatrix = np.divide(out, norms, out=np.zeros_like(out), where=norms > 0)
+        return unit
 
 
 # tool: (name, description, inputs [(path, required)], outputs [path])
@@ -86,7 +90,8 @@ def _graph() -> Hypergraph:
 
 def _extract(ops: tuple[str, ...], schemas: tuple[str, ...] = (), **cfg: object):  # type: ignore[no-untyped-def]
     graph, emb = _graph(), KeywordEmbedder()
-    config = ContextGraphConfig(**{"node_mix": 0.0, "k_e": 1, "theta_e": 0.5, **cfg})  # type: ignore[arg-type]
+    base = {"node_mix": 0.0, "k_e": 1, "theta_e": 0.5, "lexical_mix": 0.0}  # Eq. 1-2 exactly
+    config = ContextGraphConfig(**{**base, **cfg})  # type: ignore[arg-type]
     cg = extract_context_graph(graph, TaskInterpretation(ops, schemas), embedder=emb,
                                index=GraphIndex(graph, emb), config=config)
     return graph, cg, {t.name: t for t in cg.tools}
@@ -190,10 +195,112 @@ def test_interpretation_splits_operations_and_schemas() -> None:
 def test_from_llm_json_validates() -> None:
     it = from_llm_json('{"operations": ["list songs", " "], "schemas": ["song title"]}')
     assert it == TaskInterpretation(("list songs",), ("song title",))
+    it = from_llm_json({"operations": ["list songs"], "schemas": [], "apps": ["spotify", ""]})
+    assert it.apps == ("spotify",)
     for bad, msg in [("[1]", "JSON object"), ('{"operations": "x", "schemas": []}', "list"),
                      ('{"operations": [1], "schemas": []}', r"operations\[0\]"),
                      ('{"operations": [], "schemas": []}', "empty"),
                      ('{"operations": ["a"], "schemas": [], "x": 1}', "unknown keys"),
+                     ('{"operations": ["a"], "schemas": [], "apps": [1]}', "apps"),
                      ("{", "not valid JSON")]:
         with pytest.raises(InterpretationError, match=msg):
             from_llm_json(bad)
+
+
+# ------------------------------------------------------- namespaces and the lexical name match
+# tool name -> (description, outputs); no links: these tests look at seeds and the budget only
+NAMED = {
+    "music.show_liked_songs": ("play song", ["songs"]),
+    "music.play_song": ("play song", ["message"]),
+    "music.show_song": ("song", ["title"]),
+    "notes.show_note": ("song lyrics", ["content"]),
+}
+
+
+def _named_graph() -> Hypergraph:
+    nodes: list[SchemaNode] = []
+    tools: list[ToolEdge] = []
+    for t, (name, (desc, outs)) in enumerate(NAMED.items()):
+        ids = []
+        for path in outs:
+            nodes.append(SchemaNode(len(nodes), NodeKind.OUTPUT, t, path, "string"))
+            ids.append(len(nodes) - 1)
+        tools.append(ToolEdge(t, name, desc, (), tuple(ids), ()))
+    return Hypergraph.from_parts(nodes, tools, [])
+
+
+def test_word_stems() -> None:
+    assert word_stems("Liked songs played, downloaded albums") == {
+        "lik", "song", "play", "download", "album"}
+    assert word_stems("music.show_liked_songs") == {"music", "show", "lik", "song"}
+
+
+def test_name_match_is_idf_weighted_share_of_name_words() -> None:
+    graph = _named_graph()
+    index = GraphIndex(graph, KeywordEmbedder())
+    assert index.namespaces == ("music", "notes")
+    # df over the 4 names: music 3, show 3, lik 1, song 3, play 1, note 2 (notes.show_note)
+    idf = {w: math.log1p(4 / df) for w, df in
+           {"music": 3, "show": 3, "lik": 1, "song": 3, "play": 1, "note": 2}.items()}
+    lex = index.name_match("Which songs have I liked?")
+    liked = ("music", "show", "lik", "song")
+    assert lex[0] == pytest.approx((idf["lik"] + idf["song"]) / sum(idf[w] for w in liked))
+    assert lex[2] == pytest.approx(idf["song"] / sum(idf[w] for w in ("music", "show", "song")))
+    assert lex[3] == 0.0
+    assert index.name_match("Music: show liked songs")[0] == pytest.approx(1.0)
+    assert not index.name_match("nothing here").any()
+
+
+def test_lexical_mix_ranks_the_named_tool_first() -> None:
+    # "play song" embeds the same for show_liked_songs and play_song (same description): with
+    # lexical_mix = 0 the tie keeps tool order; the name match puts play_song first, and
+    # priority = (1 - m) * q + m * lex^p for both
+    graph, emb = _named_graph(), KeywordEmbedder()
+    index = GraphIndex(graph, emb)
+    interp = TaskInterpretation(("play song",), ())
+    cfg = ContextGraphConfig(node_mix=0.0, k_e=2, theta_e=0.5, hops=0, lexical_mix=0.0)
+    plain = extract_context_graph(graph, interp, embedder=emb, index=index, config=cfg)
+    assert plain.tool_names[:2] == ["music.show_liked_songs", "music.play_song"]
+    cfg = replace(cfg, lexical_mix=0.5, lexical_power=3.0)
+    mixed = extract_context_graph(graph, interp, embedder=emb, index=index, config=cfg)
+    assert mixed.tool_names[:2] == ["music.play_song", "music.show_liked_songs"]
+    lex = index.name_match("play song")
+    assert mixed.tools[0].score == pytest.approx(0.5 * 1.0 + 0.5 * lex[1] ** 3, abs=1e-6)
+    assert mixed.tools[1].score == pytest.approx(0.5 * 1.0 + 0.5 * lex[0] ** 3, abs=1e-6)
+
+
+def test_namespace_prior_demotes_tools_of_apps_not_named() -> None:
+    graph, emb = _named_graph(), KeywordEmbedder()
+    index = GraphIndex(graph, emb)
+    assert index.namespace_weights(("notes",), 0.5).tolist() == [0.5, 0.5, 0.5, 1.0]
+    assert index.namespace_weights((), 0.5).tolist() == [1.0] * 4
+    assert index.namespace_weights(("other",), 0.5).tolist() == [1.0] * 4
+    # "song lyrics": show_note 1.0, show_song 1/sqrt(2), the two others 0.5; naming only "music"
+    # scales show_note to 0.5, below show_song
+    cfg = ContextGraphConfig(node_mix=0.0, k_e=4, theta_e=0.5, hops=0, lexical_mix=0.0,
+                             namespace_prior=0.5)
+    for apps, first in (((), "notes.show_note"), (("music",), "music.show_song")):
+        interp = TaskInterpretation(("song lyrics",), (), apps)
+        cg = extract_context_graph(graph, interp, embedder=emb, index=index, config=cfg)
+        assert cg.tool_names[0] == first
+    assert {t.name: t.score for t in cg.tools}["notes.show_note"] == pytest.approx(0.5)
+
+
+def test_interpretation_names_apps_and_adds_lookups() -> None:
+    apps = ["spotify", "simple_note", "phone"]
+    it = interpret_request("Play the most listened to song on Spotify's app from the Velvet "
+                           "Underground album.", apps)
+    assert it.apps == ("spotify",)
+    assert "search Velvet Underground album" in it.operations
+    assert not any("Spotify" in op for op in it.operations if op.startswith("search"))
+    it = interpret_request("What is the title of the least played song by Zoey James?", apps)
+    assert "search played song by Zoey James" in it.operations and it.apps == ()
+    it = interpret_request('Mark "Taking a trip" in my Bucket List Simple Note as done.', apps)
+    assert it.apps == ("simple_note",)
+    assert "search Bucket List Simple Note" in it.operations
+    it = interpret_request("Like the payments from my coworkers and send it to Robert.", apps)
+    assert {"search contacts of my coworkers", "search contacts of Robert"} <= set(
+        it.operations)
+    it = interpret_request("Share the playlist with Spotify.", apps)  # an app is not a person
+    assert not any("contacts" in op for op in it.operations)
+    assert interpret_request("Play a song.", apps).apps == ()

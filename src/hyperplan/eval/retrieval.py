@@ -2,7 +2,8 @@
 
 For every task the request text is sent to four retrievers, each capped at ``budget`` tools:
 ``context_graph`` (:func:`hyperplan.retrieve.extract_context_graph` on the deterministic
-:func:`~hyperplan.retrieve.interpret_request` interpretation), ``semantic`` (cosine of the raw
+:func:`~hyperplan.retrieve.interpret_request` interpretation, given the graph's tool namespaces
+as the app names to look for), ``semantic`` (cosine of the raw
 request vs tool texts), ``bm25`` and ``one_hop`` (semantic seeds plus their graph neighbours).
 Per method: ``recall`` = mean fraction of a task's gold tools retrieved, ``complete`` =
 fraction of tasks with every gold tool retrieved, ``mean_tools`` = mean retrieved set size,
@@ -186,7 +187,7 @@ def _retrieve(
     request: FloatMatrix,
 ) -> dict[str, tuple[list[int], float]]:
     """Ranked tool ids and milliseconds (query embedding excluded) of every method."""
-    interp = interpret_request(text)
+    interp = interpret_request(text, index.namespaces)
     query = embed_interpretation(interp, embedder)
     out: dict[str, tuple[list[int], float]] = {}
     budget = cfg.budget or index.graph.n_tools

@@ -9,24 +9,33 @@ producer matrix A_prod; no Python loop runs over all tools.
 
 Scores. sim(e, d_op) is Eq. 1, cos(z(e), z(d_op)), taken as the maximum over the joined d_op
 and each of its phrases. Because a model-free interpretation is much poorer than an LLM's, the
-similarity used to rank tools also looks at the tool's schema nodes:
+similarity used to rank tools also looks at the tool's schema nodes and at the apps the request
+names:
 
-    q(e) = (1 - a) * sim(e, d_op) + a * max_{v in V(e)} sim(v, d_sch)      (a = node_mix)
+    q(e) = ns(e) * ((1 - a) * sim(e, d_op) + a * max_{v in V(e)} sim(v, d_sch))   (a = node_mix)
 
-(``node_mix=0`` gives Eq. 1 exactly). The relevance of a retrieved tool, by which the budget
-keeps the top-N, is
+where ns(e) = 1 when the interpretation names no app or names the namespace of e ("spotify" of
+``spotify.login``), else ``namespace_prior`` (``node_mix=0`` and ``namespace_prior=1`` give
+Eq. 1 exactly). The relevance of a retrieved tool is
 
     rel(e) = max( q(e)                                   seed hyperedge or node-anchored tool
-                  gamma^(h-1) * w(v_o, v_i) * q(e)        backward hop h: Eq. 2 with q for cos
-                  prio(c) * w(e, r) * share(e, r) )       prerequisite bound, below
+                  gamma^(h-1) * w(v_o, v_i) * q(e)        backward hop h: Eq. 2 with q for cos )
 
-with gamma = ``hop_decay``. The budget selects greedily by priority: once a tool c is kept, the
-best producer e (highest s_back) of each required input or precondition r of c that no kept
-tool supports as strongly gets priority at least prio(c) * w(e, r) * share(e, r), where
-share = s_back(e) / (sum of s_back over the k_back producers kept for r), or 1 / their number
-when all s_back are 0; so a login that is
-the only producer of an access token ranks right after its best consumer, while one of many
-interchangeable producers is raised much less.
+with gamma = ``hop_decay``. The budget keeps tools by priority, a lexical-dense hybrid
+
+    prio(e) = max( (1 - m) * rel(e) + m * lex(e)^p,       m = lexical_mix, p = lexical_power
+                   prio(c) * w(e, r) * share(e, r) )       prerequisite bound, below
+
+where lex(e) is the idf-weighted share of the words of e's name (namespace included) that occur
+in d_t: the power p makes it count only when (nearly) the whole name is in the request, e.g.
+``spotify.show_liked_songs`` for "... songs that I have liked ... on Spotify". The selection is
+greedy: once a tool c is kept, the best producer e (highest s_back) of each required input or
+precondition r of c that no kept tool supports as strongly gets priority at least
+prio(c) * w(e, r) * share(e, r), where share = s_back(e) / (sum of s_back over the k_back
+producers kept for r), or 1 / their number when all s_back are 0; so a login that is the only
+producer of an access token ranks right after its best consumer (DOE-style closure of the kept
+tools' preconditions within the budget), while one of many interchangeable producers is raised
+much less.
 """
 
 from __future__ import annotations
@@ -41,10 +50,11 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import scipy.sparse as sp
 
 from hyperplan.embed.base import Embedder, FloatMatrix, l2_normalize
 from hyperplan.graph.model import Hypergraph, SchemaNode, ToolEdge
-from hyperplan.graph.text import name_tokens
+from hyperplan.graph.text import name_tokens, singular, text_tokens
 from hyperplan.retrieve.interpret import TaskInterpretation
 
 __all__ = [
@@ -79,7 +89,10 @@ class ContextGraphConfig:
     budget: at most this many tools (None: every candidate). hop_decay: gamma above. node_mix:
     weight a of the schema-node similarity in q. frontier_required_only: expand only required
     inputs and preconditions (True) or every input. min_link_weight: lighter links are not
-    followed.
+    followed. namespace_prior: factor pi on q(e) for tools outside the namespaces the request
+    names (1: off). lexical_mix / lexical_power: weight m and power p of the name match in the
+    budget priority (m = 0: off). The last three were set on the same dev split (complete at
+    budgets 10-30, all dev tasks): pi in [0.6, 0.8] and m in [0.4, 0.6] with p = 3 scored alike.
     """
 
     k_e: int = 6
@@ -94,6 +107,9 @@ class ContextGraphConfig:
     node_mix: float = 0.6
     frontier_required_only: bool = True
     min_link_weight: float = 0.5
+    namespace_prior: float = 0.8
+    lexical_mix: float = 0.5
+    lexical_power: float = 3.0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -153,6 +169,38 @@ class GraphIndex:
         ]
         self.inputs_all = [np.asarray(t.inputs, dtype=np.int64) for t in graph.tools]
         self.inputs_required = [a[required[a]] for a in self.inputs_all]
+        self.name_vocab, words = _name_words(graph)
+        # the (E, vocabulary) name-word matrix by column, as plain arrays (no scipy per query)
+        self.name_ptr: IntArray = words.indptr.astype(np.int64)
+        self.name_tool: IntArray = words.indices.astype(np.int64)
+        self.name_weight: Scores = words.data.astype(np.float64)
+        prefixes = [t.name.rsplit(".", 1)[0] if "." in t.name else "" for t in graph.tools]
+        spaces = sorted(set(prefixes) - {""})
+        # namespaces ("spotify" of "spotify.login") when the tool names have at least two
+        self.namespaces: tuple[str, ...] = tuple(spaces) if len(spaces) > 1 else ()
+        slot = {ns: k for k, ns in enumerate(self.namespaces)}
+        self.tool_namespace: IntArray = np.asarray(
+            [slot.get(p, -1) for p in prefixes], dtype=np.int64
+        )
+
+    def namespace_weights(self, apps: Sequence[str], prior: float) -> Scores:
+        """1 for the tools of the namespaces named in ``apps``, ``prior`` for all others; 1
+        everywhere when ``apps`` names no namespace of the graph."""
+        named = [k for k, ns in enumerate(self.namespaces) if ns in set(apps)]
+        weights = np.ones(self.graph.n_tools)
+        if named and prior != 1:
+            weights[~np.isin(self.tool_namespace, named)] = prior
+        return weights
+
+    def name_match(self, text: str) -> Scores:
+        """lex(e, text) per tool: the share of the idf mass of e's name words whose stems occur
+        in ``text`` (1: every name word occurs, 0: none)."""
+        cols = sorted({self.name_vocab[w] for w in word_stems(text) if w in self.name_vocab})
+        if not cols:
+            return np.zeros(self.graph.n_tools)
+        flat = np.concatenate([np.arange(self.name_ptr[c], self.name_ptr[c + 1]) for c in cols])
+        return np.bincount(self.name_tool[flat], weights=self.name_weight[flat],
+                           minlength=self.graph.n_tools).astype(np.float64)
 
     def producers(self, rows: IntArray) -> tuple[IntArray, IntArray, Scores]:
         """(row position, producer tool, weight) of every A_prod entry in ``rows``."""
@@ -253,7 +301,7 @@ def extract_with_vectors(
     them 5x slower.
     """
     with single_thread_blas():
-        state = _State(index, config, query)
+        state = _State(index, config, query, interpretation)
         state.anchor_hyperedges()
         seeds = state.anchor_nodes()
         state.augment(seeds)
@@ -271,7 +319,13 @@ def extract_with_vectors(
 class _State:
     """Mutable per-query bookkeeping: relevance, reason and best producers found so far."""
 
-    def __init__(self, index: GraphIndex, config: ContextGraphConfig, q: QueryVectors) -> None:
+    def __init__(
+        self,
+        index: GraphIndex,
+        config: ContextGraphConfig,
+        q: QueryVectors,
+        interp: TaskInterpretation,
+    ) -> None:
         self.index, self.cfg = index, config
         self.op_phrase: FloatMatrix = index.tool_vecs @ q.operations.T  # (E, 1 + P), Eq. 1
         self.op_sim: Scores = self.op_phrase.max(axis=1).astype(np.float64)
@@ -283,6 +337,14 @@ class _State:
             best = self.node_sims.max(axis=1)[index.node_order]
             tool_node[index.tool_has_nodes] = np.maximum.reduceat(best, index.tool_node_start)
             self.relevance = (1 - config.node_mix) * self.op_sim + config.node_mix * tool_node
+        if interp.apps and config.namespace_prior != 1:
+            self.relevance = self.relevance * index.namespace_weights(
+                interp.apps, config.namespace_prior
+            )
+        self.lexical = np.zeros(index.graph.n_tools)
+        if config.lexical_mix > 0:
+            words = " ".join([*interp.operations, *interp.schemas])
+            self.lexical = index.name_match(words) ** config.lexical_power
         self.rel: dict[int, float] = {}
         self.why: dict[int, tuple[str, int, int]] = {}  # tool -> (reason, hop, node or tool)
         # input node -> (best producer, link weight, share of s_back among the kept producers)
@@ -381,7 +443,8 @@ class _State:
     def select(self) -> list[RetrievedTool]:
         """Budgeted greedy selection by priority with the prerequisite bound (module doc)."""
         budget = len(self.rel) if self.cfg.budget is None else self.cfg.budget
-        prio = dict(self.rel)
+        m = self.cfg.lexical_mix
+        prio = {e: (1 - m) * p + m * float(self.lexical[e]) for e, p in self.rel.items()}
         why = dict(self.why)
         heap = [(-p, e) for e, p in prio.items()]
         heapq.heapify(heap)
@@ -443,6 +506,47 @@ def _top(scores: npt.NDArray[Any], k: int, threshold: float) -> IntArray:
     part = np.argpartition(-scores, k - 1)[:k]
     part = part[np.lexsort((part, -scores[part]))]
     return part[scores[part] >= threshold].astype(np.int64)
+
+
+def word_stems(text: str) -> set[str]:
+    """Light stems of the content words of ``text`` (identifiers split, stopwords dropped,
+    plural and -ed/-ing/-e endings cut): ``"Liked songs"`` -> ``{"lik", "song"}``."""
+    return {_stem(w) for w in text_tokens(text)}
+
+
+@lru_cache(maxsize=100_000)
+def _stem(word: str) -> str:
+    word = singular(word)
+    for suffix in ("ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
+
+
+def _name_words(graph: Hypergraph) -> tuple[dict[str, int], sp.csc_matrix]:
+    """Stems of the tool names' words (namespace included) as a sparse (E, vocabulary) matrix:
+    row e holds idf(w) = log(1 + E / df(w)) of each of its words w divided by the row total,
+    so a row sums to 1 and generic words ("show", "get") weigh little."""
+    names = [sorted(word_stems(t.name)) for t in graph.tools]
+    vocab: dict[str, int] = {}
+    for words in names:
+        for w in words:
+            vocab.setdefault(w, len(vocab))
+    df = np.zeros(len(vocab))
+    for words in names:
+        df[[vocab[w] for w in words]] += 1
+    idf = np.log1p(graph.n_tools / np.maximum(df, 1))
+    rows, cols, vals = [], [], []
+    for e, words in enumerate(names):
+        ids = [vocab[w] for w in words]
+        total = float(idf[ids].sum()) if ids else 0.0
+        for c in ids:
+            rows.append(e)
+            cols.append(c)
+            vals.append(float(idf[c]) / total)
+    matrix = sp.csc_matrix((vals, (rows, cols)), shape=(graph.n_tools, len(vocab)))
+    return vocab, matrix
 
 
 def _embed_unique(embedder: Embedder, texts: Sequence[str]) -> FloatMatrix:

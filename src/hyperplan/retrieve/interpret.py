@@ -16,6 +16,16 @@ chunks of every clause (stopwords, pronouns and the leading operation verb cut c
 References to people (a relationship noun such as "my roommates", or a single capitalised name
 after "to/from/with/for" or before "has/asked/said") are typed with an extra schema phrase
 "contact information of <who>", the entity type an LLM interpretation would name.
+
+Lookups. A plan has to find the entities a request refers to before acting on them, a step an
+LLM interpretation spells out and a verb-led split misses; so d_op also gets "search contacts of
+<who>" for every reference to people and "search <chunk>" for every named entity: a content
+chunk holding a capitalised name besides other words ("the Velvet Underground album"), or a bare
+name after "by" ("song by Zoey James" -> "search played song by Zoey James").
+
+Apps. Given the names of the apps (tool namespaces such as ``spotify``, ``simple_note``), the
+interpretation lists the ones the request names (``apps``, words matched case-insensitively:
+"Simple Note", "spotify's"); app names are not entities to look up.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hyperplan.errors import HyperplanError
+from hyperplan.graph.text import name_tokens
 
 __all__ = ["InterpretationError", "TaskInterpretation", "from_llm_json", "interpret_request"]
 
@@ -37,10 +48,12 @@ class InterpretationError(HyperplanError):
 
 @dataclass(frozen=True)
 class TaskInterpretation:
-    """d_t = (d_op, d_sch): operation phrases and schema/entity/value phrases."""
+    """d_t = (d_op, d_sch): operation phrases and schema/entity/value phrases, plus the apps
+    (tool namespaces) the request names."""
 
     operations: tuple[str, ...]
     schemas: tuple[str, ...]
+    apps: tuple[str, ...] = ()
 
     @property
     def operation_text(self) -> str:
@@ -64,7 +77,8 @@ OPERATION_VERBS = frozenset(
     remove rename reorder reply report request reschedule reserve reset restore retrieve return
     review save schedule search sell send set share show sort start stop submit subscribe
     summarize tell terminate text transfer translate turn unfollow unlike unpin unsubscribe update
-    upload verify view withdraw write""".split()
+    upload verify view withdraw write split settle attach purchase replace modify
+    empty""".split()
 )
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how is are does do did".split()
@@ -115,8 +129,9 @@ _HOLE = re.compile(r"\x00(\d+)\x00")
 _PRONOUN = re.compile(r"^\S+\s+(?:\S+\s+)?(?:them|it|those|these)\b", re.IGNORECASE)
 
 
-def interpret_request(text: str) -> TaskInterpretation:
-    """Split a raw request into d_op (operation phrases) and d_sch (schema phrases).
+def interpret_request(text: str, apps: Iterable[str] = ()) -> TaskInterpretation:
+    """Split a raw request into d_op (operation phrases) and d_sch (schema phrases), and
+    list which of ``apps`` (namespace names such as ``"simple_note"``) it names.
 
     Deterministic and model-free; see the module doc for the rules. A request without any
     verb-led clause keeps its first clause as its single operation, so d_op is never empty
@@ -139,19 +154,28 @@ def interpret_request(text: str) -> TaskInterpretation:
             operations.append(_restore(core, values))
     if not operations and clauses:
         operations = [_restore(clauses[0], values)]
+    app_words = _app_words(apps)
+    for clause in clauses:
+        operations += [_restore(op, values) for op in _lookups(clause, app_words)]
+    people = [who for who in _people(clauses) if (who.lower(),) not in app_words]
+    operations += [f"search contacts of {who}" for who in people]
     schemas = [_unquote(v) for v in values if any(ch.isalnum() for ch in v)]
     schemas += _capitalised(clauses, values)
-    schemas += [f"contact information of {who}" for who in _people(clauses)]
+    schemas += [f"contact information of {who}" for who in people]
     for clause in clauses:
         schemas += [_restore(chunk, values) for chunk in _chunks(clause)]
-    return TaskInterpretation(_unique(operations), _unique(s for s in schemas if s))
+    return TaskInterpretation(
+        _unique(operations), _unique(s for s in schemas if s), _mentioned_apps(text, app_words)
+    )
 
 
 def from_llm_json(obj: Any) -> TaskInterpretation:
-    """Validate ``{"operations": [...], "schemas": [...]}`` (a dict or its JSON text).
+    """Validate ``{"operations": [...], "schemas": [...], "apps": [...]}`` (a dict or its
+    JSON text).
 
-    Both keys are required and must be lists of strings; blank entries are dropped, at least
-    one operation must remain. Raises :class:`InterpretationError` naming the offending field.
+    ``operations`` and ``schemas`` are required and must be lists of strings, ``apps`` (the
+    namespaces the request involves) is optional; blank entries are dropped, at least one
+    operation must remain. Raises :class:`InterpretationError` naming the offending field.
     """
     if isinstance(obj, str | bytes):
         try:
@@ -162,7 +186,7 @@ def from_llm_json(obj: Any) -> TaskInterpretation:
         raise InterpretationError(
             f"task interpretation must be a JSON object, got {type(obj).__name__}"
         )
-    unknown = sorted(set(obj) - {"operations", "schemas"})
+    unknown = sorted(set(obj) - {"operations", "schemas", "apps"})
     if unknown:
         raise InterpretationError(f"task interpretation has unknown keys {unknown}")
     fields: dict[str, tuple[str, ...]] = {}
@@ -179,7 +203,11 @@ def from_llm_json(obj: Any) -> TaskInterpretation:
         fields[key] = _unique(" ".join(s.split()) for s in items if s.strip())
     if not fields["operations"]:
         raise InterpretationError("task interpretation field 'operations' is empty")
-    return TaskInterpretation(fields["operations"], fields["schemas"])
+    apps = obj.get("apps", [])
+    if not isinstance(apps, list) or not all(isinstance(a, str) for a in apps):
+        raise InterpretationError("task interpretation field 'apps' must be a list of strings")
+    return TaskInterpretation(fields["operations"], fields["schemas"],
+                              _unique(a.strip() for a in apps if a.strip()))
 
 
 # ------------------------------------------------------------------------------- helpers
@@ -289,23 +317,79 @@ def _people(clauses: Iterable[str]) -> list[str]:
 def _chunks(clause: str) -> list[str]:
     """Content-word chunks of a clause: maximal runs of words that are neither stopwords,
     question words, protected values nor the clause's leading operation verb."""
-    chunks: list[str] = []
-    run: list[str] = []
     words = _WORD.findall(clause)
+    return [" ".join(words[a:b]) for a, b in _chunk_spans(words)]
+
+
+def _chunk_spans(words: list[str]) -> list[tuple[int, int]]:
+    """(start, end) word positions of the content-word chunks of a clause's words."""
+    spans: list[tuple[int, int]] = []
     lead = next((i for i, w in enumerate(words) if w.lower() not in _FILLERS), -1)
     if lead >= 0 and words[lead].lower() not in OPERATION_VERBS:
         lead = -1
+    start = 0
     for i, word in enumerate([*words, ""]):
         low = word.lower()
         cut = (not word or i == lead or low in _CHUNK_STOP or low in QUESTION_WORDS
                or _HOLE.fullmatch(word) is not None)
-        if not cut:
-            run.append(word)
+        if cut:
+            if i > start:
+                spans.append((start, i))
+            start = i + 1
+    return spans
+
+
+def _app_words(apps: Iterable[str]) -> dict[tuple[str, ...], str]:
+    """Lower-case name words -> app, for every app with a word (``simple_note`` ->
+    ``("simple", "note")``)."""
+    out: dict[tuple[str, ...], str] = {}
+    for app in apps:
+        words = name_tokens(app)
+        if words:
+            out.setdefault(words, app)
+    return out
+
+
+def _app_positions(words: list[str], app_words: dict[tuple[str, ...], str]) -> dict[int, str]:
+    """Word position -> app, for every run of ``words`` spelling an app's name (case and a
+    possessive 's ignored: "Spotify's", "simple note")."""
+    low = [w.lower().removesuffix("'s") for w in words]
+    found: dict[int, str] = {}
+    for key, app in app_words.items():
+        n = len(key)
+        for i in range(len(low) - n + 1):
+            if tuple(low[i:i + n]) == key:
+                found.update((j, app) for j in range(i, i + n))
+    return found
+
+
+def _mentioned_apps(text: str, app_words: dict[tuple[str, ...], str]) -> tuple[str, ...]:
+    """The apps named in ``text``, in the order of ``app_words``."""
+    named = set(_app_positions(_WORD.findall(text), app_words).values())
+    return tuple(app for app in app_words.values() if app in named)
+
+
+def _lookups(clause: str, app_words: dict[tuple[str, ...], str]) -> list[str]:
+    """Lookup operations for named entities, which a plan must find before using them:
+    "search <chunk>" for a content chunk holding a capitalised name besides other words ("the
+    Velvet Underground album" -> "search Velvet Underground album"), and "search <previous
+    chunk> by <name>" for a bare name after "by" ("song by Zoey James"). App names and a
+    clause's first word are not names."""
+    words = _WORD.findall(clause)
+    apps = _app_positions(words, app_words)
+    spans = _chunk_spans(words)
+    ops: list[str] = []
+    for k, (a, b) in enumerate(spans):
+        names = [i for i in range(a, b) if i and i not in apps and words[i][:1].isupper()]
+        if not names:
             continue
-        if run:
-            chunks.append(" ".join(run))
-        run = []
-    return chunks
+        chunk = " ".join(words[a:b])
+        if len(names) < b - a:
+            ops.append(f"search {chunk}")
+        elif k and words[a - 1].lower() == "by":
+            before = spans[k - 1]
+            ops.append(f"search {' '.join(words[before[0]:before[1]])} by {chunk}")
+    return ops
 
 
 def _unique(items: Iterable[str]) -> tuple[str, ...]:
