@@ -1,9 +1,13 @@
-"""``hyperplan bench ...``: scale benchmarks on synthetic catalogs.
+"""``hyperplan bench ...``: scale benchmarks on synthetic catalogs and graphs.
 
 ``bench links`` builds the hypergraph of :func:`~hyperplan.eval.synthetic.synthetic_catalog`
 at several sizes, each in a fresh (spawned) process so that its peak RSS is its own, and
 reports nodes, links, candidate pairs, build time, peak memory and how many required id
 inputs got a link from a producer of their own app.
+
+``bench scale`` does the same for :func:`~hyperplan.eval.scale.synthetic_hypergraph` (drawn
+directly as arrays, no link inference, up to millions of tools) and reports build time,
+memory, DOE latency and Tool Context Graph latency (:func:`~hyperplan.eval.scale.measure_scale`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import typer
 from rich.table import Table
 
 from hyperplan.cli.common import console, embedder_from_option, out, stage_progress
+from hyperplan.eval.scale import DEFAULT_DIM, measure_scale
 from hyperplan.eval.synthetic import (
     id_inputs_with_producer,
     synthetic_catalog,
@@ -31,6 +36,8 @@ from hyperplan.graph.build import build_graph
 bench_app = typer.Typer(help="Scale benchmarks on synthetic catalogs.", no_args_is_help=True)
 
 Progress = Callable[[str, int, int], None]
+# measure(n_tools, seed, embedder, progress, **options) -> run description
+Measure = Callable[..., dict[str, Any]]
 
 # Above this many tools a model-backed embedder takes hours (MiniLM: ~100-500 texts/s).
 _SLOW_EMBEDDER_TOOLS = 5000
@@ -117,7 +124,8 @@ def _peak_rss_mb(who: int) -> float:
 
 
 def _worker(conn: Connection, n_tools: int, seed: int, embedder: str,
-            max_memory_gb: float) -> None:
+            max_memory_gb: float, measure: Measure = measure_links,
+            options: dict[str, Any] | None = None) -> None:
     """Entry point of the spawned process: one size, results and progress over ``conn``."""
 
     def send(*message: Any) -> None:
@@ -132,7 +140,7 @@ def _worker(conn: Connection, n_tools: int, seed: int, embedder: str,
         def progress(stage: str, done: int, total: int) -> None:
             send("progress", stage, done, total)
 
-        run = measure_links(n_tools, seed, embedder, progress)
+        run = measure(n_tools, seed, embedder, progress, **(options or {}))
         run["peak_rss_mb"] = _peak_rss_mb(resource.RUSAGE_SELF)
         send("result", run)
     except MemoryError:
@@ -145,14 +153,18 @@ def _worker(conn: Connection, n_tools: int, seed: int, embedder: str,
 
 
 def run_isolated(n_tools: int, seed: int, embedder: str, *, timeout: float = 0,
-                 max_memory_gb: float = 0, progress: Progress | None = None) -> dict[str, Any]:
-    """:func:`measure_links` in a fresh spawned process, plus its peak RSS. A failed run
-    (exception, memory limit, timeout, killed) gives ``{"tools", "error", "stage", ...}``."""
+                 max_memory_gb: float = 0, progress: Progress | None = None,
+                 measure: Measure = measure_links,
+                 options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``measure(n_tools, seed, embedder, progress, **options)`` (default
+    :func:`measure_links`; a module-level function, as it is pickled by name) in a fresh
+    spawned process, plus its peak RSS. A failed run (exception, memory limit, timeout,
+    killed) gives ``{"tools", "error", "stage", ...}``."""
     report = progress or (lambda stage, done, total: None)
     ctx = multiprocessing.get_context("spawn")
     receiver, sender = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_worker, args=(sender, n_tools, seed, embedder, max_memory_gb),
-                       daemon=True)
+    proc = ctx.Process(target=_worker, args=(sender, n_tools, seed, embedder, max_memory_gb,
+                                             measure, options), daemon=True)
     started = time.perf_counter()
     children_peak = _peak_rss_mb(resource.RUSAGE_CHILDREN)
     proc.start()
@@ -197,6 +209,27 @@ def run_isolated(n_tools: int, seed: int, embedder: str, *, timeout: float = 0,
             if peak > children_peak:
                 outcome["peak_rss_mb"] = peak
     return outcome
+
+
+def _run_sizes(sizes: list[int], seed: int, embedder: str, *, timeout: float,
+               max_memory_gb: float, quiet: bool, measure: Measure = measure_links,
+               options: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """:func:`run_isolated` for each size in turn, with a progress bar and a line per size
+    unless ``quiet``."""
+    runs = []
+    with stage_progress(not quiet) as progress:
+        for n in sizes:
+            def report(stage: str, done: int, total: int, n: int = n) -> None:
+                progress(f"{n:,} tools: {stage}", done, total)
+
+            runs.append(run_isolated(n, seed, embedder, timeout=timeout,
+                                     max_memory_gb=max_memory_gb, progress=report,
+                                     measure=measure, options=options))
+            if not quiet:
+                run = runs[-1]
+                state = f"[red]{run['error']}[/red]" if "error" in run else "done"
+                console.print(f"{n:,} tools: {state} in {run['seconds']:.1f} s", highlight=False)
+    return runs
 
 
 def _table(result: dict[str, Any]) -> Table:
@@ -244,18 +277,8 @@ def links_cmd(
                       f" {max(sizes):,} tools have ~{8 * max(sizes):,} schema nodes. The default "
                       "--embedder hashing is the one meant for scale runs.", highlight=False)
     started = time.perf_counter()
-    runs = []
-    with stage_progress(not as_json) as progress:
-        for n in sizes:
-            def report(stage: str, done: int, total: int, n: int = n) -> None:
-                progress(f"{n:,} tools: {stage}", done, total)
-
-            runs.append(run_isolated(n, seed, embedder, timeout=timeout,
-                                     max_memory_gb=max_memory_gb, progress=report))
-            if not as_json:
-                run = runs[-1]
-                state = f"[red]{run['error']}[/red]" if "error" in run else "done"
-                console.print(f"{n:,} tools: {state} in {run['seconds']:.1f} s", highlight=False)
+    runs = _run_sizes(sizes, seed, embedder, timeout=timeout, max_memory_gb=max_memory_gb,
+                      quiet=as_json)
     result = {"bench": "links", "embedder": embedder, "seed": seed, "runs": runs,
               "seconds": round(time.perf_counter() - started, 3)}
     if as_json:
@@ -269,5 +292,88 @@ def links_cmd(
         if embedder == "hashing":
             out.print("embedder: hashing (lexical feature hashing, no model); use --embedder "
                       "minilm for semantic similarity on small sizes only.", highlight=False)
+    if any("error" in run for run in runs):
+        raise typer.Exit(1)
+
+
+def _pair(run: dict[str, Any], key: str) -> str:
+    """``"p50 / p99"`` of ``{key}_ms_p50`` and ``{key}_ms_p99``, or ``-``."""
+    p50, p99 = run.get(f"{key}_ms_p50"), run.get(f"{key}_ms_p99")
+    return "-" if p50 is None or p99 is None else f"{p50:,.2f} / {p99:,.2f}"
+
+
+def _scale_table(result: dict[str, Any]) -> Table:
+    table = Table(title=f"bench scale (seed {result['seed']}, embedder {result['embedder']}, "
+                        f"dim {result['dim']})")
+    for column in ("tools", "nodes", "links", "build s", "peak MB", "DOE ms p50 / p99",
+                   "complete", "context ms p50 / p99"):
+        table.add_column(column, justify="right")
+    for run in result["runs"]:
+        if "error" in run:
+            peak = run.get("peak_rss_mb")
+            table.add_row(f"{run['tools']:,}", "[red]failed[/red]", "", "",
+                          f"{peak:,.0f}" if peak is not None else "?", "", "", "")
+            continue
+        complete = run.get("doe_complete")
+        table.add_row(
+            f"{run['tools']:,}", f"{run['nodes']:,}", f"{run['links']:,}",
+            f"{run['build_seconds']:.1f}", f"{run['peak_rss_mb']:,.0f}", _pair(run, "doe"),
+            f"{complete:.0%}" if complete is not None else "-", _pair(run, "context"),
+        )
+    return table
+
+
+@bench_app.command("scale")
+def scale_cmd(
+    tools: str = typer.Option("1000,10000,100000", help="graph sizes, comma-separated"),
+    seed: int = typer.Option(0, help="seed of the synthetic graphs, terminals and requests"),
+    embedder: str = typer.Option(
+        "words",
+        help="words (random word vectors, fast; meant for scale runs) | hashing (lexical "
+        "feature hashing, ~10K texts/s: about 12 minutes per 1M tools' 7M texts)"),
+    dim: int = typer.Option(
+        DEFAULT_DIM, help="embedding dimension; the index holds a float32 vector per schema "
+        "node (6M at 1M tools: 1.5 GB at 64 dims, 12 GB at 512)"),
+    terminals: int = typer.Option(200, help="random terminal tools to run DOE for"),
+    grounded: float = typer.Option(0.3, help="fraction of input nodes grounded per DOE run"),
+    requests: int = typer.Option(50, help="generated requests for the context graph (0: skip "
+                                 "the retrieval index and context graph)"),
+    freeze_gc: bool = typer.Option(
+        True, help="gc.freeze() once the graph is built, as a long-running planner would; "
+        "without it a full collection walking the graph's ~10M objects (1M tools) can land "
+        "inside a timed call"),
+    timeout: float = typer.Option(0, help="give up on a size after this many seconds (0: never)"),
+    max_memory_gb: float = typer.Option(
+        0, help="address-space limit of each run, so one size cannot exhaust the machine "
+        "(0: none)"),
+    as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
+) -> None:
+    """Planning scale: synthetic hypergraphs with heavy-tailed degrees, each size in a fresh
+    process; reports build seconds, peak RSS, DOE and context-graph latency (p50/p99)."""
+    sizes = parse_sizes(tools)
+    if embedder not in ("words", "hashing"):
+        raise typer.BadParameter(f"unknown embedder {embedder!r}: use words or hashing")
+    if not 0 <= grounded <= 1:
+        raise typer.BadParameter("--grounded is a fraction in [0, 1]")
+    options = {"dim": dim, "terminals": terminals, "requests": requests, "grounded": grounded,
+               "freeze_gc": freeze_gc}
+    started = time.perf_counter()
+    runs = _run_sizes(sizes, seed, embedder, timeout=timeout, max_memory_gb=max_memory_gb,
+                      quiet=as_json, measure=measure_scale, options=options)
+    result = {"bench": "scale", "seed": seed, "embedder": embedder, "dim": dim,
+              "terminals": terminals, "grounded": grounded, "requests": requests,
+              "freeze_gc": freeze_gc, "runs": runs,
+              "seconds": round(time.perf_counter() - started, 3)}
+    if as_json:
+        print(json.dumps(result))
+    else:
+        out.print(_scale_table(result))
+        for run in runs:
+            if "error" in run:
+                out.print(f"[red]{run['tools']:,} tools failed[/red] during {run['stage']}: "
+                          f"{run['error']}", highlight=False)
+        out.print("DOE: expand() per random terminal with a random grounding of "
+                  f"{grounded:.0%} of input nodes; context graph: extract_with_vectors() per "
+                  "generated request, embedding outside the timer.", highlight=False)
     if any("error" in run for run in runs):
         raise typer.Exit(1)

@@ -131,6 +131,168 @@ class Hypergraph:
             metadata=dict(metadata or {}),
         )
 
+    @classmethod
+    def from_arrays(
+        cls,
+        *,
+        node_kind: np.ndarray | Sequence[str],
+        node_tool: np.ndarray | Sequence[int],
+        node_path: Sequence[str],
+        tool_name: Sequence[str],
+        link_source: np.ndarray | Sequence[int] = (),
+        link_target: np.ndarray | Sequence[int] = (),
+        link_weight: np.ndarray | Sequence[float] = (),
+        node_type: Sequence[str] | str = "any",
+        node_description: Sequence[str] | str = "",
+        node_required: np.ndarray | Sequence[bool] | bool = False,
+        tool_description: Sequence[str] | str = "",
+        tool_metadata: Sequence[Mapping[str, Any]] | None = None,
+        link_evidence: Sequence[str] | str = "",
+        metadata: Mapping[str, Any] | None = None,
+    ) -> Hypergraph:
+        """The graph :meth:`from_parts` would build, from column arrays, validated and
+        deduplicated with numpy (for graphs with millions of nodes and links).
+
+        Node ``i`` has kind ``node_kind[i]`` (a :class:`NodeKind`, its value, or an integer
+        code 0-3 in the order in, pre, out, eff), owner ``node_tool[i]`` and ``node_path[i]``;
+        ``node_type``/``node_description``/``node_required`` are per node or one value for all.
+        Tool ``j`` is named ``tool_name[j]``; its I(e) / O(e) are the input-side / output-side
+        nodes it owns in id order and its required inputs those of them with ``node_required``
+        (as :func:`hyperplan.graph.build.structure_from_catalog` numbers them). Links are
+        ``link_source[k] -> link_target[k]`` with ``link_weight[k]`` and ``link_evidence[k]``
+        (or one evidence string for all). The same checks as :meth:`from_parts` raise the same
+        :class:`GraphError`; duplicate links keep the highest weight (the first on ties), sorted
+        by (target, source). ``tools[j].metadata`` is ``tool_metadata[j]`` (a fresh empty dict
+        by default; the mapping is not copied, so tools may share one).
+        """
+        import gc
+        import itertools
+
+        codes = np.asarray(node_kind)
+        kinds = tuple(NodeKind)
+        if codes.size and codes.dtype.kind not in "iu":
+            values, inverse = np.unique(codes.astype(str), return_inverse=True)
+            lookup = {k.value: i for i, k in enumerate(kinds)}
+            unknown = [v for v in values.tolist() if v not in lookup]
+            if unknown:
+                raise GraphError(f"unknown node kind {unknown[0]!r}")
+            codes = np.asarray([lookup[v] for v in values.tolist()], dtype=np.int8)[inverse]
+        codes = codes.reshape(-1)
+        if codes.size and (codes.min() < 0 or codes.max() >= len(kinds)):
+            raise GraphError(f"node kind codes must be 0..{len(kinds) - 1}")
+        codes = codes.astype(np.int8)
+        n, m = int(codes.size), len(tool_name)
+        owner = np.asarray(node_tool, dtype=np.int64).reshape(-1)
+
+        def column(values: Any, size: int, what: str) -> Sequence[Any]:
+            if isinstance(values, str | bool):
+                return list(itertools.repeat(values, size))
+            listed = values.tolist() if isinstance(values, np.ndarray) else list(values)
+            if len(listed) != size:
+                raise GraphError(f"{what} has {len(listed)} entries for {size}")
+            return listed
+
+        paths = column(node_path, n, "node_path")
+        types = column(node_type, n, "node_type")
+        descriptions = column(node_description, n, "node_description")
+        if isinstance(node_required, bool | np.bool_):
+            required = np.full(n, bool(node_required))
+        else:
+            required = np.asarray(node_required, dtype=bool).reshape(-1)
+            if required.size != n:
+                raise GraphError(f"node_required has {required.size} entries for {n}")
+        if owner.size != n:
+            raise GraphError(f"node_tool has {owner.size} entries for {n}")
+
+        # _check_nodes: the first node whose tool is unknown or whose input side is out of order
+        input_side = codes <= 1
+        n_in = int(input_side.sum())
+        bad_tool = (owner < 0) | (owner >= m)
+        outputs_at = np.flatnonzero(~input_side)
+        first_output = int(outputs_at[0]) if outputs_at.size else n
+        out_of_order = input_side & (np.arange(n) > first_output)
+        first = np.flatnonzero(bad_tool | out_of_order)
+        if first.size:
+            i = int(first[0])
+            if bad_tool[i]:
+                raise GraphError(f"node {i} names unknown tool id {int(owner[i])}")
+            raise GraphError("input-side nodes must precede output-side nodes")
+
+        src = np.asarray(link_source, dtype=np.int64).reshape(-1)
+        tgt = np.asarray(link_target, dtype=np.int64).reshape(-1)
+        weight = np.asarray(link_weight, dtype=np.float64).reshape(-1)
+        if not src.size == tgt.size == weight.size:
+            raise GraphError(f"link arrays differ in length: {src.size}, {tgt.size}, "
+                             f"{weight.size}")
+        evidence = column(link_evidence, int(src.size), "link_evidence")
+
+        # _check_link, link by link: range, then direction, then weight
+        in_range = (src >= 0) & (src < n) & (tgt >= 0) & (tgt < n)
+        direction = np.zeros(src.size, dtype=bool)
+        direction[in_range] = ~input_side[src[in_range]] & input_side[tgt[in_range]]
+        weight_ok = (weight > 0.0) & (weight <= 1.0)
+        bad_links = np.flatnonzero(~(in_range & direction & weight_ok))
+        if bad_links.size:
+            k = int(bad_links[0])
+            link = Link(int(src[k]), int(tgt[k]), float(weight[k]), evidence[k])
+            if not in_range[k]:
+                raise GraphError(f"link {link} names a node outside 0..{n - 1}")
+            if not direction[k]:
+                raise GraphError(f"link {link} must go from an output/effect to an input node")
+            raise GraphError(f"link {link} weight must be in (0, 1]")
+
+        # duplicates: the highest weight, the first of equal ones; then by (target, source)
+        order = np.lexsort((np.arange(src.size), -weight, src, tgt))
+        s_sorted, t_sorted = src[order], tgt[order]
+        keep = np.ones(order.size, dtype=bool)
+        keep[1:] = (s_sorted[1:] != s_sorted[:-1]) | (t_sorted[1:] != t_sorted[:-1])
+        order = order[keep]
+        if isinstance(link_evidence, str):
+            kept_evidence = (link_evidence,) * int(order.size)
+        else:
+            kept_evidence = tuple(evidence[k] for k in order.tolist())
+
+        def grouped(ids: np.ndarray) -> tuple[list[int], list[int]]:
+            """``ids`` grouped by owning tool (id order kept) and the group offsets."""
+            ids = ids[np.argsort(owner[ids], kind="stable")]
+            counts = np.bincount(owner[ids], minlength=m)
+            return ids.tolist(), [0, *np.cumsum(counts).tolist()]
+
+        ins, in_ptr = grouped(np.flatnonzero(input_side))
+        outs, out_ptr = grouped(np.flatnonzero(~input_side))
+        reqs, req_ptr = grouped(np.flatnonzero(input_side & required))
+        names = column(tool_name, m, "tool_name")
+        tool_texts = column(tool_description, m, "tool_description")
+        metas = (column(tool_metadata, m, "tool_metadata") if tool_metadata is not None
+                 else [{} for _ in range(m)])
+        # millions of new objects and no garbage: the cyclic collector would only rescan them
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            nodes = tuple(map(SchemaNode, range(n), map(kinds.__getitem__, codes.tolist()),
+                              owner.tolist(), paths, types, descriptions, required.tolist()))
+            tools = tuple(
+                ToolEdge(j, names[j], tool_texts[j], tuple(ins[in_ptr[j]:in_ptr[j + 1]]),
+                         tuple(outs[out_ptr[j]:out_ptr[j + 1]]),
+                         tuple(reqs[req_ptr[j]:req_ptr[j + 1]]), metas[j])
+                for j in range(m)
+            )
+        finally:
+            if collecting:
+                gc.enable()
+        graph = cls(
+            nodes=nodes,
+            tools=tools,
+            link_source=_frozen(src[order]),
+            link_target=_frozen(tgt[order]),
+            link_weight=_frozen(weight[order]),
+            link_evidence=kept_evidence,
+            n_input_nodes=n_in,
+            metadata=dict(metadata or {}),
+        )
+        graph.__dict__["node_tool"] = _frozen(owner.copy())  # the cached_property's value
+        return graph
+
     # ----------------------------------------------------------------- sizes and lookups
     @property
     def n_nodes(self) -> int:
