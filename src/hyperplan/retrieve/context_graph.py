@@ -174,6 +174,7 @@ class GraphIndex:
         self.name_ptr: IntArray = words.indptr.astype(np.int64)
         self.name_tool: IntArray = words.indices.astype(np.int64)
         self.name_weight: Scores = words.data.astype(np.float64)
+        self.tool_names: list[str] = [t.name for t in graph.tools]
         prefixes = [t.name.rsplit(".", 1)[0] if "." in t.name else "" for t in graph.tools]
         spaces = sorted(set(prefixes) - {""})
         # namespaces ("spotify" of "spotify.login") when the tool names have at least two
@@ -288,6 +289,17 @@ def extract_context_graph(
     return extract_with_vectors(index, interpretation, query, config or ContextGraphConfig())
 
 
+def _row_max(matrix: FloatMatrix) -> Scores:
+    """Row-wise maximum of a tall, narrow matrix, one column at a time (several times faster
+    than ``matrix.max(axis=1)`` on a C-ordered (n, few) array)."""
+    if matrix.shape[1] == 0:
+        return np.full(matrix.shape[0], -np.inf)
+    best = matrix[:, 0].astype(np.float64)
+    for col in range(1, matrix.shape[1]):
+        np.maximum(best, matrix[:, col], out=best)
+    return best
+
+
 def extract_with_vectors(
     index: GraphIndex,
     interpretation: TaskInterpretation,
@@ -328,13 +340,13 @@ class _State:
     ) -> None:
         self.index, self.cfg = index, config
         self.op_phrase: FloatMatrix = index.tool_vecs @ q.operations.T  # (E, 1 + P), Eq. 1
-        self.op_sim: Scores = self.op_phrase.max(axis=1).astype(np.float64)
+        self.op_sim: Scores = _row_max(self.op_phrase)
         self.node_sims: FloatMatrix = index.node_vecs @ q.schemas.T  # (V, S)
         self.node_sims[index.precondition] = -1.0  # states shared by an app's tools
         self.relevance = self.op_sim
         if q.schemas.shape[0] and config.node_mix > 0:
             tool_node = np.full(index.graph.n_tools, -1.0)
-            best = self.node_sims.max(axis=1)[index.node_order]
+            best = _row_max(self.node_sims)[index.node_order]
             tool_node[index.tool_has_nodes] = np.maximum.reduceat(best, index.tool_node_start)
             self.relevance = (1 - config.node_mix) * self.op_sim + config.node_mix * tool_node
         if interp.apps and config.namespace_prior != 1:
@@ -450,7 +462,7 @@ class _State:
         heapq.heapify(heap)
         kept: list[RetrievedTool] = []
         chosen = np.zeros(self.index.graph.n_tools, dtype=bool)
-        names = [t.name for t in self.index.graph.tools]
+        names = self.index.tool_names
         while heap and len(kept) < budget:
             neg, e = heapq.heappop(heap)
             if chosen[e] or -neg != prio[e]:
