@@ -424,10 +424,14 @@ class Hypergraph:
                 tuple(node_map[i] for i in t.inputs), tuple(node_map[o] for o in t.outputs),
                 tuple(node_map[r] for r in t.required), t.metadata,
             ))
+        kept_tool = np.zeros(self.n_tools, dtype=bool)
+        kept_tool[keep] = True
+        inside = np.flatnonzero(kept_tool[self.node_tool[self.link_source]]
+                                & kept_tool[self.node_tool[self.link_target]])
         links = [
-            Link(node_map[lk.source], node_map[lk.target], lk.weight, lk.evidence)
-            for lk in self.links()
-            if lk.source in node_map and lk.target in node_map
+            Link(node_map[int(self.link_source[k])], node_map[int(self.link_target[k])],
+                 float(self.link_weight[k]), self.link_evidence[k])
+            for k in inside.tolist()
         ]
         return Hypergraph.from_parts(nodes, tools, links, self.metadata)
 
