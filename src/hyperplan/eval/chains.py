@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from hyperplan.eval.links import load_suite, split_tasks
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.links import LinkConfig, TextEmbedder
 from hyperplan.graph.model import Hypergraph
@@ -146,8 +147,6 @@ def evaluate_chains(
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Run the chains benchmark; returns the JSON contract of ``hyperplan eval chains``."""
-    from hyperplan.eval.links import load_suite, split_tasks
-
     started = time.perf_counter()
     cfg = config or DOEConfig()
     tallies = {"doe": _Tally(), "all_producers": _Tally(), "semantic_topk": _Tally()}
