@@ -90,3 +90,30 @@ def test_missing_graph_file(tmp_path: Path) -> None:
     result = run_cli("graph", "stats", str(tmp_path / "none.json"))
     assert result.returncode == 1
     assert "graph file not found" in result.stderr
+
+
+def test_plan_support_orders_producers(demo_graph: Path) -> None:
+    result = runner.invoke(app, ["plan", "support", str(demo_graph), "music.like_song",
+                                 "--known", "query,username,password", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["ok"] and doc["tools"][-1] == "music.like_song"
+    assert doc["tools"].index("music.login") < doc["tools"].index("music.like_song")
+    assert {"from": "music.login:out:access_token", "to": "music.like_song:in:access_token",
+            "weight": 1.0} in doc["links"]
+
+
+def test_plan_support_unsatisfiable_exits_2(demo_graph: Path) -> None:
+    result = runner.invoke(app, ["plan", "support", str(demo_graph), "mail.send_email"])
+    assert result.exit_code == 2
+    assert "unsatisfiable: mail.send_email:in:subject" in result.output
+
+
+def test_plan_context_json(demo_graph: Path) -> None:
+    result = runner.invoke(app, ["plan", "context", str(demo_graph), "Like the song Yesterday",
+                                 "--embedder", "hashing", "--budget", "5", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    names = [t["name"] for t in doc["tools"]]
+    assert len(names) <= 5 and "music.like_song" in names
+    assert doc["prompt_tokens"] > 0

@@ -1,0 +1,118 @@
+"""``hyperplan plan context|support``: the deterministic core on a saved graph, no LLM."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from hyperplan.cli.common import embedder_from_option, fail, out
+from hyperplan.embed.base import Embedder
+from hyperplan.graph.io import load_graph
+from hyperplan.graph.model import Hypergraph
+from hyperplan.plan.doe import DOEConfig, Selection, select_support_graph
+from hyperplan.plan.grounding import ground
+from hyperplan.retrieve import (
+    ContextGraphConfig,
+    GraphIndex,
+    count_tokens,
+    extract_context_graph,
+    interpret_request,
+    serialize_context_graph,
+)
+
+plan_app = typer.Typer(help="Tool Context Graph and DOE on a saved graph.", no_args_is_help=True)
+
+
+def _split(values: str) -> list[str]:
+    return [v.strip() for v in values.split(",") if v.strip()]
+
+
+@plan_app.command("context")
+def context_cmd(
+    path: Path = typer.Argument(..., help="graph JSON"),
+    request: str = typer.Argument(..., help="the user's request, in plain words"),
+    budget: int = typer.Option(20, help="at most this many tools"),
+    embedder: str = typer.Option("auto", help="auto | minilm | hashing | openai:MODEL"),
+    prompt: bool = typer.Option(False, "--prompt", help="print the planner prompt text"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+) -> None:
+    """Extract the Tool Context Graph for a request (Definition 2)."""
+    graph = load_graph(path)
+    emb = embedder_from_option(embedder)
+    if emb is None or not isinstance(emb, Embedder):
+        fail("the context graph needs an embedder; use --embedder hashing for a lexical one")
+    index = GraphIndex(graph, emb)
+    interpretation = interpret_request(request, index.namespaces)
+    context = extract_context_graph(graph, interpretation, embedder=emb, index=index,
+                                    config=ContextGraphConfig(budget=budget))
+    text = serialize_context_graph(context)
+    if as_json:
+        print(json.dumps({
+            "operations": list(interpretation.operations),
+            "schemas": list(interpretation.schemas),
+            "tools": [{"name": t.name, "score": round(t.score, 4), "reason": t.reason,
+                       "hop": t.hop, "via": t.via} for t in context.tools],
+            "prompt_tokens": count_tokens(text),
+        }))
+        return
+    out.print(f"operations: {list(interpretation.operations)}", highlight=False)
+    out.print(f"schemas: {list(interpretation.schemas)}", highlight=False)
+    table = Table("tool", "score", "reason", "via")
+    for tool in context.tools:
+        table.add_row(tool.name, f"{tool.score:.3f}", tool.reason, tool.via)
+    out.print(table)
+    out.print(f"{len(context.tools)} tools, {count_tokens(text)} prompt tokens")
+    if prompt:
+        print(text)
+
+
+def _selection_json(graph: Hypergraph, selection: Selection) -> dict[str, Any]:
+    chosen = selection.chosen
+    return {
+        "ok": chosen is not None,
+        "reason": selection.reason,
+        "tools": [graph.tools[t].name for t in chosen.tools] if chosen else [],
+        "links": [
+            {"from": graph.node_name(r.source), "to": graph.node_name(r.deficit),
+             "weight": round(r.weight, 4)}
+            for r in (chosen.resolutions if chosen else ())
+        ],
+    }
+
+
+@plan_app.command("support")
+def support_cmd(
+    path: Path = typer.Argument(..., help="graph JSON"),
+    tools: str = typer.Argument(..., help="candidate terminal tool(s), comma-separated"),
+    known: str = typer.Option("", help="known values: parameter names or node keys, "
+                                       "comma-separated (e.g. query,spotify.login:in:username)"),
+    effects: str = typer.Option("", help="achieved effects, e.g. spotify.authenticated"),
+    top_k: int = typer.Option(DOEConfig.top_k, help="producers per expansion (K)"),
+    beam: int = typer.Option(DOEConfig.beam_width, help="beam width (B)"),
+    as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
+) -> None:
+    """Deficit-Oriented Expansion: the fewest producer tools still missing for a terminal tool,
+    given what is already known (Definitions 5-6)."""
+    graph = load_graph(path)
+    unknown = [t for t in _split(tools) if t not in graph.tool_index]
+    if unknown:
+        fail(f"{path}: unknown tool(s) {', '.join(unknown)}")
+    grounding = ground(graph, _split(known), _split(effects))
+    selection = select_support_graph(graph, _split(tools), grounding,
+                                     DOEConfig(top_k=top_k, beam_width=beam))
+    result = _selection_json(graph, selection)
+    if as_json:
+        print(json.dumps(result))
+        return
+    if not result["ok"]:
+        out.print(f"[red]{selection.reason}[/red]", highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
+    out.print("execution order: " + " -> ".join(result["tools"]), highlight=False,
+              soft_wrap=True)
+    for link in result["links"]:
+        out.print(f"  {link['from']} -> {link['to']} ({link['weight']:.2f})", highlight=False,
+                  soft_wrap=True)
