@@ -285,10 +285,7 @@ def links_cmd(
         print(json.dumps(result))
     else:
         out.print(_table(result))
-        for run in runs:
-            if "error" in run:
-                out.print(f"[red]{run['tools']:,} tools failed[/red] during {run['stage']}: "
-                          f"{run['error']}", highlight=False)
+        _print_failures(runs)
         if embedder == "hashing":
             out.print("embedder: hashing (lexical feature hashing, no model); use --embedder "
                       "minilm for semantic similarity on small sizes only.", highlight=False)
@@ -368,12 +365,16 @@ def scale_cmd(
         print(json.dumps(result))
     else:
         out.print(_scale_table(result))
-        for run in runs:
-            if "error" in run:
-                out.print(f"[red]{run['tools']:,} tools failed[/red] during {run['stage']}: "
-                          f"{run['error']}", highlight=False)
+        _print_failures(runs)
         out.print("DOE: expand() per random terminal with a random grounding of "
                   f"{grounded:.0%} of input nodes; context graph: extract_with_vectors() per "
                   "generated request, embedding outside the timer.", highlight=False)
     if any("error" in run for run in runs):
         raise typer.Exit(1)
+
+
+def _print_failures(runs: list[dict[str, Any]]) -> None:
+    for run in runs:
+        if "error" in run:
+            out.print(f"[red]{run['tools']:,} tools failed[/red] during {run['stage']}: "
+                      f"{run['error']}", highlight=False)

@@ -21,10 +21,9 @@ from typing import Any
 from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
 from hyperplan.errors import CatalogError
 from hyperplan.importers.schema_refs import (
-    check_input_schema,
     name_and_description,
     read_source,
-    resolve_refs,
+    tool_schemas,
     unique_tools,
 )
 
@@ -70,13 +69,8 @@ def _tool(entry: Any, index: int, file: str) -> ToolSpec:
         raise CatalogError(
             "missing required key 'inputSchema'", file=file, tool=name, field="inputSchema"
         )
-    raw_in = entry["inputSchema"]
-    inputs = resolve_refs(raw_in, raw_in, file=file, tool=name, field="inputSchema")
-    check_input_schema(inputs, file=file, tool=name, field="inputSchema")
-    raw_out = entry.get("outputSchema")
-    outputs = None
-    if raw_out is not None:
-        outputs = resolve_refs(raw_out, raw_out, file=file, tool=name, field="outputSchema")
+    inputs, outputs = tool_schemas(entry["inputSchema"], entry.get("outputSchema"), file=file,
+                                   tool=name, in_field="inputSchema", out_field="outputSchema")
     return make_tool(
         file=file,
         name=name,

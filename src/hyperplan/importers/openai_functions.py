@@ -21,11 +21,10 @@ from typing import Any
 from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
 from hyperplan.errors import CatalogError
 from hyperplan.importers.schema_refs import (
-    check_input_schema,
     name_and_description,
     read_source,
-    resolve_refs,
     string_list,
+    tool_schemas,
     unique_tools,
 )
 
@@ -80,12 +79,8 @@ def _tool(entry: Any, index: int, file: str) -> ToolSpec:
     params = fn.get("parameters")
     if params is None:  # a function without arguments
         params = {"type": "object", "properties": {}}
-    inputs = resolve_refs(params, params, file=file, tool=name, field="parameters")
-    check_input_schema(inputs, file=file, tool=name, field="parameters")
-    returns = fn.get("returns")
-    outputs = None
-    if returns is not None:
-        outputs = resolve_refs(returns, returns, file=file, tool=name, field="returns")
+    inputs, outputs = tool_schemas(params, fn.get("returns"), file=file, tool=name,
+                                   in_field="parameters", out_field="returns")
     metadata: dict[str, Any] = {"index": index}
     if isinstance(fn.get("strict"), bool):
         metadata["strict"] = fn["strict"]

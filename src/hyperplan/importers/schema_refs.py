@@ -258,3 +258,15 @@ def name_and_description(entry: dict[str, Any], index: int, file: str) -> tuple[
             "'description' must be a string", file=file, tool=name, field="description"
         )
     return name, description
+
+
+def tool_schemas(raw_in: Any, raw_out: Any, *, file: str, tool: str, in_field: str,
+                 out_field: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """A tool's input schema (refs inlined, checked to be an object schema) and its output
+    schema (refs inlined; ``None`` when absent)."""
+    inputs = resolve_refs(raw_in, raw_in, file=file, tool=tool, field=in_field)
+    check_input_schema(inputs, file=file, tool=tool, field=in_field)
+    outputs = None
+    if raw_out is not None:
+        outputs = resolve_refs(raw_out, raw_out, file=file, tool=tool, field=out_field)
+    return inputs, outputs
