@@ -1,0 +1,444 @@
+"""`OpenAICompatibleLLM`: the `LLM` protocol over any OpenAI-compatible chat endpoint.
+
+Works with OpenAI, vLLM, Ollama and the llama.cpp server through the official `openai` package.
+
+* Configuration: arguments, else ``HYPERPLAN_LLM_BASE_URL`` / ``OPENAI_BASE_URL``,
+  ``HYPERPLAN_LLM_API_KEY`` / ``OPENAI_API_KEY`` (a placeholder key is used for local servers),
+  ``HYPERPLAN_LLM_MODEL`` and ``HYPERPLAN_LLM_TIMEOUT`` (seconds, default 60).
+* Retries: the SDK's own retries are disabled (``max_retries=0``); this class retries 408/409/429,
+  5xx and connection errors/timeouts itself with exponential backoff (honouring ``Retry-After``),
+  so that every request is budget-checked and counted by `Accounting`.
+* Structured output: the mode is detected per (base URL, model) and cached for the process:
+  ``json_schema`` (OpenAI, vLLM) → ``json_object`` + ``schema`` (llama.cpp server) → ``prompt``
+  (schema in the system prompt). A 400/422/500 whose body names the response format triggers the
+  next mode. Every reply is validated with `jsonschema`; an invalid reply is re-asked at most
+  `max_reasks` times with the exact validation error fed back.
+* Secrets: the API key never appears in ``repr``, log records or raised exceptions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, cast
+
+import openai
+from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolCall
+
+from hyperplan.llm.budget import Accounting
+from hyperplan.llm.structured import parse_and_validate, reask_message, with_schema_instruction
+from hyperplan.llm.types import (
+    JSONSchema,
+    LLMError,
+    LLMResponse,
+    Message,
+    StructuredOutputError,
+    ToolCall,
+    ToolChoice,
+    ToolSpec,
+    Usage,
+)
+
+log = logging.getLogger(__name__)
+
+StructuredMode = Literal["json_schema", "json_object", "prompt"]
+_NEXT_MODE: dict[StructuredMode, StructuredMode] = {
+    "json_schema": "json_object",
+    "json_object": "prompt",
+}
+_MODE_CACHE: dict[tuple[str, str], StructuredMode] = {}
+_MODE_LOCK = threading.Lock()
+_RETRYABLE = frozenset({408, 409, 429})
+_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "schema")
+_PLACEHOLDER_KEY = "sk-no-key-required"
+
+
+class _ModeRejected(Exception):
+    """The endpoint rejected the current structured-output mode."""
+
+
+def _env(*names: str) -> str | None:
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    return None
+
+
+class OpenAICompatibleLLM:
+    """A thread-safe `LLM` for OpenAI-compatible ``/v1/chat/completions`` endpoints."""
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float | None = None,
+        max_retries: int = 3,
+        backoff_s: float = 0.5,
+        max_backoff_s: float = 8.0,
+        max_reasks: int = 2,
+        structured_mode: StructuredMode | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        accounting: Accounting | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        resolved_model = model or _env("HYPERPLAN_LLM_MODEL")
+        if not resolved_model:
+            raise LLMError("no model given (argument or HYPERPLAN_LLM_MODEL)")
+        self.model = resolved_model
+        self.base_url = base_url or _env("HYPERPLAN_LLM_BASE_URL", "OPENAI_BASE_URL")
+        self.timeout = (
+            timeout if timeout is not None else float(_env("HYPERPLAN_LLM_TIMEOUT") or 60.0)
+        )
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.max_backoff_s = max_backoff_s
+        self.max_reasks = max_reasks
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.accounting = accounting
+        self._forced_mode = structured_mode
+        self._sleep = sleep
+        self.__secret = api_key or _env("HYPERPLAN_LLM_API_KEY", "OPENAI_API_KEY") or ""
+        self._client = openai.OpenAI(
+            api_key=self.__secret or _PLACEHOLDER_KEY,
+            base_url=self.base_url,
+            timeout=self.timeout,
+            max_retries=0,
+        )
+        self._aclient: openai.AsyncOpenAI | None = None
+        self._alock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return (
+            f"OpenAICompatibleLLM(model={self.model!r}, base_url={self.base_url!r}, "
+            f"api_key={'***' if self.__secret else None})"
+        )
+
+    # -- public API ----------------------------------------------------------------------------
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: JSONSchema | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: ToolChoice = None,
+        component: str = "",
+    ) -> LLMResponse:
+        """Complete a chat; see the module docstring for retries, fallbacks and re-asks."""
+        convo = list(messages)
+        mode = self.structured_mode() if schema is not None else None
+        usage, latency, reasks = Usage(), 0.0, 0
+        while True:
+            request = self._request(convo, schema, tools, tool_choice, mode)
+            try:
+                completion, dt = self._send(request, component, mode)
+            except _ModeRejected:
+                mode = self._downgrade(cast(StructuredMode, mode))
+                continue
+            step = self._interpret(completion, schema)
+            usage, latency = usage + step.usage, latency + dt
+            if step.error is None:
+                return step.response(usage, latency, self.model)
+            reasks = self._check_reask(reasks, step)
+            convo += [Message.assistant(step.text), reask_message(step.error)]
+
+    async def acomplete(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: JSONSchema | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: ToolChoice = None,
+        component: str = "",
+    ) -> LLMResponse:
+        """Async variant of `complete` (uses `openai.AsyncOpenAI`)."""
+        convo = list(messages)
+        mode = self.structured_mode() if schema is not None else None
+        usage, latency, reasks = Usage(), 0.0, 0
+        while True:
+            request = self._request(convo, schema, tools, tool_choice, mode)
+            try:
+                completion, dt = await self._asend(request, component, mode)
+            except _ModeRejected:
+                mode = self._downgrade(cast(StructuredMode, mode))
+                continue
+            step = self._interpret(completion, schema)
+            usage, latency = usage + step.usage, latency + dt
+            if step.error is None:
+                return step.response(usage, latency, self.model)
+            reasks = self._check_reask(reasks, step)
+            convo += [Message.assistant(step.text), reask_message(step.error)]
+
+    def structured_mode(self) -> StructuredMode:
+        """The structured-output mode currently used for this endpoint and model."""
+        if self._forced_mode is not None:
+            return self._forced_mode
+        with _MODE_LOCK:
+            return _MODE_CACHE.get(self._cache_key(), "json_schema")
+
+    def close(self) -> None:
+        """Close the synchronous HTTP client."""
+        self._client.close()
+
+    async def aclose(self) -> None:
+        """Close the asynchronous HTTP client, if it was created."""
+        with self._alock:
+            client, self._aclient = self._aclient, None
+        if client is not None:
+            await client.close()
+
+    # -- transport -----------------------------------------------------------------------------
+    def _send(
+        self, request: dict[str, Any], component: str, mode: StructuredMode | None
+    ) -> tuple[ChatCompletion, float]:
+        attempt = 0
+        while True:
+            if self.accounting is not None:
+                self.accounting.check(component)
+            start = time.perf_counter()
+            try:
+                completion = self._client.chat.completions.create(**request)
+            except openai.APIError as exc:
+                delay = self._on_error(exc, component, mode, attempt, time.perf_counter() - start)
+                self._sleep(delay)
+                attempt += 1
+                continue
+            return completion, self._on_success(completion, component, start)
+
+    async def _asend(
+        self, request: dict[str, Any], component: str, mode: StructuredMode | None
+    ) -> tuple[ChatCompletion, float]:
+        client = self._async_client()
+        attempt = 0
+        while True:
+            if self.accounting is not None:
+                self.accounting.check(component)
+            start = time.perf_counter()
+            try:
+                completion = await client.chat.completions.create(**request)
+            except openai.APIError as exc:
+                delay = self._on_error(exc, component, mode, attempt, time.perf_counter() - start)
+                await asyncio.sleep(delay)
+                attempt += 1
+                continue
+            return completion, self._on_success(completion, component, start)
+
+    def _on_success(self, completion: ChatCompletion, component: str, start: float) -> float:
+        latency = time.perf_counter() - start
+        if self.accounting is not None:
+            self.accounting.record_call(component, _usage(completion), latency)
+        log.debug("llm call ok component=%s model=%s latency=%.3fs", component, self.model, latency)
+        return latency
+
+    def _on_error(
+        self,
+        exc: openai.APIError,
+        component: str,
+        mode: StructuredMode | None,
+        attempt: int,
+        latency: float,
+    ) -> float:
+        """Record a failed request; raise, signal a mode fallback, or return a retry delay."""
+        if self.accounting is not None:
+            self.accounting.record_call(component, Usage(), latency, error=True)
+        status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
+        detail = self._redact(_error_detail(exc))
+        log.debug("llm call failed component=%s status=%s: %s", component, status, detail)
+        if (
+            mode in _NEXT_MODE
+            and status in (400, 422, 500)
+            and any(word in detail.lower() for word in _FORMAT_WORDS)
+        ):
+            raise _ModeRejected from None
+        retryable = status is None or status in _RETRYABLE or status >= 500
+        if not retryable or attempt >= self.max_retries:
+            tries = attempt + 1
+            raise LLMError(
+                f"LLM request failed after {tries} attempt(s) (status {status}): {detail}",
+                status_code=status,
+            ) from None
+        delay: float = min(self.max_backoff_s, self.backoff_s * 2**attempt)
+        if isinstance(exc, openai.APIStatusError):
+            retry_after = str(exc.response.headers.get("retry-after", ""))
+            with contextlib.suppress(ValueError):
+                delay = min(self.max_backoff_s, max(0.0, float(retry_after)))
+        return delay
+
+    def _async_client(self) -> openai.AsyncOpenAI:
+        with self._alock:
+            if self._aclient is None:
+                self._aclient = openai.AsyncOpenAI(
+                    api_key=self.__secret or _PLACEHOLDER_KEY,
+                    base_url=self.base_url,
+                    timeout=self.timeout,
+                    max_retries=0,
+                )
+            return self._aclient
+
+    # -- request / response mapping ------------------------------------------------------------
+    def _request(
+        self,
+        convo: list[Message],
+        schema: JSONSchema | None,
+        tools: Sequence[ToolSpec] | None,
+        tool_choice: ToolChoice,
+        mode: StructuredMode | None,
+    ) -> dict[str, Any]:
+        if schema is not None and mode in ("json_object", "prompt"):
+            convo = with_schema_instruction(convo, schema)
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": [_message_param(m) for m in convo],
+        }
+        if self.temperature is not None:
+            request["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            request["max_tokens"] = self.max_tokens
+        if tools:
+            request["tools"] = [_tool_param(t) for t in tools]
+        if tool_choice is not None:
+            request["tool_choice"] = (
+                tool_choice
+                if tool_choice in ("auto", "none", "required")
+                else {"type": "function", "function": {"name": tool_choice}}
+            )
+        if schema is not None and mode == "json_schema":
+            request["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "response", "schema": dict(schema), "strict": False},
+            }
+        elif schema is not None and mode == "json_object":
+            # The typed SDK parameter has no "schema" key; llama.cpp reads it from the body.
+            request["extra_body"] = {
+                "response_format": {"type": "json_object", "schema": dict(schema)}
+            }
+        return request
+
+    def _interpret(self, completion: ChatCompletion, schema: JSONSchema | None) -> _Step:
+        if not completion.choices:
+            raise LLMError("LLM response has no choices")
+        message = completion.choices[0].message
+        text = message.content or ""
+        calls = tuple(
+            _tool_call(tc)
+            for tc in message.tool_calls or ()
+            if isinstance(tc, ChatCompletionMessageFunctionToolCall)
+        )
+        parsed: Any = None
+        error: str | None = None
+        if schema is not None and not calls:
+            parsed, error = parse_and_validate(text, schema)
+        return _Step(text, parsed, calls, _usage(completion), error)
+
+    def _check_reask(self, reasks: int, step: _Step) -> int:
+        error = cast(str, step.error)
+        if reasks >= self.max_reasks:
+            raise StructuredOutputError(
+                f"no schema-valid reply after {reasks + 1} attempt(s): {error}",
+                last_text=step.text,
+                validation_error=error,
+            )
+        log.debug("re-asking for schema-valid JSON: %s", error)
+        return reasks + 1
+
+    def _downgrade(self, mode: StructuredMode) -> StructuredMode:
+        new = _NEXT_MODE[mode]
+        log.info("endpoint rejected %s structured output; falling back to %s", mode, new)
+        if self._forced_mode is None:
+            with _MODE_LOCK:
+                _MODE_CACHE[self._cache_key()] = new
+        else:
+            self._forced_mode = new
+        return new
+
+    def _cache_key(self) -> tuple[str, str]:
+        return (self.base_url or "https://api.openai.com/v1", self.model)
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self.__secret, "***") if self.__secret else text
+
+
+class _Step:
+    """The interpretation of one completion (private)."""
+
+    __slots__ = ("calls", "error", "parsed", "text", "usage")
+
+    def __init__(
+        self, text: str, parsed: Any, calls: tuple[ToolCall, ...], usage: Usage, error: str | None
+    ) -> None:
+        self.text, self.parsed, self.calls, self.usage, self.error = (
+            text,
+            parsed,
+            calls,
+            usage,
+            error,
+        )
+
+    def response(self, usage: Usage, latency: float, model: str) -> LLMResponse:
+        return LLMResponse(self.text, self.parsed, self.calls, usage, latency, model)
+
+
+def _usage(completion: ChatCompletion) -> Usage:
+    u = completion.usage
+    return Usage(u.prompt_tokens, u.completion_tokens) if u is not None else Usage()
+
+
+def _error_detail(exc: openai.APIError) -> str:
+    if isinstance(exc, openai.APIStatusError):
+        try:
+            body = exc.response.text
+        except Exception:
+            body = ""
+        return f"{exc.message} {body}".strip()[:500]
+    return f"{type(exc).__name__}: {exc.message}"[:500]
+
+
+def _tool_call(tc: ChatCompletionMessageFunctionToolCall) -> ToolCall:
+    raw = tc.function.arguments or "{}"
+    try:
+        args = json.loads(raw)
+    except json.JSONDecodeError:
+        args = None
+    if not isinstance(args, dict):
+        args = {"_raw_arguments": raw}
+    return ToolCall(name=tc.function.name, arguments=args, id=tc.id)
+
+
+def _message_param(m: Message) -> dict[str, Any]:
+    param: dict[str, Any] = {"role": m.role, "content": m.content}
+    if m.name is not None:
+        param["name"] = m.name
+    if m.role == "tool":
+        param["tool_call_id"] = m.tool_call_id or ""
+    if m.tool_calls:
+        param["content"] = m.content or None
+        param["tool_calls"] = [
+            {
+                "id": tc.id or f"call_{i}",
+                "type": "function",
+                "function": {"name": tc.name, "arguments": tc.arguments_json()},
+            }
+            for i, tc in enumerate(m.tool_calls)
+        ]
+    return param
+
+
+def _tool_param(t: ToolSpec) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "function": {
+            "name": t.name,
+            "description": t.description,
+            "parameters": dict(t.parameters),
+        },
+    }
