@@ -26,6 +26,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 import openai
@@ -57,6 +58,24 @@ _MODE_LOCK = threading.Lock()
 _RETRYABLE = frozenset({408, 409, 429})
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "schema")
 _PLACEHOLDER_KEY = "sk-no-key-required"
+
+
+@dataclass
+class _Exchange:
+    """The mutable state of one `complete` call: conversation so far (with re-asks), the
+    structured-output mode in use, and usage/latency summed over every request."""
+
+    convo: list[Message]
+    schema: JSONSchema | None
+    tools: Sequence[ToolSpec] | None
+    tool_choice: ToolChoice
+    mode: StructuredMode | None
+    usage: Usage = field(default_factory=Usage)
+    latency: float = 0.0
+    reasks: int = 0
+
+    def args(self) -> tuple[Any, ...]:
+        return self.convo, self.schema, self.tools, self.tool_choice, self.mode
 
 
 class _ModeRejected(Exception):
@@ -135,22 +154,17 @@ class OpenAICompatibleLLM:
         component: str = "",
     ) -> LLMResponse:
         """Complete a chat; see the module docstring for retries, fallbacks and re-asks."""
-        convo = list(messages)
-        mode = self.structured_mode() if schema is not None else None
-        usage, latency, reasks = Usage(), 0.0, 0
+        ex = _Exchange(list(messages), schema, tools, tool_choice,
+                       self.structured_mode() if schema is not None else None)
         while True:
-            request = self._request(convo, schema, tools, tool_choice, mode)
             try:
-                completion, dt = self._send(request, component, mode)
+                completion, dt = self._send(self._request(*ex.args()), component, ex.mode)
             except _ModeRejected:
-                mode = self._downgrade(cast(StructuredMode, mode))
+                ex.mode = self._downgrade(cast(StructuredMode, ex.mode))
                 continue
-            step = self._interpret(completion, schema)
-            usage, latency = usage + step.usage, latency + dt
-            if step.error is None:
-                return step.response(usage, latency, self.model)
-            reasks = self._check_reask(reasks, step)
-            convo += [Message.assistant(step.text), reask_message(step.error)]
+            done = self._absorb(ex, completion, dt)
+            if done is not None:
+                return done
 
     async def acomplete(
         self,
@@ -162,22 +176,17 @@ class OpenAICompatibleLLM:
         component: str = "",
     ) -> LLMResponse:
         """Async variant of `complete` (uses `openai.AsyncOpenAI`)."""
-        convo = list(messages)
-        mode = self.structured_mode() if schema is not None else None
-        usage, latency, reasks = Usage(), 0.0, 0
+        ex = _Exchange(list(messages), schema, tools, tool_choice,
+                       self.structured_mode() if schema is not None else None)
         while True:
-            request = self._request(convo, schema, tools, tool_choice, mode)
             try:
-                completion, dt = await self._asend(request, component, mode)
+                completion, dt = await self._asend(self._request(*ex.args()), component, ex.mode)
             except _ModeRejected:
-                mode = self._downgrade(cast(StructuredMode, mode))
+                ex.mode = self._downgrade(cast(StructuredMode, ex.mode))
                 continue
-            step = self._interpret(completion, schema)
-            usage, latency = usage + step.usage, latency + dt
-            if step.error is None:
-                return step.response(usage, latency, self.model)
-            reasks = self._check_reask(reasks, step)
-            convo += [Message.assistant(step.text), reask_message(step.error)]
+            done = self._absorb(ex, completion, dt)
+            if done is not None:
+                return done
 
     def structured_mode(self) -> StructuredMode:
         """The structured-output mode currently used for this endpoint and model."""
@@ -339,6 +348,16 @@ class OpenAICompatibleLLM:
         if schema is not None and not calls:
             parsed, error = parse_and_validate(text, schema)
         return _Step(text, parsed, calls, _usage(completion), error)
+
+    def _absorb(self, ex: _Exchange, completion: ChatCompletion, dt: float) -> LLMResponse | None:
+        """Account one completion; the response when it is valid, else queue a re-ask."""
+        step = self._interpret(completion, ex.schema)
+        ex.usage, ex.latency = ex.usage + step.usage, ex.latency + dt
+        if step.error is None:
+            return step.response(ex.usage, ex.latency, self.model)
+        ex.reasks = self._check_reask(ex.reasks, step)
+        ex.convo += [Message.assistant(step.text), reask_message(step.error)]
+        return None
 
     def _check_reask(self, reasks: int, step: _Step) -> int:
         error = cast(str, step.error)
