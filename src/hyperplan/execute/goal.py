@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hyperplan.errors import HyperplanError
+from hyperplan.graph.model import Hypergraph
+from hyperplan.plan.taskdag import Subtask, TaskDAG, effect_producers
 
 
 class GoalError(HyperplanError):
@@ -101,3 +103,22 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise GoalError(f"{where} must be a list of strings")
     return tuple(value)
+
+
+def dag_from_goal(graph: Hypergraph, goal: StructuredGoal) -> TaskDAG:
+    """One subtask per sub-goal: its terminals, or the tools producing its target effects;
+    the goal's values merged under the sub-goal's own."""
+    subtasks = []
+    for sg in goal.subgoals:
+        terminals = list(sg.terminals)
+        for effect in sg.effects:
+            terminals += effect_producers(graph, effect)
+        subtasks.append(Subtask(
+            id=sg.id,
+            goal=sg.description or f"achieve {', '.join(sg.terminals or sg.effects)}",
+            terminals=tuple(dict.fromkeys(terminals)),
+            targets=tuple(sg.effects),
+            depends_on=sg.depends_on,
+            values={**goal.values, **sg.values},
+        ))
+    return TaskDAG(tuple(subtasks))

@@ -40,6 +40,9 @@ class DOEConfig:
     beam_width: int = 4
     max_depth: int = 8
     include_optional: bool = False
+    relevance_weight: float = 0.5
+    prune_dead_ends: bool = True
+    scan_limit: int = 64
 
 
 @dataclass(frozen=True, order=True)
@@ -89,12 +92,15 @@ class _Candidate:
     resolutions: tuple[Resolution, ...]
     producers_of: tuple[tuple[int, frozenset[int]], ...] = field(default=())  # consumer -> deps
 
+    relevance: float = 0.0  # sum of the producers' weighted relevance to the subtask
+
     @property
     def support(self) -> float:
         return float(sum(r.weight for r in self.resolutions))
 
     def rank(self) -> tuple[int, int, float, tuple[int, ...]]:
-        return (len(self.deficits), len(self.tools), -self.support, tuple(sorted(self.tools)))
+        return (len(self.deficits), len(self.tools), -(self.support + self.relevance),
+                tuple(sorted(self.tools)))
 
 
 class _Rows:
@@ -158,7 +164,7 @@ def _dependants(cand: _Candidate, tool: int) -> set[int]:
 
 
 def _expand(graph: Hypergraph, cand: _Candidate, producer: int, grounding: Grounding,
-            cfg: DOEConfig, rows: _Rows) -> _Candidate:
+            cfg: DOEConfig, rows: _Rows, bonus: float = 0.0) -> _Candidate:
     resolved = [r for r in cand.deficits if producer in rows(r)]
     resolutions = [_best_link(graph, producer, r) for r in resolved]
     deps = {c: set(d) for c, d in cand.producers_of}
@@ -182,6 +188,7 @@ def _expand(graph: Hypergraph, cand: _Candidate, producer: int, grounding: Groun
         deficits=(cand.deficits - set(resolved)) | frozenset(new_deficits),
         resolutions=tuple(sorted((*cand.resolutions, *resolutions))),
         producers_of=tuple(sorted((c, frozenset(d)) for c, d in deps.items())),
+        relevance=cand.relevance + bonus,
     )
 
 
@@ -190,13 +197,43 @@ def _blocking(cand: _Candidate, rows: _Rows) -> frozenset[int]:
     return frozenset(r for r in cand.deficits if not rows(r).keys() - cand.tools)
 
 
-def _top_producers(graph: Hypergraph, cand: _Candidate, k: int) -> list[int]:
-    """Top-K tools by Ω(e, M) outside the candidate, ties by tool id."""
+def _ranked_producers(graph: Hypergraph, cand: _Candidate, k: int,
+                      bonus: np.ndarray | None = None) -> list[int]:
+    """The k best tools outside the candidate by Ω(e, M) (plus ``bonus[e]``, the weighted
+    relevance of e to the subtask, when given), ties by tool id."""
     tools, scores = omega(graph, cand.deficits)
     outside = np.array([int(e) not in cand.tools for e in tools], dtype=bool)
     tools, scores = tools[outside], scores[outside]
+    if bonus is not None:
+        scores = scores + bonus[tools]
     order = np.lexsort((tools, -scores))[:k]
     return [int(e) for e in tools[order]]
+
+
+def _children(graph: Hypergraph, cand: _Candidate, grounding: Grounding, cfg: DOEConfig,
+              rows: _Rows, bonus: np.ndarray | None,
+              dead: list[frozenset[int]]) -> list[_Candidate]:
+    """The candidate expanded by each of its top-K producers. With ``prune_dead_ends``,
+    producers whose expansion leaves a deficit no tool outside the candidate supports (a
+    dead end: an input nobody produces, or a cycle) are skipped and the next best producer
+    taken instead, scanning at most ``scan_limit`` producers; the dead ends' blocking deficits
+    are appended to ``dead``."""
+    if not cfg.prune_dead_ends:
+        return [_expand(graph, cand, p, grounding, cfg, rows,
+                        0.0 if bonus is None else float(bonus[p]))
+                for p in _ranked_producers(graph, cand, cfg.top_k, bonus)]
+    out: list[_Candidate] = []
+    for p in _ranked_producers(graph, cand, max(cfg.scan_limit, cfg.top_k), bonus):
+        child = _expand(graph, cand, p, grounding, cfg, rows,
+                        0.0 if bonus is None else float(bonus[p]))
+        blocking = _blocking(child, rows)
+        if blocking:
+            dead.append(blocking)
+            continue
+        out.append(child)
+        if len(out) == cfg.top_k:
+            break
+    return out
 
 
 def _execution_order(cand: _Candidate) -> tuple[int, ...]:
@@ -213,13 +250,19 @@ def _execution_order(cand: _Candidate) -> tuple[int, ...]:
 
 
 def expand(graph: Hypergraph, terminal: int, grounding: Grounding | None = None,
-           config: DOEConfig | None = None) -> DOEResult:
-    """Run DOE for one candidate terminal tool (module doc)."""
+           config: DOEConfig | None = None, *, relevance: np.ndarray | None = None) -> DOEResult:
+    """Run DOE for one candidate terminal tool (module doc). ``relevance`` (one score per
+    tool, e.g. the cosine of tool and subtask text) adds ``relevance_weight`` times the
+    relevance of a producer to its Ω when choosing the top-K producers and to a candidate's
+    support when ranking the beam; Ω and |M| still come first."""
     cfg = config or DOEConfig()
     state = grounding or empty_grounding(graph)
     start = _Candidate(frozenset({terminal}), frozenset(_needs(graph, terminal, state, cfg)), ())
     if not start.deficits:
         return DOEResult(terminal, (SupportGraph(terminal, (terminal,), ()),))
+    bonus = None
+    if relevance is not None and cfg.relevance_weight:
+        bonus = cfg.relevance_weight * np.maximum(np.asarray(relevance, dtype=np.float64), 0.0)
     beam, expansions, rows = [start], 0, _Rows(graph)
     blocked: list[tuple[int, tuple[int, int, float, tuple[int, ...]], frozenset[int]]] = []
     for _ in range(cfg.max_depth):
@@ -229,9 +272,11 @@ def expand(graph: Hypergraph, terminal: int, grounding: Grounding | None = None,
             if blocking:
                 blocked.append((len(blocking), cand.rank(), blocking))
                 continue
-            for producer in _top_producers(graph, cand, cfg.top_k):
+            dead: list[frozenset[int]] = []
+            kids = _children(graph, cand, state, cfg, rows, bonus, dead)
+            blocked += [(len(d), cand.rank(), d) for d in dead]
+            for child in kids:
                 expansions += 1
-                child = _expand(graph, cand, producer, state, cfg, rows)
                 if child.tools not in children or child.rank() < children[child.tools].rank():
                     children[child.tools] = child
         ranked = sorted(children.values(), key=_Candidate.rank)
@@ -284,7 +329,7 @@ def select_support_graph(graph: Hypergraph, terminals: Sequence[int | str],
     """DOE for each candidate terminal tool, then Support Graph Selection
     (:func:`best_support_graph`)."""
     ids = [graph.tool(t).id if isinstance(t, str) else t for t in terminals]
-    results = tuple(expand(graph, t, grounding, config) for t in ids)
+    results = tuple(expand(graph, t, grounding, config, relevance=relevance) for t in ids)
     best = best_support_graph((g for r in results for g in r.complete), relevance)
     if best is not None:
         return Selection(best, results)

@@ -1,0 +1,218 @@
+"""The HyperAgent loop (seed 000, "Task Execution": topological execution, verification,
+refinement).
+
+* :func:`run_goal` — LLM-free mode: a structured goal becomes the Task DAG directly; DOE and
+  deterministic binding do the rest. With no LLM the run makes zero LLM calls and stops
+  *blocked*, listing the candidates, where a choice is ambiguous.
+* :func:`run_request` — the full agent: interpretation, Tool Context Graph, LLM Task DAG,
+  execution, and DAG refinement after a failed subtask.
+* :func:`execute_dag` — the shared loop: pick a ready subtask (all dependencies done), execute
+  it (:mod:`hyperplan.execute.subtask`), update R; dependants of failed or blocked subtasks are
+  skipped. A budget hit ends the run cleanly with whatever was achieved.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from hyperplan.embed.base import Embedder
+from hyperplan.execute.goal import StructuredGoal, dag_from_goal
+from hyperplan.execute.state import AgentState, SubtaskStatus
+from hyperplan.execute.subtask import (
+    BlockedChoice,
+    RunContext,
+    execute_subtask,
+    observations,
+)
+from hyperplan.graph.model import Hypergraph
+from hyperplan.llm.budget import BudgetExceeded
+from hyperplan.plan.planner import interpret, plan_dag, refine_dag
+from hyperplan.plan.taskdag import PlanError, TaskDAG, validate_dag
+from hyperplan.retrieve.context_graph import (
+    ContextGraphConfig,
+    GraphIndex,
+    extract_context_graph,
+)
+from hyperplan.retrieve.serialize import count_tokens, serialize_context_graph
+
+_SETTLED = (SubtaskStatus.DONE, SubtaskStatus.FAILED, SubtaskStatus.BLOCKED,
+            SubtaskStatus.SKIPPED)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How a run ended: ``success`` (every subtask done), ``partial`` (some done),
+    ``blocked`` (a choice the agent may not guess), ``failed`` or ``budget_exhausted``."""
+
+    status: str
+    state: AgentState
+    dag: TaskDAG | None
+    blocked: tuple[BlockedChoice, ...] = ()
+    message: str = ""
+    accounting: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def tool_calls(self) -> int:
+        return self.state.tool_calls
+
+    @property
+    def llm_calls(self) -> int:
+        return int(self.accounting.get("totals", {}).get("calls", 0))
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "message": self.message,
+            "tool_calls": self.tool_calls,
+            "llm_calls": self.llm_calls,
+            "subtasks": {k: v.value for k, v in self.state.status.items()},
+            "blocked": [b.as_dict() for b in self.blocked],
+            "accounting": dict(self.accounting),
+        }
+
+
+def run_goal(ctx: RunContext, goal: StructuredGoal) -> RunResult:
+    """LLM-free mode (module doc). Unknown terminal tools are a :class:`PlanError`."""
+    dag = dag_from_goal(ctx.graph, goal)
+    problems = [p for p in validate_dag(dag, ctx.graph) if "not grounded" not in p]
+    if problems:
+        raise PlanError("the structured goal does not fit the tool graph", problems)
+    ctx.tracer.emit("run_start", mode="goal", goal=goal.as_dict())
+    ctx.tracer.emit("dag", **dag.as_dict())
+    return _finish(ctx, execute_dag(ctx, dag, AgentState.start(goal.values), refine=False))
+
+
+def run_request(ctx: RunContext, request: str, embedder: Embedder,
+                index: GraphIndex | None = None) -> RunResult:
+    """The full agent on a natural-language ``request`` (needs ``ctx.llm``)."""
+    llm = ctx.llm
+    if llm is None:
+        raise PlanError("run_request needs an LLM; use run_goal for LLM-free runs")
+    ctx = replace(ctx, request=request)
+    ctx.tracer.emit("run_start", mode="request", request=request)
+    state = AgentState.start()
+    try:
+        interp = interpret(llm, request, namespaces(ctx.graph))
+        ctx.tracer.emit("interpretation", source=interp.source,
+                        operations=list(interp.task.operations),
+                        schemas=list(interp.task.schemas), values=dict(interp.values))
+        cg = extract_context_graph(ctx.graph, interp.task, embedder=embedder, index=index,
+                                   config=ContextGraphConfig(budget=ctx.config.context_budget))
+        text = serialize_context_graph(cg)
+        ctx.tracer.emit("context_graph", tools=cg.tool_names, tokens=count_tokens(text),
+                        text=text)
+        dag = plan_dag(llm, request, cg.subgraph, text)
+    except BudgetExceeded as exc:
+        return _finish(ctx, RunResult("budget_exhausted", state, None, message=str(exc)))
+    except PlanError as exc:
+        return _finish(ctx, RunResult("failed", state, None, message=str(exc)))
+    ctx.tracer.emit("dag", **dag.as_dict())
+    ctx = replace(ctx, context_graph=cg.subgraph, context_text=text)
+    state = AgentState.start(interp.values)
+    return _finish(ctx, execute_dag(ctx, dag, state, refine=True))
+
+
+def namespaces(graph: Hypergraph) -> list[str]:
+    """The app namespaces of a graph's tools (prefix before the first dot or ``app``)."""
+    found = {str(t.metadata.get("app") or t.name.split(".", 1)[0])
+             for t in graph.tools if "." in t.name or t.metadata.get("app")}
+    return sorted(found)
+
+
+def execute_dag(ctx: RunContext, dag: TaskDAG, state: AgentState, *,
+                refine: bool) -> RunResult:
+    """The loop of the module doc."""
+    blocked: list[BlockedChoice] = []
+    refinements = 0
+    try:
+        while True:
+            state = _skip_dependants(dag, state, ctx)
+            done = [k for k, v in state.status.items() if v is SubtaskStatus.DONE]
+            settled = [k for k, v in state.status.items() if v in _SETTLED]
+            ready = dag.ready(done, settled)
+            if not ready:
+                break
+            sub = ready[0]
+            state = state.with_status(sub.id, SubtaskStatus.RUNNING)
+            state, attempt = execute_subtask(ctx, sub, state)
+            if attempt.ok:
+                state = _settle(ctx, state, sub.id, SubtaskStatus.DONE, attempt.reason)
+            elif attempt.blocked:
+                blocked += attempt.blocked
+                state = _settle(ctx, state, sub.id, SubtaskStatus.BLOCKED, attempt.reason)
+            elif refine and ctx.llm is not None and refinements < ctx.config.max_refinements:
+                refinements += 1
+                new = _refine(ctx, dag, state, observations(state, attempt, sub))
+                if new is None:
+                    state = _settle(ctx, state, sub.id, SubtaskStatus.FAILED, attempt.reason)
+                else:
+                    dag, state = new, _reset_status(new, state)
+            else:
+                state = _settle(ctx, state, sub.id, SubtaskStatus.FAILED, attempt.reason)
+    except BudgetExceeded as exc:
+        return RunResult("budget_exhausted", state, dag, tuple(blocked), str(exc))
+    return RunResult(_overall(dag, state), state, dag, tuple(blocked),
+                     "; ".join(b.parameter for b in blocked))
+
+
+def _refine(ctx: RunContext, dag: TaskDAG, state: AgentState,
+            notes: list[str]) -> TaskDAG | None:
+    assert ctx.llm is not None
+    status = {k: v.value for k, v in state.status.items()}
+    try:
+        new = refine_dag(ctx.llm, ctx.request, dag, status, notes,
+                         ctx.context_graph or ctx.graph, ctx.context_text)
+    except PlanError as exc:
+        ctx.tracer.emit("refinement", scope="dag", ok=False, reason=str(exc))
+        return None
+    ctx.tracer.emit("refinement", scope="dag", ok=True, observations=notes)
+    ctx.tracer.emit("dag", **new.as_dict())
+    return new
+
+
+def _reset_status(dag: TaskDAG, state: AgentState) -> AgentState:
+    """Keep the status of done subtasks; everything in the new plan starts pending."""
+    kept = {k: v for k, v in state.status.items()
+            if v is SubtaskStatus.DONE and k in dag.ids}
+    return replace(state, status=kept)
+
+
+def _settle(ctx: RunContext, state: AgentState, sid: str, status: SubtaskStatus,
+            reason: str) -> AgentState:
+    ctx.tracer.emit("subtask", id=sid, status=status.value, reason=reason)
+    return state.with_status(sid, status)
+
+
+def _skip_dependants(dag: TaskDAG, state: AgentState, ctx: RunContext) -> AgentState:
+    bad = (SubtaskStatus.FAILED, SubtaskStatus.BLOCKED, SubtaskStatus.SKIPPED)
+    changed = True
+    while changed:
+        changed = False
+        for s in dag.subtasks:
+            if s.id in state.status:
+                continue
+            if any(state.status.get(d) in bad for d in s.depends_on):
+                state = _settle(ctx, state, s.id, SubtaskStatus.SKIPPED, "a dependency failed")
+                changed = True
+    return state
+
+
+def _overall(dag: TaskDAG, state: AgentState) -> str:
+    statuses = [state.status.get(s.id) for s in dag.subtasks]
+    if all(s is SubtaskStatus.DONE for s in statuses):
+        return "success"
+    if any(s is SubtaskStatus.BLOCKED for s in statuses):
+        return "blocked"
+    if any(s is SubtaskStatus.DONE for s in statuses):
+        return "partial"
+    return "failed"
+
+
+def _finish(ctx: RunContext, result: RunResult) -> RunResult:
+    result = replace(result, accounting=ctx.accounting.snapshot())
+    ctx.tracer.emit("run_end", status=result.status, message=result.message,
+                    tool_calls=result.tool_calls, llm_calls=result.llm_calls,
+                    stopped=result.accounting.get("stopped"))
+    return result

@@ -1,0 +1,217 @@
+"""Executing one subtask (seed 000, "Task Execution" and "Tool-Level Planning"):
+
+1. DOE over the current state: the grounding comes from the state's known values, bound output
+   nodes and achieved effects; Support Graph Selection picks among the candidate terminals.
+2. Realisation: the support graph's tools run in order, arguments bound deterministically
+   (:mod:`hyperplan.execute.binding`); what remains open goes to one LLM call per tool, or,
+   without an LLM, the subtask stops *blocked* with the candidates listed.
+3. Verification against the subtask's contract: the terminal call succeeded and its targets
+   (output nodes or effects) are materialised; with no targets, a terminal that has outputs
+   must have produced at least one value.
+4. Local refinement, bounded: after a tool error the failing tool is excluded and DOE runs
+   again (timeouts and transport errors are retried as they are).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hyperplan.catalog import Catalog
+from hyperplan.execute.binding import Candidate, bind_arguments
+from hyperplan.execute.choose import choose_arguments
+from hyperplan.execute.results import ErrorKind, ToolRuntime
+from hyperplan.execute.state import AgentState
+from hyperplan.execute.trace import TraceWriter
+from hyperplan.graph.model import Hypergraph, NodeKind
+from hyperplan.llm.budget import Accounting
+from hyperplan.llm.types import LLM, LLMError
+from hyperplan.plan.doe import DOEConfig, SupportGraph, select_support_graph
+from hyperplan.plan.grounding import ground
+from hyperplan.plan.taskdag import Subtask
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """Knobs of the runtime: DOE parameters, the minimum link weight used for grounding and
+    binding, local retries per subtask, DAG refinements (LLM mode), tool timeout, and the
+    tool budget of the context graph (LLM mode)."""
+
+    doe: DOEConfig = field(default_factory=DOEConfig)
+    min_weight: float = 0.5
+    max_retries: int = 2
+    max_refinements: int = 2
+    tool_timeout: float = 30.0
+    context_budget: int = 20
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What a run works with (passed around, never mutated)."""
+
+    graph: Hypergraph
+    catalog: Catalog
+    runtime: ToolRuntime
+    accounting: Accounting
+    tracer: TraceWriter
+    config: AgentConfig = field(default_factory=AgentConfig)
+    llm: LLM | None = None
+    request: str = ""
+    context_graph: Hypergraph | None = None
+    context_text: str = ""
+
+
+@dataclass(frozen=True)
+class BlockedChoice:
+    """A parameter the agent may not guess: several candidates, or no value at all."""
+
+    subtask: str
+    tool: str
+    parameter: str
+    candidates: tuple[Candidate, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"subtask": self.subtask, "tool": self.tool, "parameter": self.parameter,
+                "candidates": [c.as_dict() for c in self.candidates]}
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """Outcome of executing a subtask."""
+
+    ok: bool
+    reason: str = ""
+    failed_tool: str | None = None
+    error_kind: ErrorKind | None = None
+    blocked: tuple[BlockedChoice, ...] = ()
+    support: tuple[str, ...] = ()
+
+
+def known_values(state: AgentState, subtask: Subtask) -> dict[str, Any]:
+    return {**state.known, **subtask.values}
+
+
+def execute_subtask(ctx: RunContext, subtask: Subtask,
+                    state: AgentState) -> tuple[AgentState, Attempt]:
+    """Steps 1–4 of the module doc for ``subtask``."""
+    excluded: set[str] = set()
+    attempt = Attempt(False, "not attempted")
+    for round_ in range(1 + ctx.config.max_retries):
+        graph = _without(ctx.graph, excluded)
+        chosen, reason = _select(ctx, graph, subtask, state)
+        if chosen is None:
+            ctx.tracer.emit("support_graph", subtask=subtask.id, attempt=round_, ok=False,
+                            reason=reason)
+            return state, Attempt(False, reason)
+        _trace_support(ctx, graph, subtask, chosen, round_)
+        start = len(state.history)
+        state, attempt = realize(ctx, graph, subtask, chosen, state)
+        if attempt.ok:
+            verdict = verify(graph, subtask, chosen, state, start)
+            if not verdict:
+                return state, attempt
+            attempt = Attempt(False, verdict, graph.tools[chosen.terminal].name,
+                              support=attempt.support)
+        if attempt.blocked:
+            return state, attempt
+        if attempt.failed_tool and attempt.error_kind not in (ErrorKind.TIMEOUT,
+                                                                ErrorKind.TRANSPORT):
+            excluded.add(attempt.failed_tool)
+        ctx.tracer.emit("refinement", scope="subtask", subtask=subtask.id, reason=attempt.reason,
+                        excluded=sorted(excluded))
+    return state, attempt
+
+
+def _without(graph: Hypergraph, excluded: set[str]) -> Hypergraph:
+    if not excluded:
+        return graph
+    return graph.induce(t.id for t in graph.tools if t.name not in excluded)
+
+
+def _select(ctx: RunContext, graph: Hypergraph, subtask: Subtask,
+            state: AgentState) -> tuple[SupportGraph | None, str]:
+    terminals = [t for t in subtask.terminals if t in graph.tool_index]
+    if not terminals:
+        return None, f"no candidate terminal tool left for subtask {subtask.id!r}"
+    values = list(known_values(state, subtask)) + sorted(state.bound_nodes())
+    grounding = ground(graph, values, state.effects, min_weight=ctx.config.min_weight)
+    selection = select_support_graph(graph, terminals, grounding, ctx.config.doe)
+    return selection.chosen, selection.reason
+
+
+def _trace_support(ctx: RunContext, graph: Hypergraph, subtask: Subtask, sg: SupportGraph,
+                   round_: int) -> None:
+    ctx.tracer.emit(
+        "support_graph", subtask=subtask.id, attempt=round_, ok=True,
+        terminal=graph.tools[sg.terminal].name,
+        tools=[graph.tools[t].name for t in sg.tools],
+        resolutions=[{"deficit": graph.node_name(r.deficit), "source": graph.node_name(r.source),
+                      "weight": round(r.weight, 4)} for r in sg.resolutions],
+    )
+
+
+def realize(ctx: RunContext, graph: Hypergraph, subtask: Subtask, sg: SupportGraph,
+            state: AgentState) -> tuple[AgentState, Attempt]:
+    """Run the tools of ``sg`` in order with bound arguments (step 2 of the module doc)."""
+    resolved_by = {graph.node_name(r.deficit): graph.node_name(r.source)
+                   for r in sg.resolutions}
+    values = known_values(state, subtask)
+    names = tuple(graph.tools[t].name for t in sg.tools)
+    for name in names:
+        plan = bind_arguments(graph, name, state, values, resolved_by=resolved_by,
+                              min_weight=ctx.config.min_weight)
+        arguments = dict(plan.bound)
+        if not plan.complete:
+            blocked = tuple(
+                [BlockedChoice(subtask.id, name, p, c) for p, c in plan.ambiguous.items()]
+                + [BlockedChoice(subtask.id, name, p) for p in plan.missing])
+            if ctx.llm is None:
+                ctx.tracer.emit("blocked", subtask=subtask.id, tool=name,
+                                choices=[b.as_dict() for b in blocked])
+                return state, Attempt(False, f"{name}: needs a choice for "
+                                      f"{', '.join(b.parameter for b in blocked)}",
+                                      name, blocked=blocked, support=names)
+            try:
+                arguments.update(choose_arguments(ctx.llm, ctx.request, subtask.goal,
+                                                  ctx.catalog.get(name), plan))
+            except LLMError as exc:
+                return state, Attempt(False, f"{name}: argument choice failed: {exc}", name,
+                                      ErrorKind.INVALID_ARGUMENTS, support=names)
+        ctx.accounting.charge_tool_call("executor")
+        result = ctx.runtime.call(ctx.catalog.get(name), arguments,
+                                  timeout=ctx.config.tool_timeout)
+        state = state.after_call(graph, subtask.id, result)
+        ctx.tracer.emit("tool_call", subtask=subtask.id, sources=dict(plan.sources),
+                        **result.as_dict())
+        if not result.ok:
+            return state, Attempt(False, f"{name}: {result.error}", name, result.error_kind,
+                                  support=names)
+    return state, Attempt(True, support=names)
+
+
+def verify(graph: Hypergraph, subtask: Subtask, sg: SupportGraph, state: AgentState,
+           start: int) -> str:
+    """Step 3 of the module doc: ``""`` when the contract holds, else why not."""
+    terminal = graph.tools[sg.terminal]
+    calls = [r for r in state.history[start:] if r.result.tool == terminal.name and r.result.ok]
+    if not calls:
+        return f"terminal {terminal.name} did not succeed"
+    bound = {b.node for b in state.bindings if b.call == calls[-1].index}
+    since = {b.node for b in state.bindings if b.call >= start}
+    for target in subtask.targets:
+        if target not in state.effects and target not in since:
+            return f"target {target} not materialised by {terminal.name}"
+    data_outputs = [n for n in terminal.outputs if graph.nodes[n].kind is NodeKind.OUTPUT]
+    if not subtask.targets and data_outputs and not bound:
+        return f"{terminal.name} returned no values"
+    return ""
+
+
+def observations(state: AgentState, attempt: Attempt, subtask: Subtask) -> list[str]:
+    """Readable observations for the refiner: the failure and what the state now holds."""
+    out = [f"subtask {subtask.id} failed: {attempt.reason}"]
+    for rec in state.history[-5:]:
+        r = rec.result
+        out.append(f"call {r.tool}: " + ("ok" if r.ok else f"error ({r.error_kind}): {r.error}"))
+    out.append("values available: " + ", ".join(sorted(state.bound_nodes())[:30]))
+    return out

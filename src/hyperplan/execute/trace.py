@@ -1,0 +1,122 @@
+"""Run traces: one JSON object per line, written as the run happens (nothing is lost when a run
+crashes), readable back with :func:`read_trace` and summarised with :func:`summarize`.
+
+Event types: ``run_start``, ``interpretation``, ``context_graph``, ``dag`` (every version),
+``support_graph``, ``blocked``, ``tool_call``, ``llm_call``, ``subtask``, ``refinement``,
+``run_end``. Every event carries ``t`` (seconds since the run started) and ``type``.
+
+Secrets never land in a trace: values of credential-like keys (tokens, passwords, API keys)
+are replaced by ``"***"`` wherever they appear, in arguments and in results.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from hyperplan.errors import HyperplanError
+from hyperplan.graph.effects import is_credential
+
+SECRET_WORDS = ("password", "passwd", "secret", "authorization", "cookie")
+REDACTED = "***"
+
+
+def is_secret_key(key: str) -> bool:
+    low = key.lower()
+    return is_credential(low) or any(word in low for word in SECRET_WORDS)
+
+
+def redact(value: Any) -> Any:
+    """A copy of ``value`` with the values of secret keys replaced (recursively)."""
+    if isinstance(value, Mapping):
+        return {k: REDACTED if isinstance(k, str) and is_secret_key(k) and v is not None
+                else redact(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact(v) for v in value]
+    return value
+
+
+class TraceWriter:
+    """Append-only JSONL trace; ``path=None`` keeps events in memory only."""
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        self.events: list[dict[str, Any]] = []
+        self._start = time.monotonic()
+        self._file: IO[str] | None = None
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._file = self.path.open("w", encoding="utf-8")
+
+    def emit(self, type_: str, **data: Any) -> None:
+        event = {"t": round(time.monotonic() - self._start, 4), "type": type_, **redact(data)}
+        self.events.append(event)
+        if self._file is not None:
+            self._file.write(json.dumps(event, default=str, ensure_ascii=False) + "\n")
+            self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def read_trace(path: str | Path) -> list[dict[str, Any]]:
+    """The events of a trace file; a malformed line is an error naming the file and line
+    (a truncated last line from a crash is skipped)."""
+    p = Path(path)
+    try:
+        lines = p.read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise HyperplanError(f"{p}: cannot read trace: {exc.strerror}") from None
+    events = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError as exc:
+            if number == len(lines):
+                break
+            raise HyperplanError(f"{p}:{number}: not a trace event: {exc.msg}") from None
+        if not isinstance(event, dict) or "type" not in event:
+            raise HyperplanError(f"{p}:{number}: not a trace event (no 'type')")
+        events.append(event)
+    return events
+
+
+def of_type(events: list[dict[str, Any]], *types: str) -> Iterator[dict[str, Any]]:
+    return (e for e in events if e.get("type") in types)
+
+
+def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """Totals of a trace: status, tool calls (ok / failed), LLM calls and tokens, subtasks,
+    plan versions, refinements and the final stop reason."""
+    calls = list(of_type(events, "tool_call"))
+    llm = list(of_type(events, "llm_call"))
+    end = next(of_type(events, "run_end"), {})
+    subtasks: dict[str, str] = {}
+    for e in of_type(events, "subtask"):
+        subtasks[str(e.get("id"))] = str(e.get("status"))
+    return {
+        "status": end.get("status", "incomplete"),
+        "tool_calls": sum(1 for c in calls if c.get("error_kind") != "invalid_arguments"),
+        "failed_calls": sum(1 for c in calls if not c.get("ok")),
+        "llm_calls": len(llm),
+        "prompt_tokens": sum(int(e.get("prompt_tokens", 0)) for e in llm),
+        "completion_tokens": sum(int(e.get("completion_tokens", 0)) for e in llm),
+        "subtasks": subtasks,
+        "dag_versions": sum(1 for _ in of_type(events, "dag")),
+        "refinements": sum(1 for _ in of_type(events, "refinement")),
+        "stopped": end.get("stopped"),
+        "seconds": events[-1]["t"] if events else 0.0,
+    }

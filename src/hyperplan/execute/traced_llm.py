@@ -1,0 +1,51 @@
+"""An :class:`~hyperplan.llm.types.LLM` wrapper that writes every call to a run trace."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hyperplan.execute.trace import TraceWriter
+from hyperplan.llm.types import LLM, JSONSchema, LLMResponse, Message, ToolChoice, ToolSpec
+
+
+class TracedLLM:
+    """Delegates to ``inner`` and emits one ``llm_call`` event per completion (component,
+    tokens, latency, the messages and the answer); failures are traced and re-raised."""
+
+    def __init__(self, inner: LLM, tracer: TraceWriter) -> None:
+        self.inner = inner
+        self.tracer = tracer
+
+    def complete(self, messages: Sequence[Message], *, schema: JSONSchema | None = None,
+                 tools: Sequence[ToolSpec] | None = None, tool_choice: ToolChoice = None,
+                 component: str = "") -> LLMResponse:
+        try:
+            resp = self.inner.complete(messages, schema=schema, tools=tools,
+                                       tool_choice=tool_choice, component=component)
+        except Exception as exc:
+            self.tracer.emit("llm_call", component=component, ok=False, error=str(exc),
+                             messages=_messages(messages))
+            raise
+        self._emit(component, messages, resp)
+        return resp
+
+    async def acomplete(self, messages: Sequence[Message], *, schema: JSONSchema | None = None,
+                        tools: Sequence[ToolSpec] | None = None,
+                        tool_choice: ToolChoice = None, component: str = "") -> LLMResponse:
+        resp = await self.inner.acomplete(messages, schema=schema, tools=tools,
+                                          tool_choice=tool_choice, component=component)
+        self._emit(component, messages, resp)
+        return resp
+
+    def _emit(self, component: str, messages: Sequence[Message], resp: LLMResponse) -> None:
+        self.tracer.emit(
+            "llm_call", component=component, ok=True, model=resp.model,
+            prompt_tokens=resp.usage.prompt_tokens,
+            completion_tokens=resp.usage.completion_tokens,
+            latency_s=round(resp.latency_s, 4), messages=_messages(messages), text=resp.text,
+        )
+
+
+def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
+    return [{"role": m.role, "content": m.content} for m in messages]
