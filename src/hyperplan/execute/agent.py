@@ -137,6 +137,8 @@ def execute_dag(ctx: RunContext, dag: TaskDAG, state: AgentState, *,
             sub = ready[0]
             state = state.with_status(sub.id, SubtaskStatus.RUNNING)
             state, attempt = execute_subtask(ctx, sub, state)
+            if attempt.stopped:
+                return RunResult("budget_exhausted", state, dag, tuple(blocked), attempt.stopped)
             if attempt.ok:
                 state = _settle(ctx, state, sub.id, SubtaskStatus.DONE, attempt.reason)
             elif attempt.blocked:

@@ -14,7 +14,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hyperplan.catalog import Catalog
@@ -24,7 +24,7 @@ from hyperplan.execute.results import ErrorKind, ToolRuntime
 from hyperplan.execute.state import AgentState
 from hyperplan.execute.trace import TraceWriter
 from hyperplan.graph.model import Hypergraph, NodeKind
-from hyperplan.llm.budget import Accounting
+from hyperplan.llm.budget import Accounting, BudgetExceeded
 from hyperplan.llm.types import LLM, LLMError
 from hyperplan.plan.doe import DOEConfig, SupportGraph, select_support_graph
 from hyperplan.plan.grounding import ground
@@ -85,6 +85,7 @@ class Attempt:
     error_kind: ErrorKind | None = None
     blocked: tuple[BlockedChoice, ...] = ()
     support: tuple[str, ...] = ()
+    stopped: str = ""  # a budget ran out: the run must end with the state as it is
 
 
 def known_values(state: AgentState, subtask: Subtask) -> dict[str, Any]:
@@ -106,6 +107,8 @@ def execute_subtask(ctx: RunContext, subtask: Subtask,
         _trace_support(ctx, graph, subtask, chosen, round_)
         start = len(state.history)
         state, attempt = realize(ctx, graph, subtask, chosen, state)
+        if attempt.stopped:
+            return state, attempt
         if attempt.ok:
             verdict = verify(graph, subtask, chosen, state, start)
             if not verdict:
@@ -158,35 +161,46 @@ def realize(ctx: RunContext, graph: Hypergraph, subtask: Subtask, sg: SupportGra
     values = known_values(state, subtask)
     names = tuple(graph.tools[t].name for t in sg.tools)
     for name in names:
-        plan = bind_arguments(graph, name, state, values, resolved_by=resolved_by,
-                              min_weight=ctx.config.min_weight)
-        arguments = dict(plan.bound)
-        if not plan.complete:
-            blocked = tuple(
-                [BlockedChoice(subtask.id, name, p, c) for p, c in plan.ambiguous.items()]
-                + [BlockedChoice(subtask.id, name, p) for p in plan.missing])
-            if ctx.llm is None:
-                ctx.tracer.emit("blocked", subtask=subtask.id, tool=name,
-                                choices=[b.as_dict() for b in blocked])
-                return state, Attempt(False, f"{name}: needs a choice for "
-                                      f"{', '.join(b.parameter for b in blocked)}",
-                                      name, blocked=blocked, support=names)
-            try:
-                arguments.update(choose_arguments(ctx.llm, ctx.request, subtask.goal,
-                                                  ctx.catalog.get(name), plan))
-            except LLMError as exc:
-                return state, Attempt(False, f"{name}: argument choice failed: {exc}", name,
-                                      ErrorKind.INVALID_ARGUMENTS, support=names)
-        ctx.accounting.charge_tool_call("executor")
-        result = ctx.runtime.call(ctx.catalog.get(name), arguments,
-                                  timeout=ctx.config.tool_timeout)
-        state = state.after_call(graph, subtask.id, result)
-        ctx.tracer.emit("tool_call", subtask=subtask.id, sources=dict(plan.sources),
-                        **result.as_dict())
-        if not result.ok:
-            return state, Attempt(False, f"{name}: {result.error}", name, result.error_kind,
-                                  support=names)
+        try:
+            state, failure = _run_one(ctx, graph, subtask, name, resolved_by, values, state)
+        except BudgetExceeded as exc:
+            return state, Attempt(False, str(exc), name, support=names, stopped=str(exc))
+        if failure is not None:
+            return state, replace(failure, support=names)
     return state, Attempt(True, support=names)
+
+
+def _run_one(ctx: RunContext, graph: Hypergraph, subtask: Subtask, name: str,
+             resolved_by: dict[str, str], values: dict[str, Any],
+             state: AgentState) -> tuple[AgentState, Attempt | None]:
+    """Bind, (choose,) charge the budget and call one tool; the failure, if any."""
+    plan = bind_arguments(graph, name, state, values, resolved_by=resolved_by,
+                          min_weight=ctx.config.min_weight)
+    arguments = dict(plan.bound)
+    if not plan.complete:
+        blocked = tuple(
+            [BlockedChoice(subtask.id, name, p, c) for p, c in plan.ambiguous.items()]
+            + [BlockedChoice(subtask.id, name, p) for p in plan.missing])
+        if ctx.llm is None:
+            ctx.tracer.emit("blocked", subtask=subtask.id, tool=name,
+                            choices=[b.as_dict() for b in blocked])
+            needs = ", ".join(b.parameter for b in blocked)
+            return state, Attempt(False, f"{name}: needs a choice for {needs}", name,
+                                  blocked=blocked)
+        try:
+            arguments.update(choose_arguments(ctx.llm, ctx.request, subtask.goal,
+                                              ctx.catalog.get(name), plan))
+        except LLMError as exc:
+            return state, Attempt(False, f"{name}: argument choice failed: {exc}", name,
+                                  ErrorKind.INVALID_ARGUMENTS)
+    ctx.accounting.charge_tool_call("executor")
+    result = ctx.runtime.call(ctx.catalog.get(name), arguments, timeout=ctx.config.tool_timeout)
+    state = state.after_call(graph, subtask.id, result)
+    ctx.tracer.emit("tool_call", subtask=subtask.id, sources=dict(plan.sources),
+                    **result.as_dict())
+    if not result.ok:
+        return state, Attempt(False, f"{name}: {result.error}", name, result.error_kind)
+    return state, None
 
 
 def verify(graph: Hypergraph, subtask: Subtask, sg: SupportGraph, state: AgentState,

@@ -1,0 +1,317 @@
+"""The agent runtime on a small hand-built music world: LLM-free goals, the scripted-LLM
+planner paths (valid plan, cyclic plan repaired, hallucinated tool rejected, tool failure ->
+refinement, budget hit mid-run, ambiguous binding -> LLM choice) and traces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, TypedDict
+
+import pytest
+
+from hyperplan.catalog import Catalog, build_catalog
+from hyperplan.embed import get_embedder
+from hyperplan.execute.agent import RunResult, run_goal, run_request
+from hyperplan.execute.goal import StructuredGoal
+from hyperplan.execute.runtimes.python import PythonRuntime
+from hyperplan.execute.subtask import AgentConfig, RunContext
+from hyperplan.execute.trace import TraceWriter, read_trace, summarize
+from hyperplan.execute.traced_llm import TracedLLM
+from hyperplan.graph.build import build_graph
+from hyperplan.graph.model import Hypergraph
+from hyperplan.importers.python_callables import load_python_callables
+from hyperplan.llm import LLM, Accounting, Budget, ScriptedLLM, ScriptedRule
+
+
+class Token(TypedDict):
+    access_token: str
+
+
+class Song(TypedDict):
+    song_id: int
+    title: str
+    artist: str
+
+
+class Liked(TypedDict):
+    song_id: int
+    liked: bool
+
+
+class MusicWorld:
+    """Three songs, two titled "Yesterday"; ``broken`` makes like_song fail."""
+
+    def __init__(self, broken: bool = False) -> None:
+        self.broken = broken
+        self.liked: list[int] = []
+        self.library: list[int] = []
+
+    def login(self, email: str, password: str) -> Token:
+        """Log in to the music app.
+
+        Args:
+            email: The user's email address.
+            password: The account password.
+
+        Returns:
+            The access token of the session.
+        """
+        if password != "pw-secret":
+            raise PermissionError("wrong password")
+        return Token(access_token="tok-SECRET")
+
+    def search_songs(self, access_token: str, query: str) -> list[Song]:
+        """Search songs by title.
+
+        Args:
+            access_token: Access token from login.
+            query: Words to search for in song titles.
+
+        Returns:
+            The matching songs.
+        """
+        self._auth(access_token)
+        songs = [Song(song_id=1, title="Yesterday", artist="The Beatles"),
+                 Song(song_id=2, title="Yesterday", artist="Leona Lewis"),
+                 Song(song_id=3, title="Help", artist="The Beatles")]
+        return [s for s in songs if query.lower() in s["title"].lower()]
+
+    def like_song(self, access_token: str, song_id: int) -> Liked:
+        """Like a song.
+
+        Args:
+            access_token: Access token from login.
+            song_id: The id of the song to like.
+
+        Returns:
+            The liked song.
+        """
+        self._auth(access_token)
+        if self.broken:
+            raise RuntimeError("like service unavailable")
+        self.liked.append(song_id)
+        return Liked(song_id=song_id, liked=True)
+
+    def add_song_to_library(self, access_token: str, song_id: int) -> Liked:
+        """Add a song to the user's library.
+
+        Args:
+            access_token: Access token from login.
+            song_id: The id of the song to add.
+
+        Returns:
+            The added song.
+        """
+        self._auth(access_token)
+        self.library.append(song_id)
+        return Liked(song_id=song_id, liked=False)
+
+    def _auth(self, token: str) -> None:
+        if token != "tok-SECRET":
+            raise PermissionError("invalid access token")
+
+    def tools(self) -> dict[str, Any]:
+        return {f"music.{f.__name__}": f for f in
+                (self.login, self.search_songs, self.like_song, self.add_song_to_library)}
+
+
+def _catalog(world: MusicWorld) -> Catalog:
+    tools = world.tools()
+    raw = load_python_callables(list(tools.values()), source="toy")
+    return build_catalog([t.model_copy(update={"name": f"music.{t.name}"}) for t in raw.tools],
+                         source="toy")
+
+
+@pytest.fixture(scope="module")
+def graph() -> Hypergraph:
+    return build_graph(_catalog(MusicWorld()), embedder=get_embedder("hashing"))
+
+
+def _context(graph: Hypergraph, world: MusicWorld, *, llm: LLM | None = None,
+             budget: Budget | None = None, trace: Path | None = None,
+             ) -> RunContext:
+    accounting = Accounting(budget)
+    tracer = TraceWriter(trace)
+    if isinstance(llm, ScriptedLLM):
+        llm.accounting = accounting  # the run's budget covers the model's calls
+    if llm is not None:
+        llm = TracedLLM(llm, tracer)
+    return RunContext(graph=graph, catalog=_catalog(world), runtime=PythonRuntime(world.tools()),
+                      accounting=accounting, tracer=tracer, config=AgentConfig(), llm=llm)
+
+
+CREDENTIALS = {"email": "me@example.com", "password": "pw-secret"}
+
+
+def _goal(**values: Any) -> StructuredGoal:
+    return StructuredGoal.from_dict({"terminals": ["music.like_song"],
+                                     "values": {**CREDENTIALS, **values}})
+
+
+def _calls(result: RunResult) -> list[str]:
+    return [r.result.tool for r in result.state.history]
+
+
+# ---------------------------------------------------------------- LLM-free mode
+def test_goal_runs_llm_free_with_minimal_calls(graph: Hypergraph) -> None:
+    world = MusicWorld()
+    result = run_goal(_context(graph, world), _goal(query="Help"))
+    assert result.status == "success"
+    assert _calls(result) == ["music.login", "music.search_songs", "music.like_song"]
+    assert result.llm_calls == 0
+    assert world.liked == [3]
+
+
+def test_known_value_picks_the_matching_search_result(graph: Hypergraph) -> None:
+    world = MusicWorld()
+    result = run_goal(_context(graph, world), _goal(query="Yesterday", artist="Leona Lewis"))
+    assert result.status == "success"
+    assert world.liked == [2]
+
+
+def test_ambiguous_binding_blocks_with_candidates_instead_of_guessing(graph: Hypergraph) -> None:
+    world = MusicWorld()
+    result = run_goal(_context(graph, world), _goal(query="Yesterday"))
+    assert result.status == "blocked"
+    assert world.liked == []
+    (choice,) = result.blocked
+    assert (choice.tool, choice.parameter) == ("music.like_song", "song_id")
+    assert sorted(c.value for c in choice.candidates) == [1, 2]
+    assert result.llm_calls == 0
+
+
+def test_ambiguous_binding_goes_to_one_llm_choice(graph: Hypergraph) -> None:
+    world = MusicWorld()
+    llm = ScriptedLLM([ScriptedRule(json={"song_id": 2}, component="binder")])
+    result = run_goal(_context(graph, world, llm=llm), _goal(query="Yesterday"))
+    assert result.status == "success"
+    assert world.liked == [2]  # candidate 2 of [1, 2] in binding order
+    assert [c.component for c in llm.calls] == ["binder"]
+    assert "Leona Lewis" in llm.calls[0].messages[-1].content
+
+
+def test_tool_errors_are_observations_and_refinement_is_bounded(graph: Hypergraph) -> None:
+    world = MusicWorld(broken=True)
+    result = run_goal(_context(graph, world), _goal(query="Help"))
+    assert result.status == "failed"
+    failed = [r.result for r in result.state.history if not r.result.ok]
+    assert failed and "like service unavailable" in failed[0].error
+
+
+def test_wrong_user_value_fails_cleanly(graph: Hypergraph) -> None:
+    world = MusicWorld()
+    goal = StructuredGoal.from_dict({"terminals": ["music.like_song"],
+                                     "values": {"email": "x", "password": "bad", "query": "Help"}})
+    result = run_goal(_context(graph, world), goal)
+    assert result.status == "failed"
+    assert "wrong password" in result.state.history[0].result.error
+
+
+def test_budget_hit_mid_run_returns_partial_result(graph: Hypergraph) -> None:
+    world = MusicWorld()
+    result = run_goal(_context(graph, world, budget=Budget(max_tool_calls=2)), _goal(query="Help"))
+    assert result.status == "budget_exhausted"
+    assert _calls(result) == ["music.login", "music.search_songs"]
+    assert "tool_calls" in result.message
+    assert result.accounting["stopped"]
+
+
+def test_unknown_goal_tool_is_a_clear_error(graph: Hypergraph) -> None:
+    from hyperplan.plan.taskdag import PlanError
+
+    goal = StructuredGoal.from_dict({"terminals": ["music.play"], "values": {}})
+    with pytest.raises(PlanError, match=r"unknown tool 'music\.play'"):
+        run_goal(_context(graph, MusicWorld()), goal)
+
+
+# ---------------------------------------------------------------- scripted LLM planner
+INTERPRETATION = {"operations": ["like song"], "schemas": ["song title"],
+                  "values": {**CREDENTIALS, "query": "Help"}}
+
+
+def _plan(*subtasks: dict[str, Any]) -> dict[str, Any]:
+    return {"subtasks": list(subtasks)}
+
+
+LIKE = {"id": "q1", "goal": "like Help", "terminals": ["music.like_song"], "depends_on": [],
+        "inputs": {"query": "Help"}}
+
+
+def _request(graph: Hypergraph, world: MusicWorld, rules: list[ScriptedRule],
+             **kw: Any) -> tuple[RunResult, ScriptedLLM]:
+    llm = ScriptedLLM([ScriptedRule(json=INTERPRETATION, component="interpreter"), *rules])
+    ctx = _context(graph, world, llm=llm, **kw)
+    return run_request(ctx, "Like the song Help", get_embedder("hashing")), llm
+
+
+def test_valid_plan_runs(graph: Hypergraph) -> None:
+    world = MusicWorld()
+    result, llm = _request(graph, world, [ScriptedRule(json=_plan(LIKE), component="planner")])
+    assert result.status == "success", result.message
+    assert world.liked == [3]
+    assert [c.component for c in llm.calls] == ["interpreter", "planner"]
+    assert result.llm_calls == 2
+
+
+def test_cyclic_plan_is_repaired_once(graph: Hypergraph) -> None:
+    world = MusicWorld()
+    cyclic = _plan({**LIKE, "depends_on": ["q2"]},
+                   {"id": "q2", "goal": "search", "terminals": ["music.search_songs"],
+                    "depends_on": ["q1"]})
+    rules = [ScriptedRule(json=cyclic, component="planner", times=1),
+             ScriptedRule(json=_plan(LIKE), component="planner")]
+    result, llm = _request(graph, world, rules)
+    assert result.status == "success"
+    repair = llm.calls[2].messages[-1].content
+    assert "dependency cycle: q1 -> q2 -> q1" in repair
+
+
+def test_hallucinated_tool_is_rejected_after_one_repair(graph: Hypergraph) -> None:
+    world = MusicWorld()
+    bad = _plan({**LIKE, "terminals": ["music.play_song"]})
+    result, llm = _request(graph, world, [ScriptedRule(json=bad, component="planner")])
+    assert result.status == "failed"
+    assert "unknown tool 'music.play_song'" in result.message
+    assert [c.component for c in llm.calls].count("planner") == 2
+    assert world.liked == [] and result.tool_calls == 0
+
+
+def test_tool_failure_leads_to_dag_refinement(graph: Hypergraph, tmp_path: Path) -> None:
+    world = MusicWorld(broken=True)
+    alternative = _plan({**LIKE, "id": "q1b", "terminals": ["music.add_song_to_library"]})
+    rules = [ScriptedRule(json=_plan(LIKE), component="planner"),
+             ScriptedRule(json=alternative, component="refiner")]
+    result, llm = _request(graph, world, rules, trace=tmp_path / "t.jsonl")
+    assert result.status == "success", result.message
+    assert world.library == [3]
+    assert result.dag is not None and result.dag.version == 1
+    refiner_prompt = next(c for c in llm.calls if c.component == "refiner").messages[-1].content
+    assert "like service unavailable" in refiner_prompt
+    events = read_trace(tmp_path / "t.jsonl")
+    assert summarize(events)["dag_versions"] == 2
+
+
+def test_budget_hit_during_planning_is_clean(graph: Hypergraph) -> None:
+    world = MusicWorld()
+    result, _ = _request(graph, world, [ScriptedRule(json=_plan(LIKE), component="planner")],
+                         budget=Budget(max_calls=1))
+    assert result.status == "budget_exhausted"
+    assert result.tool_calls == 0 and "llm_calls" in result.message
+
+
+# ---------------------------------------------------------------- traces
+def test_trace_records_run_and_hides_secrets(graph: Hypergraph, tmp_path: Path) -> None:
+    path = tmp_path / "run.jsonl"
+    ctx = _context(graph, MusicWorld(), trace=path)
+    run_goal(ctx, _goal(query="Help"))
+    ctx.tracer.close()
+    text = path.read_text()
+    assert "pw-secret" not in text and "tok-SECRET" not in text
+    events = read_trace(path)
+    summary = summarize(events)
+    assert summary["status"] == "success" and summary["tool_calls"] == 3
+    assert summary["llm_calls"] == 0
+    support = next(e for e in events if e["type"] == "support_graph")
+    assert support["tools"] == ["music.login", "music.search_songs", "music.like_song"]
+    assert json.loads(path.read_text().splitlines()[0])["type"] == "run_start"
