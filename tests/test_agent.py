@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 import pytest
 
-from hyperplan.catalog import Catalog, build_catalog
 from hyperplan.embed import get_embedder
 from hyperplan.execute.agent import RunResult, run_goal, run_request
 from hyperplan.execute.goal import StructuredGoal
@@ -20,112 +19,13 @@ from hyperplan.execute.trace import TraceWriter, read_trace, summarize
 from hyperplan.execute.traced_llm import TracedLLM
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.model import Hypergraph
-from hyperplan.importers.python_callables import load_python_callables
 from hyperplan.llm import LLM, Accounting, Budget, ScriptedLLM, ScriptedRule
-
-
-class Token(TypedDict):
-    access_token: str
-
-
-class Song(TypedDict):
-    song_id: int
-    title: str
-    artist: str
-
-
-class Liked(TypedDict):
-    song_id: int
-    liked: bool
-
-
-class MusicWorld:
-    """Three songs, two titled "Yesterday"; ``broken`` makes like_song fail."""
-
-    def __init__(self, broken: bool = False) -> None:
-        self.broken = broken
-        self.liked: list[int] = []
-        self.library: list[int] = []
-
-    def login(self, email: str, password: str) -> Token:
-        """Log in to the music app.
-
-        Args:
-            email: The user's email address.
-            password: The account password.
-
-        Returns:
-            The access token of the session.
-        """
-        if password != "pw-secret":
-            raise PermissionError("wrong password")
-        return Token(access_token="tok-SECRET")
-
-    def search_songs(self, access_token: str, query: str) -> list[Song]:
-        """Search songs by title.
-
-        Args:
-            access_token: Access token from login.
-            query: Words to search for in song titles.
-
-        Returns:
-            The matching songs.
-        """
-        self._auth(access_token)
-        songs = [Song(song_id=1, title="Yesterday", artist="The Beatles"),
-                 Song(song_id=2, title="Yesterday", artist="Leona Lewis"),
-                 Song(song_id=3, title="Help", artist="The Beatles")]
-        return [s for s in songs if query.lower() in s["title"].lower()]
-
-    def like_song(self, access_token: str, song_id: int) -> Liked:
-        """Like a song.
-
-        Args:
-            access_token: Access token from login.
-            song_id: The id of the song to like.
-
-        Returns:
-            The liked song.
-        """
-        self._auth(access_token)
-        if self.broken:
-            raise RuntimeError("like service unavailable")
-        self.liked.append(song_id)
-        return Liked(song_id=song_id, liked=True)
-
-    def add_song_to_library(self, access_token: str, song_id: int) -> Liked:
-        """Add a song to the user's library.
-
-        Args:
-            access_token: Access token from login.
-            song_id: The id of the song to add.
-
-        Returns:
-            The added song.
-        """
-        self._auth(access_token)
-        self.library.append(song_id)
-        return Liked(song_id=song_id, liked=False)
-
-    def _auth(self, token: str) -> None:
-        if token != "tok-SECRET":
-            raise PermissionError("invalid access token")
-
-    def tools(self) -> dict[str, Any]:
-        return {f"music.{f.__name__}": f for f in
-                (self.login, self.search_songs, self.like_song, self.add_song_to_library)}
-
-
-def _catalog(world: MusicWorld) -> Catalog:
-    tools = world.tools()
-    raw = load_python_callables(list(tools.values()), source="toy")
-    return build_catalog([t.model_copy(update={"name": f"music.{t.name}"}) for t in raw.tools],
-                         source="toy")
+from toy_music import CREDENTIALS, MusicWorld, music_catalog
 
 
 @pytest.fixture(scope="module")
 def graph() -> Hypergraph:
-    return build_graph(_catalog(MusicWorld()), embedder=get_embedder("hashing"))
+    return build_graph(music_catalog(MusicWorld()), embedder=get_embedder("hashing"))
 
 
 def _context(graph: Hypergraph, world: MusicWorld, *, llm: LLM | None = None,
@@ -137,11 +37,9 @@ def _context(graph: Hypergraph, world: MusicWorld, *, llm: LLM | None = None,
         llm.accounting = accounting  # the run's budget covers the model's calls
     if llm is not None:
         llm = TracedLLM(llm, tracer)
-    return RunContext(graph=graph, catalog=_catalog(world), runtime=PythonRuntime(world.tools()),
-                      accounting=accounting, tracer=tracer, config=AgentConfig(), llm=llm)
-
-
-CREDENTIALS = {"email": "me@example.com", "password": "pw-secret"}
+    return RunContext(graph=graph, catalog=music_catalog(world),
+                      runtime=PythonRuntime(world.tools()), accounting=accounting,
+                      tracer=tracer, config=AgentConfig(), llm=llm)
 
 
 def _goal(**values: Any) -> StructuredGoal:

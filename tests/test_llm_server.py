@@ -11,11 +11,20 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import jsonschema
 import pytest
 
-from hyperplan.llm import Accounting, LLMResponse, Message, OpenAICompatibleLLM, ToolSpec
+from hyperplan.embed import get_embedder
+from hyperplan.execute.agent import run_request
+from hyperplan.execute.runtimes.python import PythonRuntime
+from hyperplan.execute.subtask import AgentConfig, RunContext
+from hyperplan.execute.trace import TraceWriter, read_trace, summarize
+from hyperplan.execute.traced_llm import TracedLLM
+from hyperplan.graph.build import build_graph
+from hyperplan.llm import Accounting, Budget, LLMResponse, Message, OpenAICompatibleLLM, ToolSpec
+from toy_music import MusicWorld, music_catalog
 
 SCHEMA = {
     "type": "object",
@@ -105,3 +114,34 @@ def test_forced_tool_call(llm: OpenAICompatibleLLM) -> None:
     call = response.tool_calls[0]
     assert call.name == "get_weather"
     assert isinstance(call.arguments, dict)
+
+
+def test_agent_runs_end_to_end_on_the_real_server(base_url: str, tmp_path: Path) -> None:
+    """The whole agent (interpretation, context graph, Task DAG, execution) through the real
+    server, under a budget. SmolLM2-135M rarely produces a valid plan, so any clean ending
+    counts; the point is that every LLM call goes over HTTP, is accounted and traced, and
+    nothing crashes."""
+    accounting = Accounting(Budget(max_calls=4, max_wall_s=150))
+    client = OpenAICompatibleLLM(os.environ.get("HYPERPLAN_LLM_TEST_MODEL", "smollm2"),
+                                 base_url=base_url, timeout=90, temperature=0.0, max_tokens=256,
+                                 max_reasks=1, accounting=accounting)
+    world = MusicWorld()
+    graph = build_graph(music_catalog(world), embedder=get_embedder("hashing"))
+    tracer = TraceWriter(tmp_path / "trace.jsonl")
+    ctx = RunContext(graph=graph, catalog=music_catalog(world),
+                     runtime=PythonRuntime(world.tools()), accounting=accounting,
+                     tracer=tracer, llm=TracedLLM(client, tracer),
+                     config=AgentConfig(max_refinements=1))
+    try:
+        result = run_request(ctx, "Log in as me@example.com with password pw-secret and like "
+                             "the song Help.", get_embedder("hashing"))
+    finally:
+        tracer.close()
+        client.close()
+    assert result.status in ("success", "partial", "blocked", "failed", "budget_exhausted")
+    events = read_trace(tmp_path / "trace.jsonl")
+    calls = [e for e in events if e["type"] == "llm_call"]
+    assert calls, "no LLM call reached the server"
+    assert accounting.totals().calls >= len(calls)
+    assert accounting.totals().prompt_tokens > 0
+    assert summarize(events)["status"] == result.status

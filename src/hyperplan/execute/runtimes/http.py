@@ -1,0 +1,302 @@
+"""Run tools imported from an OpenAPI 3 document by sending HTTP requests with httpx.
+
+The OpenAPI importer (:mod:`hyperplan.importers.openapi`) records per tool
+``metadata["method"]``, ``["path"]``, ``["server"]`` and ``["params"]``, which maps every input
+name to ``{"in": path|query|header|cookie|body, "name": original}``. A call is built from them:
+
+* **path** inputs replace ``{name}`` in the path, URL-quoted (``/`` included); a list is joined
+  with commas.
+* **query** inputs become query parameters; a list is repeated (``?tag=a&tag=b``), an object is
+  sent as JSON text, booleans as ``true``/``false``.
+* **header** and **cookie** inputs become request headers / the ``Cookie`` header.
+* **body** inputs are the properties of a JSON object body. The importer names a non-object
+  body (an array, a scalar, an object without properties) as the one input ``body`` (or
+  ``body_body``) with ``{"in": "body", "name": "body"}``; that input *is* the whole body. The
+  record is the same for an object body whose only property is called ``body``, so the input's
+  schema decides: an object schema with ``properties`` is wrapped as ``{"body": ...}``, anything
+  else is sent as the whole body. Bodies are always sent as JSON.
+* An input without a ``params`` entry goes to the path when ``{name}`` occurs there, else to
+  the query. ``None`` values of non-body inputs are left out.
+
+Base URL: an explicit ``base_url`` overrides an absolute ``metadata["server"]``; a relative server
+URL (``/v1``) is resolved against ``base_url`` (RFC 3986, ``urllib.parse.urljoin``); with no URL
+at all the call fails with ``TRANSPORT``. The request URL is the base (trailing ``/`` dropped)
+followed by the path.
+
+Responses: 2xx -> ``ok`` with the parsed JSON (when the content type says JSON or is missing
+and the body parses), else the text (``None`` when empty); any other status (redirects are
+not followed) -> ``TOOL_ERROR`` with the status and the first 500 characters of the body;
+``httpx.TimeoutException`` -> ``TIMEOUT``; other httpx errors -> ``TRANSPORT``. Error strings
+name the method and the path *template*, never header, cookie or secret-looking query values:
+those values (the ``headers`` given to the runtime included) are replaced by ``***`` wherever
+they would appear, e.g. echoed in a response body. Values shorter than 4 characters are not
+redacted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote, urljoin, urlsplit, urlunsplit
+
+import httpx
+
+from hyperplan.catalog import ToolSpec
+from hyperplan.execute.results import ErrorKind, ToolResult
+from hyperplan.execute.runtimes.base import (
+    Clock,
+    ClosingRuntime,
+    fail_result,
+    ok_result,
+    truncate,
+)
+from hyperplan.execute.runtimes.validation import validate_arguments
+
+DEFAULT_TIMEOUT = 30.0
+_SECRET_NAME = re.compile(r"key|token|secret|passw|auth|sig|session|credential", re.IGNORECASE)
+_MIN_SECRET_CHARS = 4
+
+
+class RequestError(Exception):
+    """The arguments cannot be turned into a request (a missing path parameter)."""
+
+
+@dataclass
+class HttpRequest:
+    """One request to send, plus the values that must never appear in error text."""
+
+    method: str
+    url: str
+    query: list[tuple[str, str]] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)
+    json_body: Any = None
+    has_body: bool = False
+    secrets: set[str] = field(default_factory=set)
+
+
+class OpenAPIRuntime(ClosingRuntime):
+    """Executes OpenAPI-imported tools over HTTP (see the module docstring for the mapping).
+
+    ``headers`` (e.g. ``Authorization``) are sent with every request. ``client`` is used as
+    given and not closed by :meth:`close`; without one the runtime creates (lazily) and owns an
+    ``httpx.Client``."""
+
+    def __init__(self, base_url: str | None = None, headers: Mapping[str, str] | None = None,
+                 timeout: float = DEFAULT_TIMEOUT, client: httpx.Client | None = None) -> None:
+        self.base_url = base_url
+        self.headers = dict(headers or {})
+        self.timeout = timeout
+        self._client = client
+        self._owns_client = client is None
+        self._lock = threading.Lock()
+
+    def can_run(self, tool: ToolSpec) -> bool:
+        meta = tool.metadata
+        return isinstance(meta.get("method"), str) and isinstance(meta.get("path"), str)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._owns_client and self._client is not None:
+                self._client.close()
+                self._client = None
+
+    def call(self, tool: ToolSpec, arguments: Mapping[str, Any], *,
+             timeout: float | None = None) -> ToolResult:
+        clock = Clock()
+        if not self.can_run(tool):
+            return fail_result(tool, arguments, ErrorKind.UNKNOWN_TOOL,
+                               f"{tool.name}: no HTTP method/path in the tool metadata", clock)
+        problem = validate_arguments(tool, arguments)
+        if problem is not None:
+            return fail_result(tool, arguments, ErrorKind.INVALID_ARGUMENTS, problem, clock)
+        base = self.resolve_base_url(tool)
+        if base is None:
+            return fail_result(tool, arguments, ErrorKind.TRANSPORT, self._no_url(tool), clock)
+        try:
+            request = build_request(tool, arguments, base, self.headers)
+        except RequestError as exc:
+            return fail_result(tool, arguments, ErrorKind.INVALID_ARGUMENTS,
+                               f"{tool.name}: {exc}", clock)
+        where = f"{tool.name}: {request.method} {_display(base, tool.metadata['path'])}"
+        limit = timeout if timeout is not None else self.timeout
+        try:
+            response = self._send(request, limit)
+        except httpx.TimeoutException:
+            return fail_result(tool, arguments, ErrorKind.TIMEOUT,
+                               f"{where} timed out after {limit:g} s", clock)
+        except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, ValueError,
+                TypeError) as exc:
+            text = _redact(f"{where} failed: {type(exc).__name__}: {exc}", request.secrets)
+            return fail_result(tool, arguments, ErrorKind.TRANSPORT, truncate(text), clock)
+        return _result(tool, arguments, response, where, request.secrets, clock)
+
+    def resolve_base_url(self, tool: ToolSpec) -> str | None:
+        """The base URL for ``tool`` (see the module docstring), ``None`` when there is none."""
+        raw = tool.metadata.get("server")
+        server = raw.strip() if isinstance(raw, str) and raw.strip() else None
+        if self.base_url:
+            if server is None or _is_absolute(server):
+                return self.base_url
+            return urljoin(self.base_url, server)
+        if server is not None and _is_absolute(server):
+            return server
+        return None
+
+    def _no_url(self, tool: ToolSpec) -> str:
+        server = tool.metadata.get("server")
+        if isinstance(server, str) and server.strip():
+            return (f"{tool.name}: the server URL {server!r} is relative; pass base_url to "
+                    "OpenAPIRuntime")
+        return (f"{tool.name}: no server URL in the OpenAPI document; pass base_url to "
+                "OpenAPIRuntime")
+
+    def _http(self) -> httpx.Client:
+        with self._lock:
+            if self._client is None:
+                self._client = httpx.Client(follow_redirects=False)
+            return self._client
+
+    def _send(self, request: HttpRequest, timeout: float) -> httpx.Response:
+        extra: dict[str, Any] = {"json": request.json_body} if request.has_body else {}
+        return self._http().request(request.method, request.url, params=tuple(request.query),
+                                    headers=request.headers, timeout=timeout, **extra)
+
+
+def build_request(tool: ToolSpec, arguments: Mapping[str, Any], base_url: str,
+                  default_headers: Mapping[str, str] | None = None) -> HttpRequest:
+    """The :class:`HttpRequest` for a call of ``tool`` (arguments already validated)."""
+    meta = tool.metadata
+    path = str(meta["path"])
+    request = HttpRequest(str(meta["method"]).upper(), "", headers=dict(default_headers or {}))
+    for value in request.headers.values():
+        request.secrets.update(_secret_forms(value))
+    params: Mapping[str, Any] = meta.get("params") or {}
+    whole = _whole_body_input(tool, params)
+    body: dict[str, Any] = {}
+    cookies: list[str] = []
+    for key, value in arguments.items():
+        where, name = _location(params.get(key), key, path)
+        if where == "body":
+            if key == whole:
+                request.json_body, request.has_body = value, True
+            else:
+                body[name] = value
+            continue
+        if value is None:
+            continue
+        if where == "path":
+            path = path.replace("{" + name + "}", quote(_path_text(value), safe=""))
+        elif where == "query":
+            request.query.extend((name, text) for text in _query_texts(value))
+            if _SECRET_NAME.search(name):
+                request.secrets.update(t for t in _query_texts(value))
+        elif where == "header":
+            request.headers[name] = _text(value)
+            request.secrets.update(_secret_forms(_text(value)))
+        else:
+            cookies.append(f"{name}={_text(value)}")
+            request.secrets.update(_secret_forms(_text(value)))
+    _check_path(tool, params, path)
+    if cookies:
+        old = request.headers.pop("Cookie", None) or request.headers.pop("cookie", None)
+        request.headers["Cookie"] = "; ".join(([old] if old else []) + cookies)
+    if body and not request.has_body:
+        request.json_body, request.has_body = body, True
+    request.url = base_url.rstrip("/") + "/" + path.lstrip("/")
+    return request
+
+
+def _location(entry: Any, key: str, path: str) -> tuple[str, str]:
+    if isinstance(entry, Mapping) and isinstance(entry.get("in"), str):
+        return str(entry["in"]), str(entry.get("name") or key)
+    return ("path" if "{" + key + "}" in path else "query"), key
+
+
+def _whole_body_input(tool: ToolSpec, params: Mapping[str, Any]) -> str | None:
+    """The input that is the whole request body, if any (see the module docstring)."""
+    body = [k for k, e in params.items() if isinstance(e, Mapping) and e.get("in") == "body"]
+    if len(body) != 1 or params[body[0]].get("name") != "body":
+        return None
+    schema = tool.input_schema.get("properties", {}).get(body[0], {})
+    kind = schema.get("type", "object")
+    is_object = kind == "object" or (isinstance(kind, list) and "object" in kind)
+    return None if is_object and schema.get("properties") else body[0]
+
+
+def _check_path(tool: ToolSpec, params: Mapping[str, Any], path: str) -> None:
+    for key, entry in params.items():
+        is_path = isinstance(entry, Mapping) and entry.get("in") == "path"
+        if is_path and "{" + str(entry.get("name") or key) + "}" in path:
+            raise RequestError(f"missing path parameter {key!r}")
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, dict | list):
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+def _path_text(value: Any) -> str:
+    return ",".join(_text(v) for v in value) if isinstance(value, list | tuple) else _text(value)
+
+
+def _query_texts(value: Any) -> list[str]:
+    return [_text(v) for v in value] if isinstance(value, list | tuple) else [_text(value)]
+
+
+def _result(tool: ToolSpec, arguments: Mapping[str, Any], response: httpx.Response, where: str,
+            secrets: set[str], clock: Clock) -> ToolResult:
+    meta = {"status": response.status_code,
+            "content_type": response.headers.get("content-type", "")}
+    if 200 <= response.status_code < 300:
+        return ok_result(tool, arguments, _body_value(response), clock, meta)
+    status = f"HTTP {response.status_code} {response.reason_phrase}".strip()
+    text = truncate(_redact(response.text, secrets)) if response.content else ""
+    message = f"{where} -> {status}" + (f": {text}" if text else "")
+    result = fail_result(tool, arguments, ErrorKind.TOOL_ERROR, message, clock)
+    return ToolResult(result.tool, result.arguments, False, None, result.error, result.error_kind,
+                      result.seconds, meta)
+
+
+def _body_value(response: httpx.Response) -> Any:
+    if not response.content:
+        return None
+    ctype = response.headers.get("content-type", "").lower()
+    if "json" in ctype or not ctype:
+        try:
+            return response.json()
+        except ValueError:
+            pass
+    return response.text
+
+
+def _is_absolute(url: str) -> bool:
+    parts = urlsplit(url)
+    return bool(parts.scheme and parts.netloc)
+
+
+def _display(base: str, path: str) -> str:
+    """``base`` without credentials or query, followed by the path template."""
+    parts = urlsplit(base)
+    netloc = parts.netloc.rpartition("@")[2]
+    clean = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return clean.rstrip("/") + "/" + path.lstrip("/")
+
+
+def _secret_forms(value: str) -> list[str]:
+    """A header value and, for ``"Bearer abc"``-style values, the credential alone."""
+    scheme, _, credential = value.strip().partition(" ")
+    return [value, credential.strip()] if scheme and credential.strip() else [value]
+
+
+def _redact(text: str, secrets: set[str]) -> str:
+    for secret in sorted(secrets, key=len, reverse=True):
+        if len(secret) >= _MIN_SECRET_CHARS:
+            text = text.replace(secret, "***")
+    return text

@@ -1,0 +1,339 @@
+"""Run tools on a Model Context Protocol server started as a subprocess (stdio transport).
+
+Uses the official ``mcp`` SDK (2.x), an optional dependency: ``pip install 'hyperplan[mcp]'``.
+The SDK is async; :class:`MCPRuntime` is a synchronous wrapper that owns one background thread
+running an asyncio event loop and keeps **one** ``mcp.Client`` session open for many calls. The
+server is started lazily (first :meth:`~MCPRuntime.call` or :meth:`~MCPRuntime.list_tools`)
+and stopped by :meth:`~MCPRuntime.close` (the SDK closes the server's stdin, waits 2 s, then
+terminates the process tree). The loop thread is a daemon, so a forgotten ``close`` never
+blocks interpreter exit; the server then sees end-of-file on stdin and exits.
+
+Protocol negotiation is the SDK's ``mode="auto"`` (``server/discover``, falling back to the
+``initialize`` handshake for pre-2026 servers). The environment given to the server is the
+SDK's safe default (``HOME``, ``PATH``, ``USER`` ...) with ``env`` merged over it. The server's
+stderr goes to a temporary file whose tail is quoted in ``TRANSPORT`` errors.
+
+Result mapping: ``isError`` -> ``TOOL_ERROR`` with the text content; otherwise the value is the
+structured content when present (note that ``MCPServer`` tools returning a scalar wrap it as
+``{"result": value}``, matching their ``outputSchema``), else the text content JSON-decoded when
+it parses, else the text; non-text content blocks are returned as a list of content dicts.
+A JSON-RPC error response -> ``TOOL_ERROR``; the per-call timeout (the SDK's request timeout,
+with a 5 s safety margin on the wait) -> ``TIMEOUT``; a server that cannot start, exits or
+closes the connection -> ``TRANSPORT`` with the stderr tail, after which the next call starts
+a fresh server.
+
+``can_run`` is true for tools whose ``source`` is ``"mcp"`` (what
+:func:`hyperplan.importers.mcp.load_mcp_tools` sets) and, once the runtime knows the server's
+tool names (``tool_names`` or a :meth:`~MCPRuntime.list_tools` call), whose name the server
+lists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO, TypeVar
+
+from hyperplan.catalog import Catalog, ToolSpec
+from hyperplan.errors import HyperplanError
+from hyperplan.execute.results import ErrorKind, ToolResult
+from hyperplan.execute.runtimes.base import (
+    Clock,
+    ClosingRuntime,
+    fail_result,
+    ok_result,
+    truncate,
+)
+from hyperplan.execute.runtimes.validation import validate_arguments
+from hyperplan.importers.mcp import SOURCE, load_mcp_tools
+
+if TYPE_CHECKING:
+    from mcp import Client, StdioServerParameters
+    from mcp_types import CallToolResult
+
+DEFAULT_TIMEOUT = 30.0
+_WAIT_MARGIN = 5.0  # extra seconds the caller waits beyond the SDK's own request timeout
+_STDERR_TAIL = 1500
+_T = TypeVar("_T")
+
+
+class MCPRuntimeError(HyperplanError):
+    """The MCP SDK is missing, or the server could not be reached by :meth:`list_tools`."""
+
+
+def require_mcp() -> None:
+    """Raise :class:`MCPRuntimeError` with install advice when the ``mcp`` SDK is missing."""
+    try:
+        import mcp  # noqa: F401
+    except ImportError as exc:
+        raise MCPRuntimeError(
+            "MCPRuntime needs the MCP Python SDK: pip install 'hyperplan[mcp]'"
+        ) from exc
+
+
+class MCPRuntime(ClosingRuntime):
+    """Executes tools on one stdio MCP server (``command *args``), one session for all calls."""
+
+    def __init__(self, command: str, args: Sequence[str] = (), env: Mapping[str, str] | None = None,
+                 cwd: str | Path | None = None, *, timeout: float = DEFAULT_TIMEOUT,
+                 tool_names: Iterable[str] | None = None) -> None:
+        require_mcp()
+        self.command = command
+        self.args = list(args)
+        self.env = dict(env) if env is not None else None
+        self.cwd = cwd
+        self.timeout = timeout
+        self.tool_names: frozenset[str] | None = (
+            frozenset(tool_names) if tool_names is not None else None)
+        self._lock = threading.Lock()
+        self._connection: _Connection | None = None
+
+    def can_run(self, tool: ToolSpec) -> bool:
+        if tool.source != SOURCE:
+            return False
+        return self.tool_names is None or tool.name in self.tool_names
+
+    def list_tools(self) -> list[dict[str, Any]]:
+        """The server's ``tools/list`` entries (all pages) as JSON dicts (``inputSchema`` ...);
+        also records the tool names for :meth:`can_run`. Raises :class:`MCPRuntimeError`."""
+        try:
+            connection = self._connect()
+            tools = connection.run(_list_all, self.timeout + _WAIT_MARGIN)
+        except Exception as exc:
+            stderr = exc.stderr if isinstance(exc, _ConnectFailed) else self._drop_connection()
+            raise MCPRuntimeError(_transport_message("tools/list", exc, stderr)) from exc
+        self.tool_names = frozenset(str(t["name"]) for t in tools if "name" in t)
+        return tools
+
+    def catalog(self) -> Catalog:
+        """The server's tools as a :class:`Catalog` (via the ``mcp`` importer)."""
+        return load_mcp_tools({"tools": self.list_tools()})
+
+    def call(self, tool: ToolSpec, arguments: Mapping[str, Any], *,
+             timeout: float | None = None) -> ToolResult:
+        clock = Clock()
+        if not self.can_run(tool):
+            return fail_result(tool, arguments, ErrorKind.UNKNOWN_TOOL,
+                               f"{tool.name}: not a tool of this MCP server", clock)
+        problem = validate_arguments(tool, arguments)
+        if problem is not None:
+            return fail_result(tool, arguments, ErrorKind.INVALID_ARGUMENTS, problem, clock)
+        limit = timeout if timeout is not None else self.timeout
+        try:
+            connection = self._connect()
+            call = _caller(tool.name, dict(arguments), limit)
+            result = connection.run(call, limit + _WAIT_MARGIN)
+        except Exception as exc:
+            return self._failure(tool, arguments, exc, limit, clock)
+        if result.is_error:
+            text = _text_content(result) or "the tool reported an error"
+            return fail_result(tool, arguments, ErrorKind.TOOL_ERROR,
+                               truncate(f"{tool.name}: {text}"), clock)
+        return ok_result(tool, arguments, _value(result), clock)
+
+    def close(self) -> None:
+        """Stop the server and the loop thread; a later call starts a new server."""
+        self._drop_connection()
+
+    def _connect(self) -> _Connection:
+        with self._lock:
+            if self._connection is None:
+                from mcp import StdioServerParameters
+
+                params = StdioServerParameters(command=self.command, args=self.args,
+                                               env=self.env, cwd=self.cwd)
+                self._connection = _Connection(params, self.timeout)
+            return self._connection
+
+    def _drop_connection(self) -> str:
+        """Close the current connection (if any); returns its stderr tail."""
+        with self._lock:
+            connection, self._connection = self._connection, None
+        return connection.close() if connection is not None else ""
+
+    def _failure(self, tool: ToolSpec, arguments: Mapping[str, Any], exc: Exception,
+                 limit: float, clock: Clock) -> ToolResult:
+        from mcp import MCPError
+        from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
+
+        exc = _leaf(exc)
+        if isinstance(exc, _NoResult) or (isinstance(exc, MCPError)
+                                          and exc.code == REQUEST_TIMEOUT):
+            return fail_result(tool, arguments, ErrorKind.TIMEOUT,
+                               f"{tool.name}: no result after {limit:g} s", clock)
+        if isinstance(exc, MCPError) and exc.code != CONNECTION_CLOSED:
+            return fail_result(tool, arguments, ErrorKind.TOOL_ERROR,
+                               truncate(f"{tool.name}: MCP error {exc.code}: {exc.message}"),
+                               clock)
+        if isinstance(exc, RuntimeError):
+            # the SDK's check of structured content against the tool's outputSchema
+            return fail_result(tool, arguments, ErrorKind.TOOL_ERROR,
+                               truncate(f"{tool.name}: {exc}"), clock)
+        stderr = exc.stderr if isinstance(exc, _ConnectFailed) else self._drop_connection()
+        return fail_result(tool, arguments, ErrorKind.TRANSPORT,
+                           _transport_message(tool.name, exc, stderr), clock)
+
+
+class _NoResult(Exception):
+    """The caller's wait for a coroutine on the loop thread expired."""
+
+
+class _ConnectFailed(Exception):
+    """The server could not be started or did not complete the MCP handshake."""
+
+    def __init__(self, cause: BaseException, stderr: str) -> None:
+        leaf = _leaf(cause)
+        super().__init__(f"cannot connect: {type(leaf).__name__}: {leaf}")
+        self.stderr = stderr
+
+
+class _Connection:
+    """A connected ``mcp.Client`` held open by a keeper task on a background event loop."""
+
+    def __init__(self, params: StdioServerParameters, timeout: float) -> None:
+        fd, self.stderr_path = tempfile.mkstemp(prefix="hyperplan-mcp-", suffix=".stderr")
+        self._stderr: TextIO = os.fdopen(fd, "a", encoding="utf-8", errors="replace")
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="hyperplan-mcp",
+                                        daemon=True)
+        self._thread.start()
+        self._ready: concurrent.futures.Future[Client] = concurrent.futures.Future()
+        self._stop: asyncio.Event | None = None
+        self._keeper = asyncio.run_coroutine_threadsafe(self._keep(params, timeout), self.loop)
+        try:
+            self.client = self._wait_ready(timeout + _WAIT_MARGIN)
+        except Exception as exc:
+            raise _ConnectFailed(exc, self.close()) from exc
+
+    def _wait_ready(self, timeout: float) -> Client:
+        done, _ = concurrent.futures.wait([self._ready], timeout=timeout)
+        if not done:
+            raise TimeoutError(f"no MCP handshake within {timeout:g} s")
+        return self._ready.result()
+
+    async def _keep(self, params: StdioServerParameters, timeout: float) -> None:
+        from mcp import Client
+        from mcp.client.stdio import stdio_client
+
+        self._stop = asyncio.Event()
+        transport = stdio_client(params, errlog=self._stderr)
+        try:
+            async with Client(transport, read_timeout_seconds=timeout, cache=None) as client:
+                self._ready.set_result(client)
+                await self._stop.wait()
+        except BaseException as exc:
+            if not self._ready.done():
+                self._ready.set_exception(exc)
+            raise
+
+    def run(self, make: Callable[[Client], Awaitable[_T]], timeout: float) -> _T:
+        """Run ``make(client)`` on the loop; :class:`_NoResult` when ``timeout`` expires."""
+        future = asyncio.run_coroutine_threadsafe(_as_coroutine(make(self.client)), self.loop)
+        done, _ = concurrent.futures.wait([future], timeout=timeout)
+        if not done:
+            future.cancel()
+            raise _NoResult
+        return future.result()
+
+    def close(self) -> str:
+        """Leave the client context (stopping the server), stop the loop; the stderr tail."""
+        connected = self._ready.done() and self._ready.exception() is None
+        if connected and self._stop is not None:
+            self.loop.call_soon_threadsafe(self._stop.set)
+            concurrent.futures.wait([self._keeper], timeout=15)
+        if not self._keeper.done():  # still connecting (or a stuck exit): cancel it
+            self._keeper.cancel()
+            concurrent.futures.wait([self._keeper], timeout=10)
+        if not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+        if not self._thread.is_alive() and not self.loop.is_closed():
+            self.loop.close()
+        self._stderr.close()
+        tail = _tail(self.stderr_path)
+        with contextlib.suppress(OSError):
+            os.unlink(self.stderr_path)
+        return tail
+
+
+async def _as_coroutine(awaitable: Awaitable[_T]) -> _T:
+    return await awaitable
+
+
+def _caller(name: str, arguments: dict[str, Any],
+            timeout: float) -> Callable[[Client], Awaitable[CallToolResult]]:
+    def make(client: Client) -> Awaitable[CallToolResult]:
+        return client.call_tool(name, arguments, read_timeout_seconds=timeout)
+    return make
+
+
+async def _list_all(client: Client) -> list[dict[str, Any]]:
+    tools: list[dict[str, Any]] = []
+    cursor: str | None = None
+    for _ in range(1000):
+        page = await client.list_tools(cursor=cursor)
+        tools += [t.model_dump(by_alias=True, mode="json", exclude_none=True) for t in page.tools]
+        cursor = page.next_cursor
+        if cursor is None:
+            break
+    return tools
+
+
+def _text_content(result: CallToolResult) -> str:
+    from mcp_types import TextContent
+
+    return "\n".join(b.text for b in result.content if isinstance(b, TextContent))
+
+
+def _value(result: CallToolResult) -> Any:
+    if result.structured_content is not None:
+        return result.structured_content
+    if not result.content:
+        return None
+    from mcp_types import TextContent
+
+    if not all(isinstance(block, TextContent) for block in result.content):
+        return [block.model_dump(by_alias=True, mode="json", exclude_none=True)
+                for block in result.content]
+    text = _text_content(result)
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _leaf(exc: BaseException) -> Exception:
+    """The first non-group exception inside (nested) exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc if isinstance(exc, Exception) else ConnectionAbortedError(repr(exc))
+
+
+def _transport_message(what: str, exc: BaseException, stderr: str) -> str:
+    leaf = _leaf(exc)
+    if isinstance(leaf, _ConnectFailed):
+        message = f"{what}: MCP server failure ({leaf})"
+    else:
+        detail = str(leaf) or "connection lost"
+        message = f"{what}: MCP server failure ({type(leaf).__name__}: {detail})"
+    if stderr:
+        message += "; server stderr (tail): " + stderr[-800:]
+    return message
+
+
+def _tail(path: str) -> str:
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - _STDERR_TAIL))
+            return handle.read().decode("utf-8", "replace").strip()
+    except OSError:
+        return ""

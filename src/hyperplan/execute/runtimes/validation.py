@@ -1,0 +1,89 @@
+"""Checking call arguments against a tool's input JSON Schema before anything is executed.
+
+:func:`validate_arguments` returns ``None`` for valid arguments, else one readable message that
+names the tool and the path of the offending field, e.g. ``music.play: 'song_id' is a required
+property`` or ``music.search: at 'limit': 'abc' is not of type 'integer'`` (``(+N more errors)``
+is appended when there are several). The validator class follows the schema's ``$schema``
+(Draft 2020-12 when absent); format checking is off, so ``"format": "date"`` never rejects.
+Compiled validators are cached per ``(tool name, schema)``. A schema that is itself invalid
+(or has an unresolvable ``$ref``) is reported the same way, as a message, never raised: the
+runtimes turn every message into an ``INVALID_ARGUMENTS`` result.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import SchemaError, ValidationError, best_match
+from jsonschema.protocols import Validator
+
+from hyperplan.catalog import ToolSpec
+from hyperplan.execute.runtimes.base import truncate
+
+_MESSAGE_CHARS = 300
+
+
+def validate_arguments(tool: ToolSpec, arguments: Any) -> str | None:
+    """``None`` when ``arguments`` satisfy ``tool.input_schema``, else one readable message."""
+    if not isinstance(arguments, Mapping):
+        return f"{tool.name}: arguments must be an object, got {type(arguments).__name__}"
+    compiled = _compiled(tool.name, _schema_key(tool.input_schema))
+    if isinstance(compiled, str):
+        return f"{tool.name}: {compiled}"
+    try:
+        errors = list(compiled.iter_errors(dict(arguments)))
+    except Exception as exc:  # unresolvable $ref and similar schema-side failures
+        return f"{tool.name}: cannot validate against the input schema: " + truncate(
+            f"{type(exc).__name__}: {exc}", _MESSAGE_CHARS)
+    if not errors:
+        return None
+    return f"{tool.name}: {_describe(errors)}"
+
+
+def _schema_key(schema: dict[str, Any]) -> str:
+    return json.dumps(schema, sort_keys=True, default=repr)
+
+
+@lru_cache(maxsize=4096)
+def _compiled(tool_name: str, schema_json: str) -> Validator | str:
+    """A validator for the schema, or a message when the schema is invalid.
+
+    ``tool_name`` is part of the cache key only, so one tool's schema never shadows another's
+    identical one in error reporting."""
+    del tool_name
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except SchemaError as exc:
+        return "invalid input schema: " + truncate(_at(exc.absolute_path, exc.message),
+                                                   _MESSAGE_CHARS)
+    return cls(schema)
+
+
+def _describe(errors: list[ValidationError]) -> str:
+    chosen = best_match(errors)
+    assert chosen is not None  # errors is non-empty
+    message = truncate(_at(chosen.absolute_path, chosen.message), _MESSAGE_CHARS)
+    extra = len(errors) - 1
+    return message + (f" (+{extra} more error{'s' if extra > 1 else ''})" if extra else "")
+
+
+def _at(path: Iterable[Any], message: str) -> str:
+    where = field_path(path)
+    return f"at {where!r}: {message}" if where else message
+
+
+def field_path(path: Iterable[Any]) -> str:
+    """``["items", 0, "name"]`` -> ``"items[0].name"``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
