@@ -13,6 +13,7 @@ from hyperplan.cli.eval_cmds import eval_app
 from hyperplan.cli.eval_retrieval import retrieval_cmd
 from hyperplan.cli.graph_cmds import graph_app
 from hyperplan.cli.plan_cmds import plan_app
+from hyperplan.cli.run_cmds import run, trace_app
 from hyperplan.errors import HyperplanError
 
 app = typer.Typer(
@@ -28,6 +29,8 @@ app.add_typer(eval_app, name="eval")
 app.add_typer(plan_app, name="plan")
 app.add_typer(bench_app, name="bench")
 app.command()(demo)
+app.command()(run)
+app.add_typer(trace_app, name="trace")
 
 
 def main() -> None:

@@ -91,6 +91,18 @@ class AgentState:
             effects=self.effects | new_effects,
         )
 
+    def scoped(self, values: Mapping[str, Any]) -> AgentState:
+        """The state as seen by a subtask with known ``values``: bindings made by a call whose
+        arguments contradict those values (same parameter name, another value) are dropped,
+        because outputs are functions of their inputs — a password looked up for
+        ``app_name="payments"`` is no answer for a subtask about ``app_name="messaging"``.
+        Only direct arguments are compared, not the inputs of the calls that produced them."""
+        stale = {rec.index for rec in self.history
+                 if rec.result.ok and _contradicts(rec.result.arguments, values)}
+        if not stale:
+            return self
+        return replace(self, bindings=tuple(b for b in self.bindings if b.call not in stale))
+
     # -- queries -------------------------------------------------------------------------------
     def bound_nodes(self) -> set[str]:
         return {b.node for b in self.bindings}
@@ -110,6 +122,15 @@ class AgentState:
     def tool_calls(self) -> int:
         """Calls actually sent to a tool (schema-rejected arguments are not counted)."""
         return sum(1 for r in self.history if r.result.error_kind != "invalid_arguments")
+
+
+def _contradicts(arguments: Mapping[str, Any], values: Mapping[str, Any]) -> bool:
+    return any(name in values and _same(values[name]) != _same(value)
+               for name, value in arguments.items())
+
+
+def _same(value: Any) -> Any:
+    return value.strip().casefold() if isinstance(value, str) else value
 
 
 def materialise(graph: Hypergraph, tool_name: str, value: Any,

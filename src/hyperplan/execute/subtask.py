@@ -136,7 +136,8 @@ def _select(ctx: RunContext, graph: Hypergraph, subtask: Subtask,
     terminals = [t for t in subtask.terminals if t in graph.tool_index]
     if not terminals:
         return None, f"no candidate terminal tool left for subtask {subtask.id!r}"
-    values = list(known_values(state, subtask)) + sorted(state.bound_nodes())
+    known = known_values(state, subtask)
+    values = list(known) + sorted(state.scoped(known).bound_nodes())
     grounding = ground(graph, values, state.effects, min_weight=ctx.config.min_weight)
     selection = select_support_graph(graph, terminals, grounding, ctx.config.doe)
     return selection.chosen, selection.reason
@@ -174,7 +175,7 @@ def _run_one(ctx: RunContext, graph: Hypergraph, subtask: Subtask, name: str,
              resolved_by: dict[str, str], values: dict[str, Any],
              state: AgentState) -> tuple[AgentState, Attempt | None]:
     """Bind, (choose,) charge the budget and call one tool; the failure, if any."""
-    plan = bind_arguments(graph, name, state, values, resolved_by=resolved_by,
+    plan = bind_arguments(graph, name, state.scoped(values), values, resolved_by=resolved_by,
                           min_weight=ctx.config.min_weight)
     arguments = dict(plan.bound)
     if not plan.complete:

@@ -1,0 +1,161 @@
+"""``hyperplan run`` (the agent on your tools) and ``hyperplan trace show``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from hyperplan.cli.common import console, embedder_from_option, out
+from hyperplan.embed import get_embedder
+from hyperplan.embed.base import Embedder
+from hyperplan.errors import HyperplanError
+from hyperplan.execute.agent import RunResult, run_goal, run_request
+from hyperplan.execute.goal import StructuredGoal
+from hyperplan.execute.setup import llm_from_options, parse_headers, tools_from_source
+from hyperplan.execute.subtask import AgentConfig, RunContext
+from hyperplan.execute.trace import TraceWriter, read_trace, summarize
+from hyperplan.execute.traced_llm import TracedLLM
+from hyperplan.graph.build import build_graph
+from hyperplan.llm.budget import Accounting, Budget
+
+trace_app = typer.Typer(help="Read run traces.", no_args_is_help=True)
+
+
+def _goal(goal: str) -> StructuredGoal:
+    path = Path(goal)
+    text = path.read_text(encoding="utf-8") if path.is_file() else goal
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = str(path) if path.is_file() else "--goal"
+        raise HyperplanError(f"{where}: not JSON: {exc.msg} (line {exc.lineno})") from None
+    return StructuredGoal.from_dict(data, source=str(path) if path.is_file() else "--goal")
+
+
+def run(
+    request: str = typer.Argument("", help="What to do, in natural language (needs an LLM)."),
+    tools: str = typer.Option(None, "--tools", help="python:MOD | openapi:FILE | demo-world | "
+                              "any catalog source (planning only)"),
+    mcp_command: str = typer.Option(None, help="Run the tools of this stdio MCP server."),
+    goal: str = typer.Option(None, help="Structured goal (JSON or a file): LLM-free mode."),
+    llm: str = typer.Option(None, help="OpenAI-compatible base URL (else "
+                            "HYPERPLAN_LLM_BASE_URL); key from HYPERPLAN_LLM_API_KEY."),
+    model: str = typer.Option(None, help="Model name (else HYPERPLAN_LLM_MODEL)."),
+    embedder: str = typer.Option("auto", help="auto | minilm | hashing | openai:MODEL"),
+    base_url: str = typer.Option(None, help="Base URL for OpenAPI tools."),
+    header: list[str] = typer.Option([], help="HTTP header 'Name: value' ($VAR reads env)."),
+    trace: Path = typer.Option(None, help="Write the JSONL trace here."),
+    max_llm_calls: int = typer.Option(None, help="Budget: LLM calls."),
+    max_tokens: int = typer.Option(None, help="Budget: prompt + completion tokens."),
+    max_tool_calls: int = typer.Option(None, help="Budget: tool calls."),
+    max_seconds: float = typer.Option(None, help="Budget: wall time."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Run the agent: LLM-free on a structured --goal, or the full agent on REQUEST."""
+    setup = tools_from_source(tools, base_url=base_url, headers=parse_headers(header),
+                              mcp_command=mcp_command)
+    accounting = Accounting(Budget(max_llm_calls, max_tokens, max_tool_calls, max_seconds))
+    client = None if goal else llm_from_options(llm, model, accounting)
+    if goal is None and client is None:
+        raise HyperplanError("give --goal for an LLM-free run, or --llm URL (or set "
+                             "HYPERPLAN_LLM_BASE_URL) to run the agent on a request")
+    if goal is None and not request.strip():
+        raise HyperplanError("the request is empty")
+    emb = _embedder(embedder)
+    graph = build_graph(setup.catalog, embedder=emb)
+    tracer = TraceWriter(trace)
+    ctx = RunContext(graph=graph, catalog=setup.catalog, runtime=setup.runtime,
+                     accounting=accounting, tracer=tracer, config=AgentConfig(),
+                     llm=TracedLLM(client, tracer) if client else None)
+    try:
+        result = run_goal(ctx, _goal(goal)) if goal else run_request(ctx, request, emb)
+    finally:
+        tracer.close()
+        setup.runtime.close()
+    if as_json:
+        out.print_json(json.dumps(result.as_dict(), default=str))
+    else:
+        print_result(result, tracer.events)
+        if trace:
+            console.print(f"trace: {trace}")
+    if result.status not in ("success", "blocked"):
+        raise typer.Exit(2)
+
+
+def _embedder(spec: str) -> Embedder:
+    emb = embedder_from_option(spec)
+    return emb if isinstance(emb, Embedder) else get_embedder("hashing")
+
+
+def render_event(e: dict[str, Any]) -> list[str]:
+    """Rich-markup lines for one trace event (empty for events not worth a line)."""
+    kind = e["type"]
+    if kind == "support_graph":
+        if e.get("ok"):
+            return [f"[bold]{e['subtask']}[/bold] support graph: " + " -> ".join(e["tools"])]
+        return [f"[bold]{e['subtask']}[/bold] [red]{e.get('reason', '')}[/red]"]
+    if kind == "tool_call":
+        mark = "[green]ok[/green]" if e["ok"] else f"[red]{e['error_kind']}[/red]"
+        args = json.dumps(e["arguments"], ensure_ascii=False, default=str)[1:-1]
+        shown = json.dumps(e["value"], ensure_ascii=False, default=str) if e["ok"] \
+            else e["error"]
+        return [f"  {e['tool']}({args}) {mark} {_short(shown)}"]
+    if kind == "blocked":
+        return [f"  [yellow]needs a choice[/yellow] for {c['tool']}.{c['parameter']}: "
+                + (" | ".join(_short(json.dumps(x.get("record") or x["value"], default=str), 70)
+                              for x in c["candidates"]) or "no value")
+                for c in e["choices"]]
+    if kind == "dag":
+        subtasks = ", ".join(f"{s['id']}:{'/'.join(s['terminals'])}" for s in e["subtasks"])
+        return [f"[bold]plan v{e['version']}[/bold] {subtasks}"]
+    if kind == "llm_call":
+        tail = "" if e.get("ok") else f" [red]{_short(str(e.get('error', '')))}[/red]"
+        return [f"  llm {e['component']}: {e.get('prompt_tokens', 0)}+"
+                f"{e.get('completion_tokens', 0)} tokens{tail}"]
+    if kind in ("refinement", "subtask"):
+        return [f"  {kind} {e.get('id') or e.get('subtask', '')} {e.get('status', '')} "
+                f"{e.get('reason', '')}".rstrip()]
+    if kind == "context_graph":
+        names = e["tools"][:6] + (["…"] if len(e["tools"]) > 6 else [])
+        return [f"context graph ({len(e['tools'])} tools, {e['tokens']} tokens): "
+                + ", ".join(names)]
+    return []
+
+
+def print_result(result: RunResult, events: list[dict[str, Any]]) -> None:
+    """Context graph, plans, support graphs, every call, and the outcome."""
+    for e in events:
+        for line in render_event(e):
+            out.print(line, highlight=False)
+    colour = {"success": "green", "blocked": "yellow"}.get(result.status, "red")
+    out.print(f"[{colour}]{result.status}[/{colour}] tool calls {result.tool_calls}, "
+              f"LLM calls {result.llm_calls} {result.message}", highlight=False)
+
+
+def _short(text: str, limit: int = 100) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@trace_app.command("show")
+def trace_show(
+    path: Path = typer.Argument(..., help="A JSONL trace written by run/demo."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+) -> None:
+    """Summarise a trace and replay its steps: plan versions, support graphs, calls."""
+    events = read_trace(path)
+    summary = summarize(events)
+    if as_json:
+        out.print_json(json.dumps(summary))
+        return
+    table = Table(title=str(path), show_header=False)
+    for key, value in summary.items():
+        table.add_row(key, json.dumps(value) if isinstance(value, dict) else str(value))
+    out.print(table)
+    for e in events:
+        for line in render_event(e):
+            out.print(line, highlight=False)

@@ -1,0 +1,117 @@
+"""Turning command-line style options into a catalog, a runtime and an LLM client.
+
+Tool sources (``--tools``):
+
+* ``python:pkg.module[:attr]`` — Python callables, run in-process;
+* ``openapi:FILE`` — an OpenAPI document, run over HTTP (``base_url`` overrides its server);
+* ``demo-world`` — the shipped demo world (a fresh in-memory database);
+* an MCP server command (``mcp_command="python server.py"``) — tools listed live and run over
+  stdio;
+* any other ``KIND:LOCATION`` source loads a catalog with no runtime (planning only; every
+  call comes back as an ``unknown_tool`` observation).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from hyperplan.catalog import Catalog, ToolSpec
+from hyperplan.errors import HyperplanError
+from hyperplan.execute.results import ErrorKind, ToolResult, ToolRuntime
+from hyperplan.execute.runtimes import MCPRuntime, OpenAPIRuntime, PythonRuntime
+from hyperplan.llm.budget import Accounting
+from hyperplan.llm.openai_client import OpenAICompatibleLLM
+from hyperplan.sources import load_source
+
+
+@dataclass(frozen=True)
+class ToolSetup:
+    catalog: Catalog
+    runtime: ToolRuntime
+    world: Any = None  # the DemoWorld behind ``demo-world``, for checkers
+
+
+class NoRuntime:
+    """The runtime of a catalog nobody can execute: every call is an observation saying so."""
+
+    def can_run(self, tool: ToolSpec) -> bool:
+        return False
+
+    def call(self, tool: ToolSpec, arguments: Mapping[str, Any], *,
+             timeout: float | None = None) -> ToolResult:
+        return ToolResult.failure(tool.name, arguments, ErrorKind.UNKNOWN_TOOL,
+                                  f"{tool.name}: no runtime for catalog source {tool.source!r}")
+
+    def close(self) -> None:
+        return None
+
+
+def tools_from_source(spec: str | None, *, base_url: str | None = None,
+                      headers: Mapping[str, str] | None = None,
+                      mcp_command: str | None = None, timeout: float = 30.0) -> ToolSetup:
+    """Catalog and runtime for a tool source (module doc)."""
+    if mcp_command:
+        parts = shlex.split(mcp_command)
+        if not parts:
+            raise HyperplanError("--mcp-command is empty")
+        mcp = MCPRuntime(parts[0], parts[1:], timeout=timeout)
+        return ToolSetup(mcp.catalog(), mcp)
+    if not spec:
+        raise HyperplanError("give --tools SOURCE or --mcp-command CMD")
+    if spec == "demo-world":
+        from hyperplan.demo_world import DemoWorld
+
+        world = DemoWorld()
+        return ToolSetup(world.catalog(), PythonRuntime(world.callables(), timeout=timeout),
+                         world)
+    catalog = load_source(spec)
+    kind = spec.partition(":")[0]
+    if kind == "python":
+        return ToolSetup(catalog, PythonRuntime.from_catalog(catalog, timeout=timeout))
+    if kind == "openapi":
+        return ToolSetup(catalog, OpenAPIRuntime(base_url, headers, timeout=timeout))
+    return ToolSetup(catalog, NoRuntime())
+
+
+def parse_headers(items: list[str]) -> dict[str, str]:
+    """``["Authorization: Bearer x"]`` -> ``{"Authorization": "Bearer x"}``; ``$VAR`` values
+    are read from the environment so secrets need not appear on the command line."""
+    headers = {}
+    for item in items:
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip():
+            raise HyperplanError(f"header {item!r} is not 'Name: value'")
+        value = value.strip()
+        if value.startswith("$"):
+            value = os.environ.get(value[1:], "")
+            if not value:
+                raise HyperplanError(f"header {name.strip()}: environment variable "
+                                     f"{item.partition(':')[2].strip()} is not set")
+        headers[name.strip()] = value
+    return headers
+
+
+def llm_from_options(url: str | None, model: str | None,
+                     accounting: Accounting) -> OpenAICompatibleLLM | None:
+    """An OpenAI-compatible client for ``url`` (else ``HYPERPLAN_LLM_BASE_URL``), or None
+    when no endpoint is configured. The model defaults to ``HYPERPLAN_LLM_MODEL``, else the
+    first model the server lists."""
+    base = url or os.environ.get("HYPERPLAN_LLM_BASE_URL")
+    if not base:
+        return None
+    chosen = model or os.environ.get("HYPERPLAN_LLM_MODEL") or _first_model(base)
+    return OpenAICompatibleLLM(chosen, base_url=base, accounting=accounting)
+
+
+def _first_model(base_url: str) -> str:
+    import httpx
+
+    try:
+        data = httpx.get(base_url.rstrip("/") + "/models", timeout=10).json()
+        return str(data["data"][0]["id"])
+    except (httpx.HTTPError, KeyError, IndexError, ValueError, TypeError):
+        raise HyperplanError(f"cannot list models at {base_url}; pass --model") from None
