@@ -1,0 +1,1 @@
+"""HyperMCTS: hypergraph-augmented tree search for long-horizon planning (seed 003)."""
