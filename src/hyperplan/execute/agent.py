@@ -81,7 +81,7 @@ def run_goal(ctx: RunContext, goal: StructuredGoal) -> RunResult:
         raise PlanError("the structured goal does not fit the tool graph", problems)
     ctx.tracer.emit("run_start", mode="goal", goal=goal.as_dict())
     ctx.tracer.emit("dag", **dag.as_dict())
-    return _finish(ctx, execute_dag(ctx, dag, AgentState.start(goal.values), refine=False))
+    return finish_run(ctx, execute_dag(ctx, dag, AgentState.start(goal.values), refine=False))
 
 
 def run_request(ctx: RunContext, request: str, embedder: Embedder,
@@ -105,13 +105,13 @@ def run_request(ctx: RunContext, request: str, embedder: Embedder,
                         text=text)
         dag = plan_dag(llm, request, cg.subgraph, text)
     except BudgetExceeded as exc:
-        return _finish(ctx, RunResult("budget_exhausted", state, None, message=str(exc)))
+        return finish_run(ctx, RunResult("budget_exhausted", state, None, message=str(exc)))
     except PlanError as exc:
-        return _finish(ctx, RunResult("failed", state, None, message=str(exc)))
+        return finish_run(ctx, RunResult("failed", state, None, message=str(exc)))
     ctx.tracer.emit("dag", **dag.as_dict())
     ctx = replace(ctx, context_graph=cg.subgraph, context_text=text)
     state = AgentState.start(interp.values)
-    return _finish(ctx, execute_dag(ctx, dag, state, refine=True))
+    return finish_run(ctx, execute_dag(ctx, dag, state, refine=True))
 
 
 def namespaces(graph: Hypergraph) -> list[str]:
@@ -212,7 +212,8 @@ def _overall(dag: TaskDAG, state: AgentState) -> str:
     return "failed"
 
 
-def _finish(ctx: RunContext, result: RunResult) -> RunResult:
+def finish_run(ctx: RunContext, result: RunResult) -> RunResult:
+    """Attach the accounting snapshot and write ``run_end`` to the trace."""
     result = replace(result, accounting=ctx.accounting.snapshot())
     ctx.tracer.emit("run_end", status=result.status, message=result.message,
                     tool_calls=result.tool_calls, llm_calls=result.llm_calls,

@@ -95,16 +95,20 @@ def parse_headers(items: list[str]) -> dict[str, str]:
     return headers
 
 
-def llm_from_options(url: str | None, model: str | None,
-                     accounting: Accounting) -> OpenAICompatibleLLM | None:
+def llm_from_options(url: str | None, model: str | None, accounting: Accounting, *,
+                     max_tokens: int | None = None) -> OpenAICompatibleLLM | None:
     """An OpenAI-compatible client for ``url`` (else ``HYPERPLAN_LLM_BASE_URL``), or None
     when no endpoint is configured. The model defaults to ``HYPERPLAN_LLM_MODEL``, else the
-    first model the server lists."""
+    first model the server lists. Completions are capped at ``max_tokens`` (else
+    ``HYPERPLAN_LLM_MAX_TOKENS``, else 1024) so a model that never closes its JSON cannot run
+    to the end of its context."""
     base = url or os.environ.get("HYPERPLAN_LLM_BASE_URL")
     if not base:
         return None
     chosen = model or os.environ.get("HYPERPLAN_LLM_MODEL") or _first_model(base)
-    return OpenAICompatibleLLM(chosen, base_url=base, accounting=accounting)
+    cap = max_tokens or int(os.environ.get("HYPERPLAN_LLM_MAX_TOKENS") or 1024)
+    return OpenAICompatibleLLM(chosen, base_url=base, accounting=accounting, max_tokens=cap,
+                               temperature=0.0)
 
 
 def _first_model(base_url: str) -> str:

@@ -12,7 +12,8 @@ from string import Template
 
 from hyperplan.errors import HyperplanError
 
-PROMPT_NAMES = ("interpret", "plan", "refine", "bind", "repair")
+PROMPT_NAMES = ("interpret", "plan", "refine", "bind", "repair", "react", "planexec_plan",
+                "planexec_step")
 
 
 @cache
