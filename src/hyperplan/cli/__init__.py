@@ -11,6 +11,7 @@ from hyperplan.cli.common import console, fail
 from hyperplan.cli.demo import demo
 from hyperplan.cli.eval_cmds import eval_app
 from hyperplan.cli.eval_retrieval import retrieval_cmd
+from hyperplan.cli.eval_run import eval_run_cmd
 from hyperplan.cli.graph_cmds import graph_app
 from hyperplan.cli.plan_cmds import plan_app
 from hyperplan.cli.run_cmds import run, trace_app
@@ -25,6 +26,7 @@ app = typer.Typer(
 )
 app.add_typer(graph_app, name="graph")
 eval_app.command("retrieval")(retrieval_cmd)
+eval_app.command("run")(eval_run_cmd)
 app.add_typer(eval_app, name="eval")
 app.add_typer(plan_app, name="plan")
 app.add_typer(bench_app, name="bench")

@@ -125,6 +125,7 @@ def execute_dag(ctx: RunContext, dag: TaskDAG, state: AgentState, *,
                 refine: bool) -> RunResult:
     """The loop of the module doc."""
     blocked: list[BlockedChoice] = []
+    reasons: list[str] = []
     refinements = 0
     try:
         while True:
@@ -139,6 +140,8 @@ def execute_dag(ctx: RunContext, dag: TaskDAG, state: AgentState, *,
             state, attempt = execute_subtask(ctx, sub, state)
             if attempt.stopped:
                 return RunResult("budget_exhausted", state, dag, tuple(blocked), attempt.stopped)
+            if not attempt.ok:
+                reasons.append(f"{sub.id}: {attempt.reason}")
             if attempt.ok:
                 state = _settle(ctx, state, sub.id, SubtaskStatus.DONE, attempt.reason)
             elif attempt.blocked:
@@ -155,8 +158,9 @@ def execute_dag(ctx: RunContext, dag: TaskDAG, state: AgentState, *,
                 state = _settle(ctx, state, sub.id, SubtaskStatus.FAILED, attempt.reason)
     except BudgetExceeded as exc:
         return RunResult("budget_exhausted", state, dag, tuple(blocked), str(exc))
-    return RunResult(_overall(dag, state), state, dag, tuple(blocked),
-                     "; ".join(b.parameter for b in blocked))
+    status = _overall(dag, state)
+    return RunResult(status, state, dag, tuple(blocked),
+                     "" if status == "success" else "; ".join(reasons[-3:]))
 
 
 def _refine(ctx: RunContext, dag: TaskDAG, state: AgentState,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,7 +28,7 @@ class TracedLLM:
             self.tracer.emit("llm_call", component=component, ok=False, error=str(exc),
                              messages=_messages(messages))
             raise
-        self._emit(component, messages, resp)
+        self._emit(component, messages, resp, tools)
         return resp
 
     async def acomplete(self, messages: Sequence[Message], *, schema: JSONSchema | None = None,
@@ -35,17 +36,31 @@ class TracedLLM:
                         tool_choice: ToolChoice = None, component: str = "") -> LLMResponse:
         resp = await self.inner.acomplete(messages, schema=schema, tools=tools,
                                           tool_choice=tool_choice, component=component)
-        self._emit(component, messages, resp)
+        self._emit(component, messages, resp, tools)
         return resp
 
-    def _emit(self, component: str, messages: Sequence[Message], resp: LLMResponse) -> None:
+    def _emit(self, component: str, messages: Sequence[Message], resp: LLMResponse,
+              tools: Sequence[ToolSpec] | None) -> None:
         self.tracer.emit(
             "llm_call", component=component, ok=True, model=resp.model,
             prompt_tokens=resp.usage.prompt_tokens,
             completion_tokens=resp.usage.completion_tokens,
             latency_s=round(resp.latency_s, 4), messages=_messages(messages), text=resp.text,
+            tool_calls=[{"name": c.name, "arguments": dict(c.arguments)}
+                        for c in resp.tool_calls],
+            tool_doc_tokens=_tool_tokens(tools),
         )
 
 
 def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return [{"role": m.role, "content": m.content} for m in messages]
+
+
+def _tool_tokens(tools: Sequence[ToolSpec] | None) -> int:
+    """Tokens of the tool documentation offered with a call (0 when none)."""
+    if not tools:
+        return 0
+    from hyperplan.retrieve.serialize import count_tokens
+
+    return count_tokens(json.dumps([{"name": t.name, "description": t.description,
+                                     "parameters": dict(t.parameters)} for t in tools]))

@@ -1,0 +1,108 @@
+"""``hyperplan eval run``: agents on a suite, stored as they finish, resumable."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+from hyperplan.cli.common import console, out
+from hyperplan.errors import HyperplanError
+from hyperplan.eval.harness import AGENTS, EvalConfig, TaskOutcome, pending_jobs, run_eval
+from hyperplan.eval.store import RunStore
+from hyperplan.llm.budget import Budget
+
+DEFAULT_STORE = Path(".hyperplan") / "runs.sqlite"
+
+
+def eval_run_cmd(
+    suite: str = typer.Option("demo", help="Suite name (demo)."),
+    agents: str = typer.Option("hyperagent,react,planexec",
+                               help=f"Comma-separated: {', '.join(AGENTS)}."),
+    llm: str = typer.Option("none", help="'scripted' (test double), 'none' (LLM-free agents "
+                            "only) or an OpenAI-compatible base URL."),
+    model: str = typer.Option("", help="Model name for an endpoint."),
+    embedder: str = typer.Option("hashing", help="auto | minilm | hashing"),
+    workers: int = typer.Option(2, help="Worker processes (1 = in this process)."),
+    limit: int = typer.Option(None, help="Only the first N tasks."),
+    resume: str = typer.Option(None, help="Continue run RUN_ID: finished tasks are kept."),
+    store: Path = typer.Option(DEFAULT_STORE, help="SQLite run store."),
+    max_llm_calls: int = typer.Option(30, help="Per-task budget: LLM calls."),
+    max_tool_calls: int = typer.Option(40, help="Per-task budget: tool calls."),
+    max_tokens: int = typer.Option(None, help="Per-task budget: tokens."),
+    max_seconds: float = typer.Option(300.0, help="Per-task budget: wall seconds."),
+    as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
+) -> None:
+    """Run agents on a suite; results go to the run store as each task finishes."""
+    with RunStore(store) as db:
+        if resume:
+            info = db.run(resume)
+            cfg = EvalConfig(**{**info.config, "agents": tuple(info.config["agents"]),
+                                "budget": Budget(**info.config["budget"])})
+            run_id = resume
+        else:
+            cfg = EvalConfig(suite=suite, agents=tuple(a.strip() for a in agents.split(",")
+                                                       if a.strip()),
+                             llm=llm, model=model, embedder=embedder,
+                             budget=Budget(max_llm_calls, max_tokens, max_tool_calls,
+                                           max_seconds),
+                             workers=workers, limit=limit)
+            cfg.check()
+            run_id = db.create_run(suite=cfg.suite, agents=cfg.agents, llm=cfg.llm,
+                                   model=cfg.model, command=shlex.join(sys.argv),
+                                   config=cfg.as_dict())
+        todo = len(pending_jobs(cfg, db.done(run_id)))
+        console.print(f"run {run_id}: {todo} task runs to do ({cfg.suite}, "
+                      f"{', '.join(cfg.agents)}, llm {cfg.llm})")
+        _run_with_progress(cfg, db, run_id, todo)
+        summary = summarize_run(db, run_id)
+    if as_json:
+        out.print_json(json.dumps(summary))
+    else:
+        for agent, row in summary["agents"].items():
+            out.print(f"{agent}: success {row['success']}/{row['tasks']}, tool calls "
+                      f"{row['tool_calls']}, LLM calls {row['llm_calls']}, tokens "
+                      f"{row['tokens']}")
+        console.print(f"report: hyperplan report {run_id} --store {store}")
+
+
+def _run_with_progress(cfg: EvalConfig, db: RunStore, run_id: str, total: int) -> None:
+    counts: Counter[str] = Counter()
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(),
+                  TextColumn("{task.completed}/{task.total}"), TimeElapsedColumn(),
+                  TextColumn("eta"), TimeRemainingColumn(), console=console,
+                  disable=not console.is_terminal) as bar:
+        job = bar.add_task("running", total=max(total, 1))
+
+        def update(outcome: TaskOutcome, done: int, _total: int) -> None:
+            counts["success"] += outcome.success
+            counts["tokens"] += outcome.metrics["prompt_tokens"] + \
+                outcome.metrics["completion_tokens"]
+            bar.update(job, completed=done, description=(
+                f"success {counts['success']}/{done} · tokens {counts['tokens']}"))
+
+        run_eval(cfg, db, run_id, update)
+
+
+def summarize_run(db: RunStore, run_id: str) -> dict[str, Any]:
+    """Per-agent totals of a stored run."""
+    info = db.run(run_id)
+    agents: dict[str, dict[str, int]] = {}
+    for r in db.results(run_id):
+        row = agents.setdefault(r.agent, Counter())
+        row["tasks"] += 1
+        row["success"] += r.success
+        row["tool_calls"] += int(r.metrics.get("tool_calls", 0))
+        row["llm_calls"] += int(r.metrics.get("llm_calls", 0))
+        row["tokens"] += int(r.metrics.get("prompt_tokens", 0)) + \
+            int(r.metrics.get("completion_tokens", 0))
+    if not agents and info.agents:
+        raise HyperplanError(f"run {run_id} has no results yet")
+    return {"run_id": run_id, "suite": info.suite, "llm": info.llm,
+            "agents": {a: dict(v) for a, v in sorted(agents.items())}}

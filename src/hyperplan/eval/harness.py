@@ -1,0 +1,210 @@
+"""Agent evaluation runs that survive (issue 6): every (task, agent) pair runs in a worker
+process with a fresh environment, its own budget, accounting and trace; the result is written
+to the :class:`~hyperplan.eval.store.RunStore` as soon as it finishes; a resumed run skips the
+pairs already stored.
+
+Agents: ``hyperagent`` (the full agent on the request; needs an LLM), ``hyperagent-goal``
+(LLM-free on the task's structured goal), ``react``, ``planexec``. Same LLM, same tool runtime,
+same limits for all. An agent that raises is recorded as status ``error`` with the message; the
+harness itself never stops for one task.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from hyperplan.errors import HyperplanError
+from hyperplan.eval.agent_suites import EvalTask, SuiteSession, get_suite
+from hyperplan.eval.store import RunStore
+from hyperplan.execute.agent import RunResult
+from hyperplan.execute.subtask import AgentConfig, RunContext
+from hyperplan.execute.trace import TraceWriter
+from hyperplan.execute.traced_llm import TracedLLM
+from hyperplan.llm.budget import Accounting, Budget
+from hyperplan.llm.types import LLM
+
+AGENTS = ("hyperagent", "hyperagent-goal", "react", "planexec")
+LLM_FREE_AGENTS = frozenset({"hyperagent-goal"})
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    """One evaluation: suite, agents, LLM (``scripted``, ``none`` or a base URL), model,
+    embedder, per-task budget, worker processes."""
+
+    suite: str
+    agents: tuple[str, ...]
+    llm: str = "none"
+    model: str = ""
+    embedder: str = "hashing"
+    budget: Budget = field(default_factory=lambda: Budget(max_calls=30, max_tool_calls=40,
+                                                          max_wall_s=300.0))
+    workers: int = 2
+    limit: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["agents"] = list(self.agents)
+        return out
+
+    def check(self) -> None:
+        unknown = [a for a in self.agents if a not in AGENTS]
+        if unknown:
+            raise HyperplanError(f"unknown agent(s) {unknown}; known: {', '.join(AGENTS)}")
+        needs_llm = [a for a in self.agents if a not in LLM_FREE_AGENTS]
+        if needs_llm and self.llm == "none":
+            raise HyperplanError(f"agents {needs_llm} need --llm (an endpoint URL or "
+                                 "'scripted')")
+
+
+@dataclass(frozen=True)
+class TaskOutcome:
+    task_id: str
+    agent: str
+    status: str
+    success: bool
+    metrics: dict[str, Any]
+    trace: list[dict[str, Any]]
+
+
+_SESSIONS: dict[tuple[str, str], SuiteSession] = {}
+
+
+def _session(suite: str, embedder: str) -> SuiteSession:
+    key = (suite, embedder)
+    if key not in _SESSIONS:
+        _SESSIONS[key] = get_suite(suite).open(embedder)
+    return _SESSIONS[key]
+
+
+def _llm(cfg: EvalConfig, task: EvalTask, accounting: Accounting) -> LLM | None:
+    if cfg.llm == "none":
+        return None
+    if cfg.llm == "scripted":
+        from hyperplan.eval.scripted import scripted_llm
+
+        return scripted_llm(task, accounting)
+    from hyperplan.execute.setup import llm_from_options
+
+    return llm_from_options(cfg.llm, cfg.model or None, accounting)
+
+
+def run_one(cfg: EvalConfig, task: EvalTask, agent: str) -> TaskOutcome:
+    """Run ``agent`` on ``task`` in a fresh environment (worker side)."""
+    session = _session(cfg.suite, cfg.embedder)
+    runtime = session.start(task)
+    accounting = Accounting(cfg.budget)
+    tracer = TraceWriter()
+    started = time.perf_counter()
+    try:
+        client = None if agent in LLM_FREE_AGENTS else _llm(cfg, task, accounting)
+        ctx = RunContext(graph=session.graph, catalog=session.catalog, runtime=runtime,
+                         accounting=accounting, tracer=tracer, config=AgentConfig(),
+                         llm=TracedLLM(client, tracer) if client else None,
+                         request=task.request)
+        result = _dispatch(agent, ctx, task, session)
+        status, message = result.status, result.message
+    except Exception as exc:  # one broken task must not stop the run
+        status, message = "error", f"{type(exc).__name__}: {exc}"
+        tracer.emit("error", message=message, traceback=traceback.format_exc(limit=5))
+        result = None
+    finally:
+        runtime.close()
+    success = session.check(task)
+    metrics = _metrics(result, accounting, tracer.events, time.perf_counter() - started)
+    metrics.update(message=message[:500], min_calls=task.min_calls,
+                   category=_category(status, success, message))
+    return TaskOutcome(task.id, agent, status, success, metrics, tracer.events)
+
+
+def _dispatch(agent: str, ctx: RunContext, task: EvalTask,
+              session: SuiteSession) -> RunResult:
+    from hyperplan.agents import run_plan_and_execute, run_react
+    from hyperplan.execute.agent import run_goal, run_request
+
+    if agent == "hyperagent":
+        return run_request(ctx, task.request, session.embedder, session.index)
+    if agent == "hyperagent-goal":
+        if task.goal is None:
+            raise HyperplanError(f"task {task.id} has no structured goal")
+        return run_goal(ctx, task.goal)
+    if agent == "react":
+        return run_react(ctx, task.request)
+    return run_plan_and_execute(ctx, task.request)
+
+
+def _metrics(result: RunResult | None, accounting: Accounting, events: list[dict[str, Any]],
+             seconds: float) -> dict[str, Any]:
+    totals = accounting.totals()
+    context = sum(int(e.get("tokens", 0)) for e in events if e["type"] == "context_graph")
+    calls = [e for e in events if e["type"] == "llm_call"]
+    planning = sum(1 for e in calls if e.get("component") in ("planner", "refiner"))
+    doc_tokens = context * planning + sum(int(e.get("tool_doc_tokens", 0)) for e in calls)
+    return {
+        "tool_calls": result.tool_calls if result else 0,
+        "llm_calls": totals.calls,
+        "prompt_tokens": totals.prompt_tokens,
+        "completion_tokens": totals.completion_tokens,
+        "tool_doc_tokens": doc_tokens,
+        "seconds": round(seconds, 3),
+        "budget_exhausted": accounting.stopped is not None,
+    }
+
+
+def _category(status: str, success: bool, message: str) -> str:
+    """Failure category of a finished task (``ok`` when the checker passed)."""
+    if success:
+        return "ok"
+    if status == "budget_exhausted":
+        return "budget"
+    if status == "blocked":
+        return "ambiguous"
+    if status == "error":
+        return "error"
+    if "plan" in message and "invalid" in message:
+        return "invalid_plan"
+    if status in ("failed", "partial"):
+        return "execution_failed"
+    return "checker_failed"
+
+
+def pending_jobs(cfg: EvalConfig, done: set[tuple[str, str]]) -> list[tuple[EvalTask, str]]:
+    tasks = get_suite(cfg.suite).tasks()[: cfg.limit]
+    return [(t, a) for t in tasks for a in cfg.agents if (t.id, a) not in done]
+
+
+def run_eval(cfg: EvalConfig, store: RunStore, run_id: str,
+             on_result: Callable[[TaskOutcome, int, int], None] | None = None) -> int:
+    """Run every pending (task, agent) of ``run_id`` and store each result as it finishes;
+    returns how many ran. ``workers <= 1`` runs in this process."""
+    jobs = pending_jobs(cfg, store.done(run_id))
+    finished = 0
+    for outcome in _execute(cfg, jobs):
+        store.add_result(run_id, outcome.task_id, outcome.agent, status=outcome.status,
+                         success=outcome.success, metrics=outcome.metrics, trace=outcome.trace)
+        finished += 1
+        if on_result is not None:
+            on_result(outcome, finished, len(jobs))
+    return finished
+
+
+def _execute(cfg: EvalConfig, jobs: Sequence[tuple[EvalTask, str]]) -> Iterator[TaskOutcome]:
+    if cfg.workers <= 1:
+        for task, agent in jobs:
+            yield run_one(cfg, task, agent)
+        return
+    with ProcessPoolExecutor(max_workers=cfg.workers) as pool:
+        waiting: set[Future[TaskOutcome]] = set()
+        queue = list(jobs)
+        while queue or waiting:
+            while queue and len(waiting) < 2 * cfg.workers:
+                task, agent = queue.pop(0)
+                waiting.add(pool.submit(run_one, cfg, task, agent))
+            done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+            for fut in done:
+                yield fut.result()
