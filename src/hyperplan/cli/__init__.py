@@ -11,7 +11,7 @@ from hyperplan.cli.common import console, fail
 from hyperplan.cli.demo import demo
 from hyperplan.cli.eval_cmds import eval_app
 from hyperplan.cli.eval_retrieval import retrieval_cmd
-from hyperplan.cli.eval_run import eval_run_cmd
+from hyperplan.cli.eval_run import eval_run_cmd, report_cmd
 from hyperplan.cli.graph_cmds import graph_app
 from hyperplan.cli.plan_cmds import plan_app
 from hyperplan.cli.run_cmds import run, trace_app
@@ -32,6 +32,7 @@ app.add_typer(plan_app, name="plan")
 app.add_typer(bench_app, name="bench")
 app.command()(demo)
 app.command()(run)
+app.command("report")(report_cmd)
 app.add_typer(trace_app, name="trace")
 
 

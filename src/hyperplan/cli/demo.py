@@ -21,7 +21,7 @@ from hyperplan.cli.run_cmds import _embedder, render_event
 from hyperplan.demo_world import DemoTask, DemoWorld, load_tasks
 from hyperplan.embed.base import Embedder
 from hyperplan.errors import HyperplanError
-from hyperplan.execute.agent import RunResult, namespaces, run_goal, run_request
+from hyperplan.execute.agent import RunResult, namespaces, run_goal, run_request, tool_links
 from hyperplan.execute.runtimes import PythonRuntime
 from hyperplan.execute.setup import llm_from_options
 from hyperplan.execute.subtask import RunContext
@@ -116,7 +116,8 @@ def _context_event(tracer: TraceWriter, graph: Hypergraph, index: GraphIndex, em
     cg = extract_context_graph(graph, interpret_request(request, namespaces(graph)),
                                embedder=emb, index=index)
     text = serialize_context_graph(cg)
-    tracer.emit("context_graph", tools=cg.tool_names, tokens=count_tokens(text))
+    tracer.emit("context_graph", tools=cg.tool_names, tokens=count_tokens(text),
+                links=tool_links(cg.subgraph))
 
 
 def _verdict(task: DemoTask, result: RunResult, passed: bool) -> None:

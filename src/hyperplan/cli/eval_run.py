@@ -106,3 +106,19 @@ def summarize_run(db: RunStore, run_id: str) -> dict[str, Any]:
         raise HyperplanError(f"run {run_id} has no results yet")
     return {"run_id": run_id, "suite": info.suite, "llm": info.llm,
             "agents": {a: dict(v) for a, v in sorted(agents.items())}}
+
+
+def report_cmd(
+    run_id: str = typer.Argument(..., help="A run id from `hyperplan eval run`."),
+    store: Path = typer.Option(DEFAULT_STORE, help="SQLite run store."),
+    out_dir: Path = typer.Option(None, "--out", help="Output directory (default "
+                                 "reports/RUN_ID)."),
+) -> None:
+    """Write report.md, PNG plots and a self-contained report.html for a stored run."""
+    from hyperplan.eval.report import write_report
+
+    target = out_dir or Path("reports") / run_id
+    with RunStore(store) as db:
+        written = write_report(db, run_id, target)
+    for kind, path in written.items():
+        out.print(f"{kind}: {path}")

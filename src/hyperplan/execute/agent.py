@@ -102,7 +102,7 @@ def run_request(ctx: RunContext, request: str, embedder: Embedder,
                                    config=ContextGraphConfig(budget=ctx.config.context_budget))
         text = serialize_context_graph(cg)
         ctx.tracer.emit("context_graph", tools=cg.tool_names, tokens=count_tokens(text),
-                        text=text)
+                        links=tool_links(cg.subgraph), text=text)
         dag = plan_dag(llm, request, cg.subgraph, text)
     except BudgetExceeded as exc:
         return finish_run(ctx, RunResult("budget_exhausted", state, None, message=str(exc)))
@@ -112,6 +112,15 @@ def run_request(ctx: RunContext, request: str, embedder: Embedder,
     ctx = replace(ctx, context_graph=cg.subgraph, context_text=text)
     state = AgentState.start(interp.values)
     return finish_run(ctx, execute_dag(ctx, dag, state, refine=True))
+
+
+def tool_links(graph: Hypergraph) -> list[list[str]]:
+    """Tool-level edges (producer, consumer) of a (context) graph, for traces and reports."""
+    owner = graph.node_tool
+    pairs = {(graph.tools[int(owner[s])].name, graph.tools[int(owner[t])].name)
+             for s, t in zip(graph.link_source.tolist(), graph.link_target.tolist(),
+                             strict=True)}
+    return [list(p) for p in sorted(pairs) if p[0] != p[1]]
 
 
 def namespaces(graph: Hypergraph) -> list[str]:
