@@ -98,3 +98,36 @@ def test_plan_and_execute_runs_each_step(graph: Hypergraph) -> None:
     last_step_prompt = llm.calls[5].messages[1].content
     assert "step 2 (find the song Help): song_id 3" in last_step_prompt
     assert result.state.status["step3"].value == "done"
+
+
+PLAN = {"subtasks": [{"id": "q1", "goal": "like the song Help", "terminals": ["music.like_song"],
+                      "depends_on": [], "inputs": {"query": "Help"}}]}
+INTERP = ScriptedRule(json={"operations": ["like song"], "schemas": ["song"], "values": {}},
+                      component="interpreter")
+
+
+def test_variant1_plans_from_plain_tool_descriptions(graph: Hypergraph) -> None:
+    from hyperplan.agents import run_variant1
+
+    world = MusicWorld()
+    rules = [INTERP, ScriptedRule(json=PLAN, component="planner")]
+    ctx, llm = _ctx(graph, world, rules)
+    result = run_variant1(ctx, "Like the song Help", get_embedder("hashing"))
+    prompt = next(c for c in llm.calls if c.component == "planner").messages[-1].content
+    assert "# Links" not in prompt and "- music.like_song: Like a song." in prompt
+    # the scripted plan gives no credentials, so execution stops honestly
+    assert result.status in ("failed", "blocked", "success")
+
+
+def test_variant2_runs_subtasks_over_semantic_top_k_tools(graph: Hypergraph) -> None:
+    from hyperplan.agents import run_variant2
+
+    world = MusicWorld()
+    rules = [INTERP, ScriptedRule(json=PLAN, component="planner"), *CALLS,
+             ScriptedRule(text="liked", component="executor")]
+    ctx, llm = _ctx(graph, world, rules)
+    result = run_variant2(ctx, "Like the song Help", get_embedder("hashing"), k=3)
+    assert result.status == "success", result.message
+    assert world.liked == [3]
+    offered = {t.name for t in next(c for c in llm.calls if c.component == "executor").tools}
+    assert "music__like_song" in offered and len(offered) <= 4

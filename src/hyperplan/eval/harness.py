@@ -4,7 +4,8 @@ to the :class:`~hyperplan.eval.store.RunStore` as soon as it finishes; a resumed
 pairs already stored.
 
 Agents: ``hyperagent`` (the full agent on the request; needs an LLM), ``hyperagent-goal``
-(LLM-free on the task's structured goal), ``react``, ``planexec``. Same LLM, same tool runtime,
+(LLM-free on the task's structured goal), ``react``, ``planexec``, and the paper's ablations
+``variant1`` (no context graph) and ``variant2`` (no support graphs). Same LLM, same tool runtime,
 same limits for all. An agent that raises is recorded as status ``error`` with the message; the
 harness itself never stops for one task.
 """
@@ -28,7 +29,7 @@ from hyperplan.execute.traced_llm import TracedLLM
 from hyperplan.llm.budget import Accounting, Budget
 from hyperplan.llm.types import LLM
 
-AGENTS = ("hyperagent", "hyperagent-goal", "react", "planexec")
+AGENTS = ("hyperagent", "hyperagent-goal", "react", "planexec", "variant1", "variant2")
 LLM_FREE_AGENTS = frozenset({"hyperagent-goal"})
 
 
@@ -124,7 +125,7 @@ def run_one(cfg: EvalConfig, task: EvalTask, agent: str) -> TaskOutcome:
 
 def _dispatch(agent: str, ctx: RunContext, task: EvalTask,
               session: SuiteSession) -> RunResult:
-    from hyperplan.agents import run_plan_and_execute, run_react
+    from hyperplan.agents import run_plan_and_execute, run_react, run_variant1, run_variant2
     from hyperplan.execute.agent import run_goal, run_request
 
     if agent == "hyperagent":
@@ -135,6 +136,10 @@ def _dispatch(agent: str, ctx: RunContext, task: EvalTask,
         return run_goal(ctx, task.goal)
     if agent == "react":
         return run_react(ctx, task.request)
+    if agent == "variant1":
+        return run_variant1(ctx, task.request, session.embedder, session.index)
+    if agent == "variant2":
+        return run_variant2(ctx, task.request, session.embedder, session.index)
     return run_plan_and_execute(ctx, task.request)
 
 

@@ -84,14 +84,27 @@ def run_goal(ctx: RunContext, goal: StructuredGoal) -> RunResult:
     return finish_run(ctx, execute_dag(ctx, dag, AgentState.start(goal.values), refine=False))
 
 
-def run_request(ctx: RunContext, request: str, embedder: Embedder,
-                index: GraphIndex | None = None) -> RunResult:
-    """The full agent on a natural-language ``request`` (needs ``ctx.llm``)."""
+@dataclass(frozen=True)
+class PlannedRequest:
+    """A request after interpretation, context retrieval and Task DAG planning."""
+
+    ctx: RunContext
+    dag: TaskDAG
+    state: AgentState
+
+
+def plan_request(ctx: RunContext, request: str, embedder: Embedder,
+                 index: GraphIndex | None = None, *,
+                 plain_context: bool = False) -> PlannedRequest | RunResult:
+    """Interpretation, Tool Context Graph and a validated Task DAG; a finished
+    :class:`RunResult` when planning fails or a budget runs out. ``plain_context`` gives the
+    planner the retrieved tools as plain "name: description" lines without schema nodes and
+    links (the paper's Variant 1)."""
     llm = ctx.llm
     if llm is None:
-        raise PlanError("run_request needs an LLM; use run_goal for LLM-free runs")
+        raise PlanError("planning a request needs an LLM; use run_goal for LLM-free runs")
     ctx = replace(ctx, request=request)
-    ctx.tracer.emit("run_start", mode="request", request=request)
+    ctx.tracer.emit("run_start", mode="request", request=request, plain_context=plain_context)
     state = AgentState.start()
     try:
         interp = interpret(llm, request, namespaces(ctx.graph))
@@ -100,9 +113,9 @@ def run_request(ctx: RunContext, request: str, embedder: Embedder,
                         schemas=list(interp.task.schemas), values=dict(interp.values))
         cg = extract_context_graph(ctx.graph, interp.task, embedder=embedder, index=index,
                                    config=ContextGraphConfig(budget=ctx.config.context_budget))
-        text = serialize_context_graph(cg)
+        text = plain_tools(cg.subgraph) if plain_context else serialize_context_graph(cg)
         ctx.tracer.emit("context_graph", tools=cg.tool_names, tokens=count_tokens(text),
-                        links=tool_links(cg.subgraph), text=text)
+                        links=[] if plain_context else tool_links(cg.subgraph), text=text)
         dag = plan_dag(llm, request, cg.subgraph, text)
     except BudgetExceeded as exc:
         return finish_run(ctx, RunResult("budget_exhausted", state, None, message=str(exc)))
@@ -110,8 +123,23 @@ def run_request(ctx: RunContext, request: str, embedder: Embedder,
         return finish_run(ctx, RunResult("failed", state, None, message=str(exc)))
     ctx.tracer.emit("dag", **dag.as_dict())
     ctx = replace(ctx, context_graph=cg.subgraph, context_text=text)
-    state = AgentState.start(interp.values)
-    return finish_run(ctx, execute_dag(ctx, dag, state, refine=True))
+    return PlannedRequest(ctx, dag, AgentState.start(interp.values))
+
+
+def run_request(ctx: RunContext, request: str, embedder: Embedder,
+                index: GraphIndex | None = None, *, plain_context: bool = False) -> RunResult:
+    """The full agent on a natural-language ``request`` (needs ``ctx.llm``)."""
+    planned = plan_request(ctx, request, embedder, index, plain_context=plain_context)
+    if isinstance(planned, RunResult):
+        return planned
+    return finish_run(planned.ctx, execute_dag(planned.ctx, planned.dag, planned.state,
+                                               refine=True))
+
+
+def plain_tools(graph: Hypergraph) -> str:
+    """Tools as "name: description" lines, no schema nodes or links (Variant 1)."""
+    return "\n".join(f"- {t.name}: {t.description}" for t in
+                     sorted(graph.tools, key=lambda t: t.name)) + "\n"
 
 
 def tool_links(graph: Hypergraph) -> list[list[str]]:
