@@ -189,3 +189,82 @@ def test_precondition_deficit_resolved_by_effect() -> None:
     assert [names(graph, g.tools) for g in result.complete] == [["app.login", "app.show"]]
     done = expand(graph, show, ground(graph, ["access_token"], effects=["app.authenticated"]))
     assert [names(graph, g.tools) for g in done.complete] == [["app.show"]]
+
+
+def test_dead_end_producer_is_skipped_for_the_next_best() -> None:
+    # K = 1: p1 has the higher support (1.0) but needs x, which nothing produces; pruning
+    # dead ends takes p2 (0.6) instead. Without pruning the only branch dies.
+    graph = make_graph({"t": (["a"], []), "p1": (["x"], ["oa"]), "p2": ([], ["oa"])},
+                       [("p1.oa", "t.a", 1.0), ("p2.oa", "t.a", 0.6)])
+    t = graph.tool_index["t"]
+    result = expand(graph, t, config=DOEConfig(top_k=1))
+    assert [names(graph, g.tools) for g in result.complete] == [["p2", "t"]]
+    stuck = expand(graph, t, config=DOEConfig(top_k=1, prune_dead_ends=False))
+    assert not stuck.ok and stuck.unsatisfiable == {graph.node_index["p1:in:x"]}
+
+
+def test_relevance_breaks_producer_ties() -> None:
+    # equal support: tool id decides without relevance (p1), relevance with it (p2)
+    graph = make_graph({"t": (["a"], []), "p1": ([], ["oa"]), "p2": ([], ["oa"])},
+                       [("p1.oa", "t.a", 0.7), ("p2.oa", "t.a", 0.7)])
+    t = graph.tool_index["t"]
+    relevance = np.zeros(graph.n_tools)
+    relevance[graph.tool_index["p2"]] = 0.4
+    plain = expand(graph, t, config=DOEConfig(top_k=1))
+    ranked = expand(graph, t, config=DOEConfig(top_k=1), relevance=relevance)
+    assert [names(graph, g.tools) for g in plain.complete] == [["p1", "t"]]
+    assert [names(graph, g.tools) for g in ranked.complete] == [["p2", "t"]]
+
+
+def shortcut_graph() -> Hypergraph:
+    # check needs corpus: read gives it directly (1.0), or through tokenize (read -> tokenize
+    # 1.0, tokenize -> check 0.8)
+    return make_graph(
+        {"check": (["corpus"], ["freq"]), "read": ([], ["corpus"]),
+         "tokenize": (["corpus"], ["tokens"])},
+        [("read.corpus", "check.corpus", 1.0), ("read.corpus", "tokenize.corpus", 1.0),
+         ("tokenize.tokens", "check.corpus", 0.8)],
+    )
+
+
+def test_size_cost_takes_a_longer_chain_only_when_its_steps_are_relevant() -> None:
+    graph = shortcut_graph()
+    check = graph.tool_index["check"]
+    relevance = np.zeros(graph.n_tools)
+    relevance[graph.tool_index["read"]] = 0.5
+    # without relevance: the paper's DOE, stop at the first complete depth, fewest tools
+    plain = select_support_graph(graph, ["check"])
+    assert plain.chosen is not None and names(graph, plain.chosen.tools) == ["read", "check"]
+    assert [names(graph, g.tools) for g in plain.results[0].complete] == [["read", "check"]]
+    # with relevance DOE searches one depth further (extra_depth = 1) and prices each tool at
+    # c = 1.2: {read, check} 1.0 + 0.5 - 1.2 = 0.3; {read, tokenize, check} with tokenize
+    # relevance 0.3: 1.8 + 0.8 - 2.4 = 0.2 -> shortcut; with 0.9: 1.8 + 1.4 - 2.4 = 0.8 -> chain
+    cfg = DOEConfig(extra_depth=1, size_cost=1.2)
+    result = expand(graph, check, config=cfg, relevance=relevance)
+    assert [names(graph, g.tools) for g in result.complete] == [
+        ["read", "check"], ["read", "tokenize", "check"]]
+    for rel, chosen in ((0.3, ["read", "check"]), (0.9, ["read", "tokenize", "check"])):
+        relevance[graph.tool_index["tokenize"]] = rel
+        selection = select_support_graph(graph, ["check"], config=cfg, relevance=relevance)
+        assert selection.chosen is not None and names(graph, selection.chosen.tools) == chosen
+    # size_cost=None keeps the fewest-tools rule even with relevance
+    best = best_support_graph(result.complete, relevance)
+    assert best is not None and names(graph, best.tools) == ["read", "check"]
+
+
+def test_weak_links_are_a_fallback_for_unsatisfiable_terminals() -> None:
+    # a's only producer p links at 0.3; b has a strong producer q (0.9) and a weak one r (0.3)
+    graph = make_graph({"t": (["a"], []), "u": (["b"], []), "p": ([], ["oa"]),
+                        "q": ([], ["ob"]), "r": ([], ["ob"])},
+                       [("p.oa", "t.a", 0.3), ("q.ob", "u.b", 0.9), ("r.ob", "u.b", 0.3)])
+    strict = DOEConfig(min_link_weight=0.5)
+    t = graph.tool_index["t"]
+    assert not expand(graph, t, config=strict).ok
+    fallback = DOEConfig(min_link_weight=0.5, fallback_link_weight=0.1)
+    assert [names(graph, g.tools) for g in expand(graph, t, config=fallback).complete] == [
+        ["p", "t"]]
+    # the weak r is not considered while the strong q resolves b, even if r is more relevant
+    relevance = np.zeros(graph.n_tools)
+    relevance[graph.tool_index["r"]] = 1.0
+    result = expand(graph, graph.tool_index["u"], config=fallback, relevance=relevance)
+    assert [names(graph, g.tools) for g in result.complete] == [["q", "u"]]

@@ -108,10 +108,10 @@ def test_appworld_minilm_measured_numbers(split: str) -> None:
     assert methods["context_graph"]["complete"] >= methods["semantic"]["complete"] + 0.6
 
 
-# Measured 2026-12-01 (hyperplan eval retrieval --suite appworld ... --embedder minilm --split S):
+# Measured 2026-11-30 (hyperplan eval retrieval --suite appworld ... --embedder minilm --split S):
 # split -> (n_tasks, context_graph complete, recall, semantic complete, recall)
 MEASURED = {
-    "all": (90, 0.7444, 0.9572, 0.0333, 0.5152),
-    "dev": (18, 0.8333, 0.9776, 0.0, 0.4692),
-    "heldout": (72, 0.7222, 0.9521, 0.0417, 0.5267),
+    "all": (90, 0.7889, 0.9638, 0.0333, 0.5152),
+    "dev": (18, 0.8889, 0.9869, 0.0, 0.4692),
+    "heldout": (72, 0.7639, 0.9581, 0.0417, 0.5267),
 }

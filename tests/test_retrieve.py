@@ -258,7 +258,9 @@ def test_lexical_mix_ranks_the_named_tool_first() -> None:
     graph, emb = _named_graph(), KeywordEmbedder()
     index = GraphIndex(graph, emb)
     interp = TaskInterpretation(("play song",), ())
-    cfg = ContextGraphConfig(node_mix=0.0, k_e=2, theta_e=0.5, hops=0, lexical_mix=0.0)
+    # seed_rank_decay = 1: the two tied seeds keep their full q (the decay has its own test)
+    cfg = ContextGraphConfig(node_mix=0.0, k_e=2, theta_e=0.5, hops=0, lexical_mix=0.0,
+                             seed_rank_decay=1.0)
     plain = extract_context_graph(graph, interp, embedder=emb, index=index, config=cfg)
     assert plain.tool_names[:2] == ["music.show_liked_songs", "music.play_song"]
     cfg = replace(cfg, lexical_mix=0.5, lexical_power=3.0)
@@ -304,3 +306,33 @@ def test_interpretation_names_apps_and_adds_lookups() -> None:
     it = interpret_request("Share the playlist with Spotify.", apps)  # an app is not a person
     assert not any("contacts" in op for op in it.operations)
     assert interpret_request("Play a song.", apps).apps == ()
+
+
+def test_seed_rank_decay_discounts_later_seeds_of_one_phrase() -> None:
+    # "play song" ties show_liked_songs and play_song (same description, cos 1): ranked by
+    # tool id, the second seed of the phrase is offered q * decay^1
+    graph, emb = _named_graph(), KeywordEmbedder()
+    index = GraphIndex(graph, emb)
+    interp = TaskInterpretation(("play song",), ())
+    cfg = ContextGraphConfig(node_mix=0.0, k_e=2, theta_e=0.5, hops=0, lexical_mix=0.0,
+                             seed_rank_decay=0.5)
+    cg = extract_context_graph(graph, interp, embedder=emb, index=index, config=cfg)
+    scores = {t.name: t.score for t in cg.tools}
+    assert scores == pytest.approx({"music.show_liked_songs": 1.0, "music.play_song": 0.5})
+    # each phrase has its own ranks: show_song is the first seed of "song" (cos 1) and keeps
+    # its full score, though it would be third for "play song"
+    both = TaskInterpretation(("play song", "song"), ())
+    cg = extract_context_graph(graph, both, embedder=emb, index=index, config=cfg)
+    assert {t.name: t.score for t in cg.tools} == pytest.approx(
+        {"music.show_liked_songs": 1.0, "music.show_song": 1.0, "music.play_song": 0.5})
+
+
+def test_share_power_scales_the_prerequisite_bound() -> None:
+    # d_op "play", k_back = 2: song_id of play has producers search and lyrics, both with
+    # s_back 0 (cos 0), so each has share 1/2; search (lower id) is the best. play is kept first
+    # (q = 1/sqrt(2)) and raises search to q * 0.9 * share^power
+    q = 0.5 ** 0.5
+    for power, expected in ((1.0, q * 0.9 * 0.5), (0.0, q * 0.9)):
+        _, _, got = _extract(("play",), hops=1, k_back=2, budget=None, share_power=power)
+        assert got["search"].reason == "prerequisite" and got["search"].via == "play"
+        assert got["search"].score == pytest.approx(expected, abs=1e-5)

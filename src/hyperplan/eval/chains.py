@@ -4,9 +4,12 @@ For each task, the terminal tools are the gold calls whose outputs no other call
 known values are the literal arguments of the gold calls, given as parameter names without
 saying which tool they belong to (:func:`hyperplan.plan.grounding.ground`, rule 2). DOE runs
 for each terminal over the graph built from the suite's whole tool pool (never from the gold
-calls) and the chosen support graphs are united. ``exact`` is the fraction of tasks whose
-predicted tool set equals the gold call tools; producer precision and recall compare the
-non-terminal tools, summed over tasks.
+calls) and the chosen support graphs are united. DOE gets the cosine of each tool's text to
+the task text as its relevance (producer ranking, beam ranking and support-graph selection,
+:func:`hyperplan.plan.doe.expand`) and trusts links of weight >= ``LINK_RETENTION``, falling
+back to weaker inferred links only for a terminal that is otherwise unsatisfiable. ``exact``
+is the fraction of tasks whose predicted tool set equals the gold call tools; producer
+precision and recall compare the non-terminal tools, summed over tasks.
 
 Baselines on the same graph and grounding: ``all_producers`` (the unpruned backward closure
 over producers of every ungrounded required input) and ``semantic_topk`` (the paper's
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -85,28 +88,48 @@ def doe_tools(graph: Hypergraph, terminals: list[str], grounding: Grounding,
     ok = True
     for name in terminals:
         started = time.perf_counter()
-        result = expand(graph, graph.tool_index[name], grounding, config)
+        result = expand(graph, graph.tool_index[name], grounding, config, relevance=relevance)
         timings.append((time.perf_counter() - started) * 1000)
         if not result.ok:
             ok = False
             tools.add(name)
             continue
-        best = best_support_graph(result.complete, relevance)
+        best = best_support_graph(result.complete, relevance, config.relevance_weight,
+                                  config.size_cost)
         assert best is not None
         tools |= {graph.tools[t].name for t in best.tools}
     return tools, ok
 
 
+# Link policy of the chains benchmark, chosen on the NesTools dev split: DOE trusts links of
+# weight >= LINK_RETENTION and, for a terminal that is unsatisfiable with those, falls back to
+# every inferred link of weight >= LINK_FALLBACK (missing links: a weak link beats no plan).
+LINK_RETENTION = 0.5
+LINK_FALLBACK = 0.1
+
+
+def chain_links(config: DOEConfig) -> LinkConfig:
+    """The link inference of the chains graph: every link down to DOE's fallback weight."""
+    floor = config.fallback_link_weight
+    base = LinkConfig()
+    if floor is None or floor >= base.min_weight:
+        return base
+    return replace(base, min_weight=floor)
+
+
 def backward_closure(graph: Hypergraph, terminals: list[str], grounding: Grounding,
-                     max_depth: int = 8) -> set[str]:
-    """The ``all_producers`` baseline: every producer of every ungrounded required input,
-    recursively up to ``max_depth`` hops."""
+                     max_depth: int = 8, min_weight: float = 0.0) -> set[str]:
+    """The ``all_producers`` baseline: every producer (through a link of weight at least
+    ``min_weight``) of every ungrounded required input, recursively up to ``max_depth``
+    hops."""
     seen = {graph.tool_index[t] for t in terminals}
     frontier = set(seen)
     prod = graph.producer_matrix
     for _ in range(max_depth):
         rows = [r for t in frontier for r in graph.tools[t].required if not grounding.grounded[r]]
-        found = set(prod[rows].indices.tolist()) if rows else set()
+        block = prod[rows] if rows else None
+        found = (set(block.indices[block.data >= min_weight].tolist()) if block is not None
+                 else set())
         frontier = found - seen
         if not frontier:
             break
@@ -145,13 +168,22 @@ def evaluate_chains(
     link_config: LinkConfig | None = None,
     split: str = "all",
     progress: Callable[[str, int, int], None] | None = None,
+    link_retention: float = LINK_RETENTION,
+    link_fallback: float | None = LINK_FALLBACK,
 ) -> dict[str, Any]:
-    """Run the chains benchmark; returns the JSON contract of ``hyperplan eval chains``."""
+    """Run the chains benchmark; returns the JSON contract of ``hyperplan eval chains``.
+
+    The graph keeps every inferred link of weight >= ``link_fallback`` (unless ``link_config``
+    is given); DOE runs with ``min_link_weight = link_retention`` and
+    ``fallback_link_weight = link_fallback`` (these two override ``config``), and the
+    ``all_producers`` baseline follows links >= ``link_retention``."""
     started = time.perf_counter()
-    cfg = config or DOEConfig()
+    cfg = replace(config or DOEConfig(), min_link_weight=link_retention,
+                  fallback_link_weight=link_fallback)
     tallies = {"doe": _Tally(), "all_producers": _Tally(), "semantic_topk": _Tally()}
     for catalog, tasks in load_suite(suite, data).parts:
-        graph = build_graph(catalog, embedder=embedder, config=link_config, progress=progress)
+        graph = build_graph(catalog, embedder=embedder, config=link_config or chain_links(cfg),
+                            progress=progress)
         ranker = SemanticRanker(graph, embedder)
         _run_tasks(graph, split_tasks(tasks, split), ranker, cfg, semantic_k, tallies)
     doe = tallies["doe"].summary()
@@ -167,7 +199,10 @@ def evaluate_chains(
         "methods": {name: tally.summary() for name, tally in tallies.items()},
         "split": split,
         "doe_config": {"top_k": cfg.top_k, "beam_width": cfg.beam_width,
-                       "max_depth": cfg.max_depth},
+                       "max_depth": cfg.max_depth, "relevance_weight": cfg.relevance_weight,
+                       "extra_depth": cfg.extra_depth, "size_cost": cfg.size_cost,
+                       "min_link_weight": cfg.min_link_weight,
+                       "fallback_link_weight": cfg.fallback_link_weight},
         "embedder": getattr(embedder, "name", None),
         "seconds": round(time.perf_counter() - started, 2),
     }
@@ -185,7 +220,8 @@ def _run_tasks(graph: Hypergraph, tasks: Sequence[GoldTask], ranker: SemanticRan
         doe, ok = doe_tools(graph, terminals, grounding, cfg, tallies["doe"].ms,
                             ranker.scores(task.text))
         tallies["doe"].add(doe, gold_tools, term_set, ok)
-        closure = backward_closure(graph, terminals, grounding, cfg.max_depth)
+        closure = backward_closure(graph, terminals, grounding, cfg.max_depth,
+                                   cfg.min_link_weight)
         tallies["all_producers"].add(closure, gold_tools, term_set)
         semantic = set(ranker.top(task.text, semantic_k)) | term_set
         tallies["semantic_topk"].add(semantic, gold_tools, term_set)

@@ -17,6 +17,18 @@ input of every selected tool.
   Candidates with M = ∅ are complete. The search stops at the first depth that completes
   (those have the fewest tools), when the beam empties, or at ``max_depth``; a deficit with no
   producer outside the candidate kills it. Every expansion adds a new tool, so DOE always ends.
+* Dead ends are pruned before they take a branch: a producer whose expansion leaves a deficit
+  nothing outside the candidate produces is skipped for the next best (``prune_dead_ends``).
+
+Refinements that need a per-tool ``relevance`` to the subtask (e.g. the cosine of tool and
+request text; without it DOE is exactly the above): relevance is added to Ω when choosing the
+top-K producers and to the support when ranking the beam (equal supports are otherwise broken
+by tool id); the search goes ``extra_depth`` depths past the first complete one, and Support
+Graph Selection prices every tool at ``size_cost`` instead of always taking the fewest tools
+(:func:`best_support_graph`), so a chain through a step the request asks for beats a
+shortcut. Missing links: with ``min_link_weight`` DOE only trusts links at least that heavy
+and, if the terminal is then unsatisfiable, retries with links down to
+``fallback_link_weight``.
 """
 
 from __future__ import annotations
@@ -34,15 +46,29 @@ from hyperplan.plan.grounding import Grounding, empty_grounding
 class DOEConfig:
     """Top-K producers per expansion, beam width B, maximum expansion depth, and whether
     optional inputs count as deficits. K = 5 and B = 4 were chosen on the NesTools dev split
-    (docs/benchmarks.md)."""
+    (docs/benchmarks.md).
+
+    ``prune_dead_ends`` / ``scan_limit``: skip producers whose expansion is a dead end, looking
+    at most at ``scan_limit`` producers per candidate for K viable ones. With a relevance
+    (module doc): ``relevance_weight`` scales it, ``extra_depth`` more depths are searched
+    after the first complete graph, ``size_cost`` prices each tool in selection (None: fewest
+    tools first). ``min_link_weight`` / ``fallback_link_weight``: links trusted first, and the
+    weaker ones tried for an otherwise unsatisfiable terminal (0 / None: every link, no
+    retry). relevance_weight 1, extra_depth 1 and size_cost 2 were chosen on the dev splits
+    (every 5th task) of NesTools and NESTFUL, maximising their mean ``exact``.
+    """
 
     top_k: int = 5
     beam_width: int = 4
     max_depth: int = 8
     include_optional: bool = False
-    relevance_weight: float = 0.5
+    relevance_weight: float = 1.0
     prune_dead_ends: bool = True
-    scan_limit: int = 64
+    scan_limit: int = 16
+    extra_depth: int = 1
+    size_cost: float | None = 2.0
+    min_link_weight: float = 0.0
+    fallback_link_weight: float | None = None
 
 
 @dataclass(frozen=True, order=True)
@@ -104,20 +130,42 @@ class _Candidate:
 
 
 class _Rows:
-    """Memoised rows of A_prod: ``rows(r)`` = {tool: ρ(tool, r)} for input node r."""
+    """Memoised rows of A_prod: ``rows(r)`` = {tool: ρ(tool, r)} for input node r, keeping
+    only supports of at least ``min_weight`` (0: every link)."""
 
-    def __init__(self, graph: Hypergraph) -> None:
+    def __init__(self, graph: Hypergraph, min_weight: float = 0.0) -> None:
         self.prod = graph.producer_matrix
+        self.min_weight = min_weight
+        self.dropped = False  # whether a row read so far had a lighter support left out
         self.cache: dict[int, dict[int, float]] = {}
 
     def __call__(self, r: int) -> dict[int, float]:
         row = self.cache.get(r)
         if row is None:
             lo, hi = self.prod.indptr[r], self.prod.indptr[r + 1]
-            row = dict(zip(self.prod.indices[lo:hi].tolist(), self.prod.data[lo:hi].tolist(),
-                           strict=True))
+            tools, weights = self.prod.indices[lo:hi], self.prod.data[lo:hi]
+            if self.min_weight > 0:
+                keep = weights >= self.min_weight
+                self.dropped |= not bool(keep.all())
+                tools, weights = tools[keep], weights[keep]
+            row = dict(zip(tools.tolist(), weights.tolist(), strict=True))
             self.cache[r] = row
         return row
+
+    def omega(self, graph: Hypergraph, deficits: Iterable[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Ω(e, M) over the kept supports (:func:`omega` when nothing is filtered)."""
+        if self.min_weight <= 0:
+            return omega(graph, deficits)
+        tools: list[int] = []
+        weights: list[float] = []
+        for r in deficits:
+            row = self(r)
+            tools += row.keys()
+            weights += row.values()
+        if not tools:
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        ids, inverse = np.unique(np.asarray(tools, dtype=np.int64), return_inverse=True)
+        return ids.astype(np.int64), np.bincount(inverse, weights=np.asarray(weights))
 
 
 def _needs(graph: Hypergraph, tool: int, grounding: Grounding, cfg: DOEConfig) -> list[int]:
@@ -197,11 +245,11 @@ def _blocking(cand: _Candidate, rows: _Rows) -> frozenset[int]:
     return frozenset(r for r in cand.deficits if not rows(r).keys() - cand.tools)
 
 
-def _ranked_producers(graph: Hypergraph, cand: _Candidate, k: int,
+def _ranked_producers(graph: Hypergraph, cand: _Candidate, k: int, rows: _Rows,
                       bonus: np.ndarray | None = None) -> list[int]:
     """The k best tools outside the candidate by Ω(e, M) (plus ``bonus[e]``, the weighted
     relevance of e to the subtask, when given), ties by tool id."""
-    tools, scores = omega(graph, cand.deficits)
+    tools, scores = rows.omega(graph, cand.deficits)
     outside = np.array([int(e) not in cand.tools for e in tools], dtype=bool)
     tools, scores = tools[outside], scores[outside]
     if bonus is not None:
@@ -221,9 +269,9 @@ def _children(graph: Hypergraph, cand: _Candidate, grounding: Grounding, cfg: DO
     if not cfg.prune_dead_ends:
         return [_expand(graph, cand, p, grounding, cfg, rows,
                         0.0 if bonus is None else float(bonus[p]))
-                for p in _ranked_producers(graph, cand, cfg.top_k, bonus)]
+                for p in _ranked_producers(graph, cand, cfg.top_k, rows, bonus)]
     out: list[_Candidate] = []
-    for p in _ranked_producers(graph, cand, max(cfg.scan_limit, cfg.top_k), bonus):
+    for p in _ranked_producers(graph, cand, max(cfg.scan_limit, cfg.top_k), rows, bonus):
         child = _expand(graph, cand, p, grounding, cfg, rows,
                         0.0 if bonus is None else float(bonus[p]))
         blocking = _blocking(child, rows)
@@ -254,8 +302,25 @@ def expand(graph: Hypergraph, terminal: int, grounding: Grounding | None = None,
     """Run DOE for one candidate terminal tool (module doc). ``relevance`` (one score per
     tool, e.g. the cosine of tool and subtask text) adds ``relevance_weight`` times the
     relevance of a producer to its Ω when choosing the top-K producers and to a candidate's
-    support when ranking the beam; Ω and |M| still come first."""
+    support when ranking the beam; Ω and |M| still come first.
+
+    Missing links: DOE uses the links of weight >= ``min_link_weight``; when that leaves the
+    terminal unsatisfiable and ``fallback_link_weight`` is lower, it searches once more with
+    the weaker links too (a link too weak to trust by default is better than no plan)."""
     cfg = config or DOEConfig()
+    rows = _Rows(graph, cfg.min_link_weight)
+    result = _search(graph, terminal, grounding, cfg, relevance, rows)
+    fallback = cfg.fallback_link_weight
+    if not result.ok and rows.dropped and fallback is not None and fallback < rows.min_weight:
+        retry = _search(graph, terminal, grounding, cfg, relevance, _Rows(graph, fallback))
+        if retry.ok:
+            return DOEResult(terminal, retry.complete,
+                             expansions=result.expansions + retry.expansions)
+    return result
+
+
+def _search(graph: Hypergraph, terminal: int, grounding: Grounding | None, cfg: DOEConfig,
+            relevance: np.ndarray | None, rows: _Rows) -> DOEResult:
     state = grounding or empty_grounding(graph)
     start = _Candidate(frozenset({terminal}), frozenset(_needs(graph, terminal, state, cfg)), ())
     if not start.deficits:
@@ -263,7 +328,10 @@ def expand(graph: Hypergraph, terminal: int, grounding: Grounding | None = None,
     bonus = None
     if relevance is not None and cfg.relevance_weight:
         bonus = cfg.relevance_weight * np.maximum(np.asarray(relevance, dtype=np.float64), 0.0)
-    beam, expansions, rows = [start], 0, _Rows(graph)
+    beam, expansions = [start], 0
+    found: list[_Candidate] = []
+    seen_complete: set[frozenset[int]] = set()
+    depth_left: int | None = None  # depths still searched once a complete graph was found
     blocked: list[tuple[int, tuple[int, int, float, tuple[int, ...]], frozenset[int]]] = []
     for _ in range(cfg.max_depth):
         children: dict[frozenset[int], _Candidate] = {}
@@ -280,35 +348,53 @@ def expand(graph: Hypergraph, terminal: int, grounding: Grounding | None = None,
                 if child.tools not in children or child.rank() < children[child.tools].rank():
                     children[child.tools] = child
         ranked = sorted(children.values(), key=_Candidate.rank)
-        complete = [c for c in ranked if not c.deficits]
-        if complete:
-            graphs = tuple(SupportGraph(terminal, _execution_order(c), c.resolutions)
-                           for c in complete)
-            return DOEResult(terminal, graphs, expansions=expansions)
+        found += [c for c in ranked if not c.deficits and c.tools not in seen_complete]
+        seen_complete.update(c.tools for c in ranked if not c.deficits)
+        if found and depth_left is None:
+            depth_left = cfg.extra_depth if bonus is not None else 0
+        if depth_left is not None:
+            if depth_left == 0:
+                break
+            depth_left -= 1
+        ranked = [c for c in ranked if c.deficits]
         if not ranked:
             break
         beam = ranked[: cfg.beam_width]
+    if found:
+        found.sort(key=lambda c: (len(c.tools), c.rank()))
+        graphs = tuple(SupportGraph(terminal, _execution_order(c), c.resolutions) for c in found)
+        return DOEResult(terminal, graphs, expansions=expansions)
     # the blocked candidate with the fewest blocking deficits, else the best of the last beam
     missing = min(blocked)[2] if blocked else beam[0].deficits
     return DOEResult(terminal, (), unsatisfiable=missing, expansions=expansions)
 
 
 def best_support_graph(graphs: Iterable[SupportGraph], relevance: np.ndarray | None = None,
-                       relevance_weight: float = 1.0) -> SupportGraph | None:
+                       relevance_weight: float = 1.0,
+                       size_cost: float | None = None) -> SupportGraph | None:
     """Support Graph Selection: fewest tools, then the highest total support — plus, when a
     per-tool ``relevance`` to the subtask is given (e.g. cosine of tool and subtask text), that
     relevance of the non-terminal tools times ``relevance_weight``, which separates producers
     that support a deficit equally well. The paper leaves this choice to the LLM; this is the
-    deterministic stand-in."""
+    deterministic stand-in.
 
-    def key(g: SupportGraph) -> tuple[int, float, tuple[int, ...]]:
-        score = g.support
+    With ``size_cost`` c and a ``relevance``, the fewest-tools rule becomes a price: the graph
+    with the highest ``support + relevance_weight * relevance - c * (tools - 1)`` wins (ties:
+    fewer tools), so a longer chain is chosen only when its extra producers are relevant
+    enough to pay for themselves (the request asked for that step). Without ``relevance``
+    nothing can justify a longer chain and the fewest-tools rule applies."""
+
+    def score(g: SupportGraph) -> float:
+        value = g.support
         if relevance is not None:
-            score += relevance_weight * sum(float(relevance[t]) for t in g.tools
+            value += relevance_weight * sum(max(float(relevance[t]), 0.0) for t in g.tools
                                             if t != g.terminal)
-        return (len(g.tools), -score, g.tools)
+        return value
 
-    return min(graphs, key=key, default=None)
+    if size_cost is None or relevance is None:
+        return min(graphs, key=lambda g: (len(g.tools), -score(g), g.tools), default=None)
+    return min(graphs, key=lambda g: (-(score(g) - size_cost * (len(g.tools) - 1)),
+                                      len(g.tools), g.tools), default=None)
 
 
 @dataclass(frozen=True)
@@ -329,8 +415,10 @@ def select_support_graph(graph: Hypergraph, terminals: Sequence[int | str],
     """DOE for each candidate terminal tool, then Support Graph Selection
     (:func:`best_support_graph`)."""
     ids = [graph.tool(t).id if isinstance(t, str) else t for t in terminals]
-    results = tuple(expand(graph, t, grounding, config, relevance=relevance) for t in ids)
-    best = best_support_graph((g for r in results for g in r.complete), relevance)
+    cfg = config or DOEConfig()
+    results = tuple(expand(graph, t, grounding, cfg, relevance=relevance) for t in ids)
+    best = best_support_graph((g for r in results for g in r.complete), relevance,
+                              cfg.relevance_weight, cfg.size_cost)
     if best is not None:
         return Selection(best, results)
     missing = sorted({d for r in results for d in r.unsatisfiable})

@@ -18,13 +18,16 @@ where ns(e) = 1 when the interpretation names no app or names the namespace of e
 ``spotify.login``), else ``namespace_prior`` (``node_mix=0`` and ``namespace_prior=1`` give
 Eq. 1 exactly). The relevance of a retrieved tool is
 
-    rel(e) = max( q(e)                                   seed hyperedge or node-anchored tool
+    rel(e) = max( delta^j * q(e)                         seed hyperedge, j-th best of a phrase
+                  q(e)                                   node-anchored tool
                   gamma^(h-1) * w(v_o, v_i) * q(e)        backward hop h: Eq. 2 with q for cos )
 
-with gamma = ``hop_decay``. The budget keeps tools by priority, a lexical-dense hybrid
+with gamma = ``hop_decay`` and delta = ``seed_rank_decay`` (each operation phrase's best seed
+keeps q(e), its runners-up a little less, so no single phrase fills the budget). The budget
+keeps tools by priority, a lexical-dense hybrid
 
     prio(e) = max( (1 - m) * rel(e) + m * lex(e)^p,       m = lexical_mix, p = lexical_power
-                   prio(c) * w(e, r) * share(e, r) )       prerequisite bound, below
+                   prio(c) * w(e, r) * share(e, r)^s )     prerequisite bound, below
 
 where lex(e) is the idf-weighted share of the words of e's name (namespace included) that occur
 in d_t: the power p makes it count only when (nearly) the whole name is in the request, e.g.
@@ -35,7 +38,7 @@ prio(c) * w(e, r) * share(e, r), where share = s_back(e) / (sum of s_back over t
 producers kept for r), or 1 / their number when all s_back are 0; so a login that is the only
 producer of an access token ranks right after its best consumer (DOE-style closure of the kept
 tools' preconditions within the budget), while one of many interchangeable producers is raised
-much less.
+much less (s = ``share_power``, 1 by default).
 """
 
 from __future__ import annotations
@@ -93,6 +96,13 @@ class ContextGraphConfig:
     names (1: off). lexical_mix / lexical_power: weight m and power p of the name match in the
     budget priority (m = 0: off). The last three were set on the same dev split (complete at
     budgets 10-30, all dev tasks): pi in [0.6, 0.8] and m in [0.4, 0.6] with p = 3 scored alike.
+    seed_rank_decay: the j-th best seed of an operation phrase (j = 0, 1, ...) is offered
+    q(e) * decay^j, so the phrases of a request share the budget instead of one phrase's many
+    near-duplicates crowding out another's (1: off). share_power: exponent of the share in the
+    prerequisite bound (0: the best producer of a kept tool's input gets prio * w whatever the
+    number of alternatives). These two were chosen on the dev splits (every 5th task) of
+    AppWorld, StableToolBench G1 and NesTools together (mean ``complete`` at budget 20):
+    share_power 0 was best on AppWorld dev alone but cost NesTools dev 9 points.
     """
 
     k_e: int = 6
@@ -110,6 +120,8 @@ class ContextGraphConfig:
     namespace_prior: float = 0.8
     lexical_mix: float = 0.5
     lexical_power: float = 3.0
+    seed_rank_decay: float = 0.97
+    share_power: float = 1.0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -370,12 +382,13 @@ class _State:
     def anchor_hyperedges(self) -> None:
         """Seed hyperedge anchoring (Eq. 1): per row of d_op (joined text and each phrase) the
         top-k_e tools with cos >= theta_e, plus the top-k_e tools by q."""
+        decay = self.cfg.seed_rank_decay
         for col in self.op_phrase.T:
-            for e in _top(col, self.cfg.k_e, self.cfg.theta_e):
-                self._offer(int(e), float(self.relevance[e]), ("seed", 0, -1))
+            for rank, e in enumerate(_top(col, self.cfg.k_e, self.cfg.theta_e).tolist()):
+                self._offer(e, float(self.relevance[e]) * decay ** rank, ("seed", 0, -1))
         if self.relevance is not self.op_sim:
-            for e in _top(self.relevance, self.cfg.k_e, self.cfg.theta_e):
-                self._offer(int(e), float(self.relevance[e]), ("seed", 0, -1))
+            for rank, e in enumerate(_top(self.relevance, self.cfg.k_e, self.cfg.theta_e).tolist()):
+                self._offer(e, float(self.relevance[e]) * decay ** rank, ("seed", 0, -1))
 
     def anchor_nodes(self) -> list[tuple[int, float]]:
         """Seed node anchoring: per phrase of d_sch, top-k_v input-side and top-k_v
@@ -475,7 +488,7 @@ class _State:
                 p, w, share = self.best_producer.get(r, (-1, 0.0, 0.0))
                 if p < 0 or chosen[p] or self._supported(r, chosen, w):
                     continue
-                bound = -neg * w * share
+                bound = -neg * w * share ** self.cfg.share_power
                 if bound > prio[p]:
                     prio[p] = bound
                     why[p] = ("prerequisite", why[p][1], e)

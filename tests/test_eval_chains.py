@@ -1,0 +1,59 @@
+"""The producer-chain benchmark: its link policy on a hand-built graph, and NesTools."""
+
+from __future__ import annotations
+
+from conftest import shared_path
+from hyperplan.catalog import build_catalog, make_tool
+from hyperplan.embed import get_embedder
+from hyperplan.eval.chains import (
+    LINK_FALLBACK,
+    LINK_RETENTION,
+    backward_closure,
+    chain_links,
+    evaluate_chains,
+)
+from hyperplan.graph.build import structure_from_catalog
+from hyperplan.graph.links import LinkConfig
+from hyperplan.graph.model import Hypergraph, Link
+from hyperplan.plan.doe import DOEConfig
+from hyperplan.plan.grounding import empty_grounding
+
+
+def _graph() -> Hypergraph:
+    # t needs a: p links to it at 0.9, q at 0.3
+    obj = {"type": "object", "properties": {"a": {"type": "string"}}}
+    tools = [
+        make_tool(name="t", input_schema={**obj, "required": ["a"]}),
+        make_tool(name="p", input_schema={"type": "object", "properties": {}}, output_schema=obj),
+        make_tool(name="q", input_schema={"type": "object", "properties": {}}, output_schema=obj),
+    ]
+    graph = Hypergraph.from_parts(*structure_from_catalog(build_catalog(tools)), [])
+    a = graph.node_index["t:in:a"]
+    return graph.with_links([Link(graph.node_index["p:out:a"], a, 0.9),
+                             Link(graph.node_index["q:out:a"], a, 0.3)])
+
+
+def test_all_producers_baseline_follows_links_above_the_retention() -> None:
+    graph = _graph()
+    state = empty_grounding(graph)
+    assert backward_closure(graph, ["t"], state) == {"t", "p", "q"}
+    assert backward_closure(graph, ["t"], state, min_weight=0.5) == {"t", "p"}
+
+
+def test_chain_graph_keeps_links_down_to_the_fallback() -> None:
+    assert LINK_FALLBACK < LINK_RETENTION == LinkConfig().min_weight
+    cfg = DOEConfig(fallback_link_weight=LINK_FALLBACK)
+    assert chain_links(cfg).min_weight == LINK_FALLBACK
+    assert chain_links(DOEConfig()) == LinkConfig()
+
+
+def test_nestools_dev_split_measured_numbers() -> None:
+    """Regression guard at the numbers of docs/benchmarks.md (NesTools dev split, MiniLM)."""
+    doc = evaluate_chains("nestools", shared_path("nestools", "test_data_dev.jsonl"),
+                          embedder=get_embedder("minilm"), split="dev")
+    assert doc["n_tasks"] == 120
+    assert doc["doe_config"]["min_link_weight"] == LINK_RETENTION
+    assert doc["exact"] >= 0.78
+    methods = doc["methods"]
+    assert doc["producer_precision"] > methods["semantic_topk"]["producer_precision"]
+    assert doc["producer_precision"] > methods["all_producers"]["producer_precision"]
