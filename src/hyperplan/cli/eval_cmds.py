@@ -59,3 +59,11 @@ def chains_cmd(
         print(json.dumps(result))
         return
     out.print_json(json.dumps(result))
+
+
+# HyperMCTS benchmarks (issue 5), defined in search_cmds.
+from hyperplan.cli.search_cmds import mcts_bench_cmd, mcts_cmd, mcts_sweep_cmd  # noqa: E402
+
+eval_app.command("mcts")(mcts_cmd)
+eval_app.command("mcts-sweep")(mcts_sweep_cmd)
+eval_app.command("mcts-bench")(mcts_bench_cmd)

@@ -1,0 +1,139 @@
+"""``hyperplan eval mcts``, ``eval mcts-sweep`` and ``eval mcts-bench``: HyperMCTS benchmarks.
+
+Defaults for c, lambda and Agg were chosen on the dev seeds 0-999 (see
+:data:`hyperplan.search.runner.DEV_SEEDS`); report results with ``--seed 1000`` or above.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from hyperplan.cli.common import console, fail, out, stage_progress
+from hyperplan.search.env import SearchEnv
+from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG
+from hyperplan.search.mcts import MCTSConfig
+from hyperplan.search.policies import POLICIES
+from hyperplan.search.runner import METHODS, evaluate, load_tasks, sweep, sweep_plot, sweep_table
+
+DEFAULT_C = 0.5
+DEFAULT_LAM = 0.5
+
+
+def _config(
+    budget: int, branching: int, lam: float, c: float, agg: str, rollout_guidance: bool = False
+) -> MCTSConfig:
+    if agg not in AGGREGATORS:
+        fail(f"unknown --agg {agg!r}; choose one of {', '.join(sorted(AGGREGATORS))}")
+    if budget < 1 or branching < 1 or c < 0 or lam < 0:
+        fail("--budget and --branching must be >= 1, --c and --lam >= 0")
+    return MCTSConfig(budget=budget, branching=branching, c=c, lam=lam, agg=agg,
+                      rollout_guidance=rollout_guidance)
+
+
+def _tasks(suite: str, n: int, seed: int, level: int | None) -> list[SearchEnv]:
+    try:
+        return load_tasks(suite, n, seed, level)
+    except ImportError as exc:
+        fail(f"suite {suite!r} is not available: {exc}")
+    except (KeyError, ValueError) as exc:
+        fail(f"cannot make tasks for suite {suite!r}: {exc}")
+
+
+def mcts_cmd(
+    suite: str = typer.Option(..., help="shopping | travel | toy"),
+    tasks: int = typer.Option(50, help="number of generated tasks"),
+    seed: int = typer.Option(1000, help="task/search seed (0-999 is the dev range)"),
+    budget: int = typer.Option(32, help="rollout budget B per task and method"),
+    branching: int = typer.Option(3, help="children per expansion b"),
+    lam: float = typer.Option(DEFAULT_LAM, help="hypergraph prior weight lambda"),
+    c: float = typer.Option(DEFAULT_C, help="UCT exploration constant c"),
+    level: int | None = typer.Option(None, help="difficulty level (suite-defined)"),
+    agg: str = typer.Option(DEFAULT_AGG, help="prior aggregator: " + " | ".join(AGGREGATORS)),
+    policy: str = typer.Option("heuristic", help=" | ".join(POLICIES)),
+    methods: str = typer.Option(",".join(METHODS), help="comma-separated subset of methods"),
+    rollout_guidance: bool = typer.Option(
+        False, "--rollout-guidance", help="HyperMCTS rollouts also pick by the prior"),
+    as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
+) -> None:
+    """HyperMCTS vs UCT, best-of-N, greedy and beam search at equal rollout budget."""
+    config = _config(budget, branching, lam, c, agg, rollout_guidance)
+    chosen = [m.strip() for m in methods.split(",") if m.strip()]
+    unknown = [m for m in chosen if m not in METHODS]
+    if unknown or not chosen:
+        fail(f"unknown methods {unknown}; choose from {', '.join(METHODS)}")
+    if policy not in POLICIES:
+        fail(f"unknown --policy {policy!r}; choose one of {', '.join(POLICIES)}")
+    envs = _tasks(suite, tasks, seed, level)
+    with stage_progress() as progress:
+        result = evaluate(envs, config, policy=policy, seed=seed, methods=chosen,
+                          progress=progress)
+    payload = {"suite": suite, "seed": seed, "level": level, "policy": policy,
+               "rollout_guidance": rollout_guidance, **result}
+    if as_json:
+        print(json.dumps(payload))
+        return
+    out.print_json(json.dumps(payload))
+
+
+def mcts_sweep_cmd(
+    suite: str = typer.Option(..., help="shopping | travel | toy"),
+    tasks: int = typer.Option(50, help="number of generated tasks"),
+    seed: int = typer.Option(1000, help="task/search seed (0-999 is the dev range)"),
+    budgets: str = typer.Option("8,16,32,64", help="comma-separated rollout budgets"),
+    lams: str = typer.Option("0,0.3,0.7,1.0", help="comma-separated lambda values (0 = UCT)"),
+    branching: int = typer.Option(3, help="children per expansion b"),
+    c: float = typer.Option(DEFAULT_C, help="UCT exploration constant c"),
+    level: int | None = typer.Option(None, help="difficulty level (suite-defined)"),
+    agg: str = typer.Option(DEFAULT_AGG, help="prior aggregator: " + " | ".join(AGGREGATORS)),
+    policy: str = typer.Option("heuristic", help=" | ".join(POLICIES)),
+    out_dir: Path = typer.Option(Path("docs/figures"), "--out", help="directory for the PNG"),
+    rollout_guidance: bool = typer.Option(
+        False, "--rollout-guidance", help="HyperMCTS rollouts also pick by the prior"),
+    as_json: bool = typer.Option(False, "--json", help="print the JSON grid instead"),
+) -> None:
+    """Case accuracy vs budget and vs lambda: a Markdown table and a matplotlib PNG."""
+    try:
+        budget_list = [int(x) for x in budgets.split(",") if x.strip()]
+        lam_list = [float(x) for x in lams.split(",") if x.strip()]
+    except ValueError:
+        fail("--budgets takes integers and --lams numbers, comma-separated")
+    if not budget_list or not lam_list:
+        fail("--budgets and --lams must not be empty")
+    config = _config(max(budget_list), branching, max(lam_list), c, agg, rollout_guidance)
+    envs = _tasks(suite, tasks, seed, level)
+    with stage_progress() as progress:
+        result = sweep(envs, config, budget_list, lam_list, policy=policy, seed=seed,
+                       progress=progress)
+    result = {"suite": suite, "seed": seed, "level": level, "policy": policy, **result}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    png = out_dir / f"mcts_sweep_{suite}.png"
+    try:
+        sweep_plot(result, str(png),
+                   title=f"{suite}: {len(envs)} tasks, b={branching}, seed {seed}")
+        result["figure"] = str(png)
+    except RuntimeError as exc:
+        console.print(f"[yellow]warning:[/yellow] {exc}", highlight=False)
+    if as_json:
+        print(json.dumps(result))
+        return
+    print(f"Case accuracy (%) on {suite}, {len(envs)} tasks, seed {seed}, b={branching}, "
+          f"c={c}, agg={agg}, policy={policy}; λ=0 is UCT.\n")
+    print(sweep_table(result))
+    if "figure" in result:
+        print(f"\nfigure: {result['figure']}")
+
+
+def mcts_bench_cmd(
+    tasks: int = typer.Option(20, help="synthetic tasks"),
+    budget: int = typer.Option(256, help="iterations per task"),
+    branching: int = typer.Option(3, help="children per expansion b"),
+    agg: str = typer.Option(DEFAULT_AGG, help="prior aggregator"),
+) -> None:
+    """Bookkeeping microseconds per iteration (policy and environment time excluded)."""
+    from hyperplan.search.bench import bench_bookkeeping
+
+    print(json.dumps(bench_bookkeeping(tasks=tasks, budget=budget, branching=branching,
+                                       agg=agg)))

@@ -1,0 +1,451 @@
+"""HyperMCTS (seed 003, Algorithm 1): MCTS over the ordered history tree whose selection rule
+adds a cross-trajectory hypergraph prior.
+
+One iteration k = one evaluated rollout:
+
+1. **Selection** from h_0 by HyperUCT over the expanded children A_tree(h)::
+
+       a* = argmax_a  Q_tree(h, a) + c * sqrt(ln N(h) / N(h, a)) + lambda * prior(phi(a, h))
+
+   Unvisited expanded children score +inf and are taken first; among them the highest prior
+   goes first (our tie-break, ``MCTSConfig.prior_tiebreak``; expansion order on ties). lambda = 0
+   skips the prior, so the rule is exactly UCT (Kocsis & Szepesvari 2006), same code path
+   (rollout guidance is inactive at lambda = 0 too). Information actions (not recorded in C(tau))
+   get a neutral prior (:meth:`HyperMCTS.priors`).
+2. **Expansion** of the reached non-terminal leaf, once: the policy proposes up to b distinct
+   decisions (:class:`~hyperplan.search.tree.Node` refuses a second expansion); one child is
+   then selected by the same rule.
+3. **Simulation** with the policy's rollout action until the history is terminal, has no
+   decisions, or reaches the horizon H. Optional, beyond Algorithm 1:
+   ``MCTSConfig.rollout_guidance`` lets the prior pick among the policy's b candidates.
+4. **Evaluation** by the verifier V (``env.verify()``) -> R(tau) (and rho_g).
+5. **Backup** of R along the tree path, and the **hypergraph update** with Psi(tau, G)
+   (iteration k reads statistics of the preceding k - 1 rollouts only).
+
+The answer is the evaluated trajectory with the best stored reward (the first one on ties);
+the search stops early on a verified perfect trajectory (reward 1 and success). A rollout whose
+environment step raises (e.g. ``ValueError`` for an invalid action) is recorded as a failed
+rollout with reward 0 (backed up and fed to the hypergraph like any other), not an error.
+
+Timing: policy time (proposals and rollout choices, including the policy's own ``env.hint``
+calls) and environment time (every other env call) are measured separately; bookkeeping =
+total - policy - env, so ``us_per_iter`` is the search's own overhead per iteration.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from time import perf_counter
+from typing import Any
+
+from hyperplan.search.env import Action, SearchEnv, Verdict
+from hyperplan.search.hypergraph import DEFAULT_AGG, Hypergraph, extract
+from hyperplan.search.policies import Policy
+from hyperplan.search.tree import Edge, HistoryTree, Node, backup
+
+FAILED = Verdict(reward=0.0, success=False, metrics={"failed": 1.0})
+"""The verdict recorded for a rollout whose environment step raised."""
+
+
+@dataclass(frozen=True)
+class MCTSConfig:
+    """Search hyperparameters. ``budget`` is B, the number of evaluated rollouts (= iterations);
+    ``branching`` is b; ``horizon`` overrides the environment's H when set; ``hypergraph=False``
+    skips hypergraph maintenance entirely (pure UCT; only valid with lam = 0).
+    ``prior_tiebreak``: unvisited children all score +inf; the seed leaves their order open. With
+    it (and lam > 0) the unvisited child with the highest prior goes first (ties: expansion
+    order); without it, or with lam = 0, expansion order decides, as in UCT. ``info_prior``:
+    see :meth:`HyperMCTS.priors`."""
+
+    budget: int = 32
+    branching: int = 3
+    c: float = 0.5
+    lam: float = 0.5
+    agg: str = DEFAULT_AGG
+    horizon: int | None = None
+    early_stop: bool = True
+    hypergraph: bool = True
+    trace: bool = False
+    prior_tiebreak: bool = True
+    info_prior: str = "neutral"
+    rollout_guidance: bool = False
+
+    def __post_init__(self) -> None:
+        if self.budget < 1 or self.branching < 1:
+            raise ValueError("budget and branching must be at least 1")
+        if self.c < 0 or self.lam < 0:
+            raise ValueError("c and lam must be non-negative")
+        if self.lam > 0 and not self.hypergraph:
+            raise ValueError("lam > 0 needs the hypergraph")
+        if self.info_prior not in ("neutral", "zero"):
+            raise ValueError("info_prior is 'neutral' or 'zero'")
+
+
+@dataclass
+class Timing:
+    """Seconds spent in total, in the policy, and in the environment."""
+
+    total: float = 0.0
+    policy: float = 0.0
+    env: float = 0.0
+
+    @property
+    def bookkeeping(self) -> float:
+        return max(0.0, self.total - self.policy - self.env)
+
+
+@dataclass
+class SearchResult:
+    """A search's answer: the best evaluated trajectory (``actions``) and its ``verdict``,
+    the rollouts used (``rollouts`` = evaluated trajectories, failed ones included), timing,
+    and optionally the per-rollout action-key trace."""
+
+    method: str
+    actions: tuple[Action, ...]
+    verdict: Verdict
+    rollouts: int
+    failures: int = 0
+    stopped_early: bool = False
+    timing: Timing = field(default_factory=Timing)
+    trace: list[tuple[str, ...]] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)
+
+    @property
+    def reward(self) -> float:
+        return self.verdict.reward
+
+    @property
+    def success(self) -> bool:
+        return self.verdict.success
+
+    @property
+    def us_per_iter(self) -> float:
+        """Bookkeeping microseconds per iteration (policy and environment time excluded)."""
+        return self.timing.bookkeeping / self.rollouts * 1e6 if self.rollouts else 0.0
+
+
+class SearchBase:
+    """Shared machinery: timed environment/policy calls, rollout to terminal, best-answer
+    tracking and early stop. Subclasses implement :meth:`run`."""
+
+    method = "search"
+
+    def __init__(
+        self, env: SearchEnv, policy: Policy, config: MCTSConfig, seed: int = 0
+    ) -> None:
+        self.env = env
+        self.policy = policy
+        self.config = config
+        self.rng = random.Random(seed)
+        self.horizon = config.horizon if config.horizon is not None else env.horizon
+        self.t_policy = 0.0
+        self.t_env = 0.0
+        self.rollouts = 0
+        self.failures = 0
+        self.best: tuple[float, tuple[Action, ...], Verdict] | None = None
+        self.solved = False
+        self.trace: list[tuple[str, ...]] = []
+        self.rewards: list[float] = []
+        self.t_inner = 0.0  # search time spent inside the rollout chooser (not policy time)
+        self.t_inner_env = 0.0  # of which environment calls
+
+    # -- timed calls -------------------------------------------------------------------
+    def _restore(self, snapshot: Any) -> None:
+        t = perf_counter()
+        self.env.restore(snapshot)
+        self.t_env += perf_counter() - t
+
+    def _snapshot(self) -> Any:
+        t = perf_counter()
+        snap = self.env.snapshot()
+        self.t_env += perf_counter() - t
+        return snap
+
+    def _decisions(self) -> Sequence[Action]:
+        """A_dec(h), empty when the history is terminal."""
+        t = perf_counter()
+        env = self.env
+        decisions: Sequence[Action] = () if env.is_terminal() else env.decisions()
+        self.t_env += perf_counter() - t
+        return decisions
+
+    def _propose(self, decisions: Sequence[Action], k: int) -> list[Action]:
+        t = perf_counter()
+        proposed = self.policy.propose(self.env, decisions, k, self.rng)
+        self.t_policy += perf_counter() - t
+        out: list[Action] = []
+        keys: set[str] = set()
+        for action in proposed:
+            if action.key not in keys:
+                keys.add(action.key)
+                out.append(action)
+        return out[:k]
+
+    def _describe(self, actions: Sequence[Action]) -> list[tuple[Action, Hashable, bool]]:
+        t = perf_counter()
+        env = self.env
+        out = [(a, env.identity(a), env.recorded(a)) for a in actions]
+        self.t_env += perf_counter() - t
+        return out
+
+    # -- rollouts ----------------------------------------------------------------------
+    def simulate(
+        self, depth: int, actions: list[Action], recorded: list[Hashable]
+    ) -> Verdict:
+        """Roll out from the environment's current history (at ``depth``) with the policy's
+        rollout action until terminal / no decisions / horizon; then verify. ``actions`` and
+        ``recorded`` (C(tau) identities) are extended in place. A raising step gives
+        :data:`FAILED`."""
+        env, rng = self.env, self.rng
+        horizon = self.horizon
+        # hot loop: bound methods in locals, three clock reads per step (the list append and
+        # loop test between two env calls are attributed to the env, < 0.1 us per step)
+        is_terminal, decisions_of, step = env.is_terminal, env.decisions, env.step
+        is_recorded, identity, pick = env.recorded, env.identity, self._rollout_pick()
+        t_env = t_policy = 0.0
+        t0 = perf_counter()
+        try:
+            while depth < horizon:
+                decisions = () if is_terminal() else decisions_of()
+                t1 = perf_counter()
+                t_env += t1 - t0
+                if not decisions:
+                    t0 = t1
+                    break
+                action = pick(env, decisions, rng)
+                t0 = perf_counter()
+                t_policy += t0 - t1
+                if is_recorded(action):
+                    recorded.append(identity(action))
+                step(action)
+                actions.append(action)
+                depth += 1
+            verdict = env.verify()
+        except Exception:  # a failed rollout is data, not an error (Algorithm 1 / A.3)
+            self.failures += 1
+            verdict = FAILED
+        self.t_env += t_env + (perf_counter() - t0)
+        self.t_policy += t_policy - self.t_inner
+        self.t_env += self.t_inner_env
+        self.t_inner = self.t_inner_env = 0.0
+        return verdict
+
+    def _rollout_pick(self) -> Callable[[SearchEnv, Sequence[Action], random.Random], Action]:
+        """The rollout action chooser (the policy's, unless a subclass guides it). Time a
+        subclass spends inside it goes to ``t_inner`` (not policy time), the environment calls
+        among that to ``t_inner_env`` (environment time)."""
+        return self.policy.rollout
+
+    def record(self, actions: Sequence[Action], verdict: Verdict) -> None:
+        """Count one evaluated rollout, keep it if it beats the stored best, note early stop."""
+        self.rollouts += 1
+        reward = verdict.reward
+        self.rewards.append(reward)
+        if self.config.trace:
+            self.trace.append(tuple(a.key for a in actions))
+        if self.best is None or reward > self.best[0]:
+            self.best = (reward, tuple(actions), verdict)
+        if self.config.early_stop and reward >= 1.0 and verdict.success:
+            self.solved = True
+
+    @property
+    def exhausted(self) -> bool:
+        return self.rollouts >= self.config.budget or self.solved
+
+    def result(self, started: float) -> SearchResult:
+        total = perf_counter() - started
+        reward, actions, verdict = self.best if self.best is not None else (0.0, (), FAILED)
+        del reward
+        return SearchResult(
+            method=self.method,
+            actions=actions,
+            verdict=verdict,
+            rollouts=self.rollouts,
+            failures=self.failures,
+            stopped_early=self.solved,
+            timing=Timing(total=total, policy=self.t_policy, env=self.t_env),
+            trace=self.trace,
+            rewards=self.rewards,
+        )
+
+    def run(self) -> SearchResult:
+        raise NotImplementedError
+
+
+class HyperMCTS(SearchBase):
+    """Algorithm 1 (module doc). After :meth:`run`, ``tree`` and ``hypergraph`` stay
+    inspectable."""
+
+    method = "hypermcts"
+
+    def __init__(
+        self, env: SearchEnv, policy: Policy, config: MCTSConfig, seed: int = 0
+    ) -> None:
+        super().__init__(env, policy, config, seed)
+        self.hypergraph: Hypergraph | None = Hypergraph(config.agg) if config.hypergraph else None
+        self.tree: HistoryTree | None = None
+        self._at: Node | None = None  # the tree node the environment is currently at
+
+    def priors(self, node: Node) -> list[float]:
+        """prior(phi(a, h)) per child edge. Recorded decisions read the hypergraph (0 when
+        unseen, as in the seed). Non-recorded actions (information gathering) never enter
+        C(tau), so the hypergraph has no evidence about them; with ``info_prior="neutral"``
+        they get the mean prior of their recorded siblings (0 when none) so the prior
+        ranks commits against each other without a systematic bias against information
+        gathering; with ``"zero"`` they get 0 (the seed's rule read literally)."""
+        assert self.hypergraph is not None
+        prior = self.hypergraph.prior
+        values = [prior(e.identity) if e.recorded else -1.0 for e in node.edges]
+        if self.config.info_prior == "neutral" and -1.0 in values:
+            known = [v for v in values if v >= 0.0]
+            fill = sum(known) / len(known) if known else 0.0
+            return [fill if v < 0.0 else v for v in values]
+        return [0.0 if v < 0.0 else v for v in values]
+
+    def select(self, node: Node) -> Edge:
+        """HyperUCT over the node's expanded children; unvisited children first."""
+        c, lam, hypergraph = self.config.c, self.config.lam, self.hypergraph
+        edges = node.edges
+        if not lam or hypergraph is None:  # UCT
+            log_n = math.log(node.n) if node.n > 0 else 0.0
+            best, best_score = edges[0], -math.inf
+            for edge in edges:
+                n = edge.n
+                if n == 0:
+                    return edge
+                score = edge.w / n + c * math.sqrt(log_n / n)
+                if score > best_score:
+                    best, best_score = edge, score
+            return best
+        priors = self.priors(node)
+        unvisited = [i for i, e in enumerate(edges) if e.n == 0]
+        if unvisited:  # all score +inf: tie broken by the finite part, lam * prior (or order)
+            if not self.config.prior_tiebreak:
+                return edges[unvisited[0]]
+            return edges[max(unvisited, key=priors.__getitem__)]
+        log_n = math.log(node.n) if node.n > 0 else 0.0
+        best, best_score = edges[0], -math.inf
+        for edge, p in zip(edges, priors, strict=True):
+            n = edge.n
+            score = edge.w / n + c * math.sqrt(log_n / n) + lam * p
+            if score > best_score:
+                best, best_score = edge, score
+        return best
+
+    def _rollout_pick(self) -> Callable[[SearchEnv, Sequence[Action], random.Random], Action]:
+        """With ``rollout_guidance`` (> 0) and a non-empty hypergraph, a rollout step asks the
+        policy for its b candidates and takes the one with the highest prior (neutral for
+        information actions, policy order on ties) -- a use of the hypergraph statistics
+        beyond the HyperUCT term (the seed's ablation removes "the hypergraph component as a
+        whole"). Off by default (Algorithm 1's rollouts use the policy alone), and inactive at
+        lam = 0, so lam = 0 always means plain UCT."""
+        hypergraph = self.hypergraph
+        active = self.config.rollout_guidance and self.config.lam > 0
+        if not active or hypergraph is None or not hypergraph.edges:
+            return self.policy.rollout
+        propose, prior, k = self.policy.propose, hypergraph.prior, self.config.branching
+        neutral = self.config.info_prior == "neutral"
+
+        def pick(env: SearchEnv, decisions: Sequence[Action], rng: random.Random) -> Action:
+            candidates = propose(env, decisions, k, rng)
+            if not candidates:
+                return decisions[0]
+            t0 = perf_counter()
+            ids = [env.identity(a) if env.recorded(a) else None for a in candidates]
+            t1 = perf_counter()
+            values = [-1.0 if v is None else prior(v) for v in ids]
+            known = [v for v in values if v >= 0.0]
+            fill = (sum(known) / len(known) if known and neutral else 0.0)
+            best = max(range(len(values)), key=lambda i: fill if values[i] < 0 else values[i])
+            self.t_inner += perf_counter() - t0
+            self.t_inner_env += t1 - t0
+            return candidates[best]
+
+        return pick
+
+    def _goto(self, node: Node) -> None:
+        if self._at is not node:
+            self._restore(node.snapshot)
+            self._at = node
+
+    def _materialize(self, parent: Node, edge: Edge) -> None:
+        """Take the edge's step once and snapshot the child (lazy, so expansion is free)."""
+        child = edge.child
+        self._goto(parent)
+        t = perf_counter()
+        try:
+            self.env.step(edge.action)
+        except Exception:
+            self.t_env += perf_counter() - t
+            child.failed = child.terminal = True
+            self._at = None
+            return
+        child.snapshot = self.env.snapshot()
+        child.terminal = child.depth >= self.horizon or self.env.is_terminal()
+        self.t_env += perf_counter() - t
+        self._at = child
+
+    def iterate(self) -> None:
+        """One selection-expansion-simulation-evaluation-backup-update cycle."""
+        assert self.tree is not None
+        root = self.tree.root
+        node = root
+        path: list[Edge] = []
+        # 1. selection
+        while node.expanded and not node.terminal:
+            edge = self.select(node)
+            path.append(edge)
+            if not edge.child.materialized:
+                self._materialize(node, edge)
+            node = edge.child
+        # 2. expansion (at most once per node)
+        if not node.terminal:
+            self._goto(node)
+            decisions = self._decisions()
+            if decisions:
+                proposed = self._propose(decisions, self.tree.max_children)
+                node.expand(self._describe(proposed), self.tree.max_children)
+            if not node.edges:  # no decisions (or none proposed): a terminal history
+                node.terminal = True
+            else:
+                edge = self.select(node)
+                path.append(edge)
+                self._materialize(node, edge)
+                node = edge.child
+        actions = [e.action for e in path]
+        recorded = [e.identity for e in path if e.recorded]
+        # 3-4. simulation and evaluation
+        if node.failed:
+            self.failures += 1
+            verdict = FAILED
+        else:
+            self._goto(node)
+            verdict = self.simulate(node.depth, actions, recorded)
+            self._at = None
+        # 5. backup and hypergraph update
+        backup(path, root, verdict.reward)
+        if self.hypergraph is not None:
+            self.hypergraph.update(extract(recorded, verdict, self.env.objectives))
+        self.record(actions, verdict)
+
+    def run(self) -> SearchResult:
+        started = perf_counter()
+        t = perf_counter()
+        self.env.reset()
+        snapshot = self.env.snapshot()
+        self.t_env += perf_counter() - t
+        self.tree = HistoryTree(snapshot, self.config.branching)
+        self._at = self.tree.root
+        while not self.exhausted:
+            self.iterate()
+        return self.result(started)
+
+
+def hypermcts(
+    env: SearchEnv, policy: Policy, config: MCTSConfig | None = None, seed: int = 0
+) -> SearchResult:
+    """Run HyperMCTS on one environment."""
+    return HyperMCTS(env, policy, config or MCTSConfig(), seed).run()

@@ -1,0 +1,238 @@
+"""Search policies: which decisions to expand and which to take in a rollout (seed 003).
+
+The seed's policy is a frozen LLM pi_theta(a | h). A :class:`Policy` plays two roles in
+Algorithm 1: ``propose`` picks up to k *distinct* candidates among A_dec(h) when a node is
+expanded (k = b), and ``rollout`` picks one action per step of a simulation. All randomness
+comes from the ``rng`` the search passes in, so a run is reproducible per seed.
+
+Guidance is a property of the policy, not of the search: HyperMCTS and UCT get the same policy
+object and the same rng stream, so "removing the hypergraph also requires disabling any such
+guidance" holds by construction -- the only difference between the two is the lambda term.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from hyperplan.llm.types import LLM, LLMError, Message
+from hyperplan.search.env import Action, SearchEnv
+
+
+@runtime_checkable
+class Policy(Protocol):
+    """Proposes expansion candidates and rollout actions at the environment's current
+    history."""
+
+    name: str
+
+    def propose(
+        self, env: SearchEnv, decisions: Sequence[Action], k: int, rng: random.Random
+    ) -> list[Action]:
+        """Up to ``k`` distinct actions of ``decisions``, most promising first."""
+        ...
+
+    def rollout(
+        self, env: SearchEnv, decisions: Sequence[Action], rng: random.Random
+    ) -> Action:
+        """One action of ``decisions`` (non-empty) for the simulation step."""
+        ...
+
+
+class RandomPolicy:
+    """Uniform: random distinct candidates, random rollout actions."""
+
+    name = "random"
+
+    def propose(
+        self, env: SearchEnv, decisions: Sequence[Action], k: int, rng: random.Random
+    ) -> list[Action]:
+        return rng.sample(list(decisions), min(k, len(decisions)))
+
+    def rollout(
+        self, env: SearchEnv, decisions: Sequence[Action], rng: random.Random
+    ) -> Action:
+        return decisions[rng.randrange(len(decisions))]
+
+
+def _gumbel_top_k(
+    scores: Sequence[float], k: int, temperature: float, rng: random.Random
+) -> list[int]:
+    """Indices of k draws without replacement from softmax(scores / temperature) (Gumbel top-k);
+    temperature 0 gives the deterministic top k (ties by position)."""
+    if temperature <= 0.0:
+        keyed = [(-s, i) for i, s in enumerate(scores)]
+    else:
+        keyed = []
+        for i, s in enumerate(scores):
+            u = rng.random()
+            gumbel = -math.log(-math.log(u)) if 0.0 < u < 1.0 else 0.0
+            keyed.append((-(s / temperature + gumbel), i))
+    keyed.sort()
+    return [i for _, i in keyed[:k]]
+
+
+class HeuristicPolicy:
+    """Non-LLM guidance from :meth:`SearchEnv.hint` (a score in [0, 1] per action).
+
+    Candidates are k draws without replacement from softmax(hint / temperature) (Gumbel
+    top-k); a rollout step takes a uniformly random action with probability ``epsilon``,
+    otherwise one softmax draw. Hints are cached per (history, action) within one policy
+    instance only through the environment's determinism -- this class keeps no state."""
+
+    def __init__(self, temperature: float = 0.1, epsilon: float = 0.1) -> None:
+        if temperature < 0 or not 0.0 <= epsilon <= 1.0:
+            raise ValueError("temperature must be >= 0 and epsilon in [0, 1]")
+        self.temperature = temperature
+        self.epsilon = epsilon
+        self.name = f"heuristic(t={temperature},eps={epsilon})"
+
+    def propose(
+        self, env: SearchEnv, decisions: Sequence[Action], k: int, rng: random.Random
+    ) -> list[Action]:
+        scores = [env.hint(a) for a in decisions]
+        return [decisions[i] for i in _gumbel_top_k(scores, k, self.temperature, rng)]
+
+    def rollout(
+        self, env: SearchEnv, decisions: Sequence[Action], rng: random.Random
+    ) -> Action:
+        if len(decisions) == 1:
+            return decisions[0]
+        if rng.random() < self.epsilon:
+            return decisions[rng.randrange(len(decisions))]
+        scores = [env.hint(a) for a in decisions]
+        return decisions[_gumbel_top_k(scores, 1, self.temperature, rng)[0]]
+
+
+CANDIDATE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "candidates": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "key": {"type": "string"},
+                    "score": {"type": "number", "minimum": 0, "maximum": 1},
+                },
+                "required": ["key", "score"],
+            },
+        }
+    },
+    "required": ["candidates"],
+}
+"""The JSON answer the LLM policy asks for: scored candidate decisions by key."""
+
+_SYSTEM = (
+    "You are the action policy of a tree-search planner. Given the task, the history so far "
+    "and the valid next decisions, return the most promising decisions as JSON "
+    '{"candidates": [{"key": <decision key>, "score": <0..1>}]}, best first. Use only keys '
+    "from the list."
+)
+
+
+class LLMPolicy:
+    """pi_theta through the :class:`~hyperplan.llm.types.LLM` protocol.
+
+    One call per (history, decision list) scores candidates (``CANDIDATE_SCHEMA``); answers are
+    cached on the prompt so a revisited history costs no call. ``propose`` keeps the k best
+    valid distinct keys; ``rollout`` samples among the scored keys (softmax at
+    ``temperature``), or, with ``rollout_policy`` set, delegates simulation to that policy
+    (e.g. :class:`HeuristicPolicy`) to save calls. Unknown keys are dropped; if the model
+    yields no valid key (or the call fails) the policy falls back to a uniform choice, so a
+    bad answer never stops the search. ``calls`` counts model calls."""
+
+    def __init__(
+        self,
+        llm: LLM,
+        *,
+        temperature: float = 0.2,
+        rollout_policy: Policy | None = None,
+        component: str = "mcts-policy",
+        max_decisions: int = 40,
+    ) -> None:
+        self.llm = llm
+        self.temperature = temperature
+        self.rollout_policy = rollout_policy
+        self.component = component
+        self.max_decisions = max_decisions
+        self.name = "llm"
+        self.calls = 0
+        self._cache: dict[str, list[tuple[str, float]]] = {}
+
+    def _prompt(self, env: SearchEnv, decisions: Sequence[Action], k: int) -> str:
+        listed = "\n".join(
+            f"- {a.key} [{a.kind}]: {a.label or a.key}" for a in decisions[: self.max_decisions]
+        )
+        return (
+            f"Task: {env.query}\n\nHistory:\n{env.describe()}\n\n"
+            f"Valid decisions:\n{listed}\n\nReturn up to {k} candidates."
+        )
+
+    def score(self, env: SearchEnv, decisions: Sequence[Action], k: int) -> list[tuple[str, float]]:
+        """The model's (key, score) list for the current history, valid distinct keys only."""
+        prompt = self._prompt(env, decisions, k)
+        cached = self._cache.get(prompt)
+        if cached is not None:
+            return cached
+        valid = {a.key for a in decisions}
+        out: list[tuple[str, float]] = []
+        try:
+            self.calls += 1
+            response = self.llm.complete(
+                [Message.system(_SYSTEM), Message.user(prompt)],
+                schema=CANDIDATE_SCHEMA,
+                component=self.component,
+            )
+            parsed = response.parsed
+            if parsed is None:
+                parsed = json.loads(response.text)
+            seen: set[str] = set()
+            for item in parsed.get("candidates", []):
+                key = str(item.get("key", ""))
+                if key in valid and key not in seen:
+                    seen.add(key)
+                    out.append((key, float(item.get("score", 0.0))))
+        except (LLMError, ValueError, AttributeError, TypeError):
+            out = []
+        self._cache[prompt] = out
+        return out
+
+    def propose(
+        self, env: SearchEnv, decisions: Sequence[Action], k: int, rng: random.Random
+    ) -> list[Action]:
+        scored = self.score(env, decisions, k)
+        if not scored:
+            return rng.sample(list(decisions), min(k, len(decisions)))
+        by_key = {a.key: a for a in decisions}
+        ranked = sorted(scored, key=lambda ks: -ks[1])
+        return [by_key[key] for key, _ in ranked[:k]]
+
+    def rollout(
+        self, env: SearchEnv, decisions: Sequence[Action], rng: random.Random
+    ) -> Action:
+        if self.rollout_policy is not None:
+            return self.rollout_policy.rollout(env, decisions, rng)
+        if len(decisions) == 1:
+            return decisions[0]
+        scored = self.score(env, decisions, len(decisions))
+        if not scored:
+            return decisions[rng.randrange(len(decisions))]
+        by_key = {a.key: a for a in decisions}
+        pick = _gumbel_top_k([s for _, s in scored], 1, self.temperature, rng)[0]
+        return by_key[scored[pick][0]]
+
+
+POLICIES = ("random", "heuristic")
+
+
+def make_policy(name: str) -> Policy:
+    """A non-LLM policy by name: ``random`` or ``heuristic``."""
+    if name == "random":
+        return RandomPolicy()
+    if name == "heuristic":
+        return HeuristicPolicy()
+    raise ValueError(f"unknown policy {name!r}; choose one of {POLICIES}")

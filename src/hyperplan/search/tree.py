@@ -1,0 +1,137 @@
+"""The ordered history tree T_tree of HyperMCTS (seed 003, "HyperUCT" and Algorithm 1).
+
+A node is one observable history h (the order of actions matters: A1 B1 C1 and B1 A1 C1 are
+different nodes even though the hypergraph pools them). It stores the visit count N(h), an
+environment snapshot (taken lazily the first time the search reaches it, so expanding a node
+costs no environment steps), and, once expanded, up to b child edges of *distinct* decisions.
+An edge (h, a) stores the backup count N(h, a) and the sum of backed-up rewards, so
+Q_tree(h, a) = W(h, a) / N(h, a) is the mean backed-up reward.
+
+Each non-terminal node is expanded at most once (Algorithm 1): :meth:`Node.expand` refuses a
+second call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from typing import Any
+
+from hyperplan.search.env import Action
+
+
+class TreeError(RuntimeError):
+    """A tree invariant was violated (second expansion, duplicate decisions, too many children)."""
+
+
+class Edge:
+    """The tree edge (h, a): decision ``action`` at the parent history, its identity
+    phi(a, h), whether it is a recorded decision for C(tau), and the statistics N(h, a) and
+    W(h, a) (sum of backed-up rewards)."""
+
+    __slots__ = ("action", "child", "identity", "n", "recorded", "w")
+
+    def __init__(self, action: Action, identity: Hashable, recorded: bool, child: Node) -> None:
+        self.action = action
+        self.identity = identity
+        self.recorded = recorded
+        self.child = child
+        self.n = 0
+        self.w = 0.0
+
+    @property
+    def q(self) -> float:
+        """Q_tree(h, a): mean backed-up reward (0 before the first backup)."""
+        return self.w / self.n if self.n else 0.0
+
+    def __repr__(self) -> str:
+        return f"Edge({self.action.key!r}, n={self.n}, q={self.q:.3f})"
+
+
+class Node:
+    """A history h: N(h), its snapshot (``None`` until first reached), depth (actions taken
+    since h_0), terminal flag, and the child edges once expanded.
+
+    ``failed`` marks a history whose creating step raised (an invalid action): it is treated
+    as terminal with reward 0."""
+
+    __slots__ = ("depth", "edges", "expanded", "failed", "n", "parent", "snapshot", "terminal")
+
+    def __init__(self, parent: Node | None, depth: int, snapshot: Any = None) -> None:
+        self.parent = parent
+        self.depth = depth
+        self.snapshot = snapshot
+        self.n = 0
+        self.edges: list[Edge] = []
+        self.expanded = False
+        self.terminal = False
+        self.failed = False
+
+    @property
+    def materialized(self) -> bool:
+        """Whether the environment state of this history has been computed and snapshotted."""
+        return self.snapshot is not None or self.failed
+
+    def expand(
+        self, children: Iterable[tuple[Action, Hashable, bool]], max_children: int
+    ) -> list[Edge]:
+        """Add the child edges ``(action, identity, recorded)`` -- at most ``max_children`` (b),
+        with distinct action keys. Raises :class:`TreeError` on a second expansion."""
+        if self.expanded:
+            raise TreeError("a node is expanded at most once")
+        edges: list[Edge] = []
+        seen: set[str] = set()
+        for action, identity, recorded in children:
+            if action.key in seen:
+                raise TreeError(f"duplicate decision {action.key!r} in one expansion")
+            seen.add(action.key)
+            edges.append(Edge(action, identity, recorded, Node(self, self.depth + 1)))
+        if len(edges) > max_children:
+            raise TreeError(f"{len(edges)} children exceed the branching factor {max_children}")
+        self.edges = edges
+        self.expanded = True
+        return edges
+
+    def __repr__(self) -> str:
+        return f"Node(depth={self.depth}, n={self.n}, children={len(self.edges)})"
+
+
+class HistoryTree:
+    """The search tree rooted at h_0 with branching factor b (``max_children``)."""
+
+    __slots__ = ("max_children", "root")
+
+    def __init__(self, root_snapshot: Any, max_children: int) -> None:
+        if max_children < 1:
+            raise ValueError("the branching factor b must be at least 1")
+        self.root = Node(None, 0, root_snapshot)
+        self.max_children = max_children
+
+    def nodes(self) -> list[Node]:
+        """Every node, depth-first (for tests and reports)."""
+        out: list[Node] = []
+        stack = [self.root]
+        while stack:
+            node = stack.pop()
+            out.append(node)
+            stack.extend(edge.child for edge in reversed(node.edges))
+        return out
+
+    def histories(self) -> list[tuple[str, ...]]:
+        """The action-key sequence of every node (root = ())."""
+        out: list[tuple[str, ...]] = []
+        stack: list[tuple[Node, tuple[str, ...]]] = [(self.root, ())]
+        while stack:
+            node, keys = stack.pop()
+            out.append(keys)
+            stack.extend((e.child, (*keys, e.action.key)) for e in reversed(node.edges))
+        return out
+
+
+def backup(path: list[Edge], root: Node, reward: float) -> None:
+    """Backup of Algorithm 1: N(h) += 1 for every history on the path (root included),
+    N(h, a) += 1 and W(h, a) += R for every edge on the path."""
+    root.n += 1
+    for edge in path:
+        edge.n += 1
+        edge.w += reward
+        edge.child.n += 1
