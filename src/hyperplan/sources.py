@@ -9,6 +9,7 @@
 ``nestools:FILE``    NesTools ``*.jsonl`` (union of the tasks' APIs)
 ``stabletoolbench:FILE``  StableToolBench query file (union of ``api_list``)
 ``python:MOD:ATTR``  Python callables (type hints + docstrings)
+``tau2:DOMAIN``      τ² airline / retail / telecom assistant tools (extra ``tau2``)
 ``demo``             the example catalog shipped with hyperplan
 ==================  ==========================================================
 """
@@ -65,6 +66,12 @@ def _stabletoolbench(loc: str) -> Catalog:
     return load_stabletoolbench(loc)
 
 
+def _tau2(loc: str) -> Catalog:
+    from hyperplan.importers.tau2 import load_tau2_catalog
+
+    return load_tau2_catalog(loc)
+
+
 def _python(loc: str) -> Catalog:
     from hyperplan.importers.python_callables import load_python_target
 
@@ -80,6 +87,7 @@ LOADERS: dict[str, Callable[[str], Catalog]] = {
     "nestools": _nestools,
     "stabletoolbench": _stabletoolbench,
     "python": _python,
+    "tau2": _tau2,
 }
 
 

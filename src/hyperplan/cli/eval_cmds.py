@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from hyperplan.cli.common import embedder_from_option, out, stage_progress
+from hyperplan.errors import HyperplanError
 from hyperplan.eval.chains import evaluate_chains
 from hyperplan.eval.links import DEFAULT_THRESHOLD, evaluate_links
 from hyperplan.plan.doe import DOEConfig
@@ -41,8 +42,9 @@ def links_cmd(
 
 @eval_app.command("chains")
 def chains_cmd(
-    suite: str = typer.Option(..., help="nestful | nestools"),
-    data: Path = typer.Option(..., help="NESTFUL data dir or *-data.json; NesTools *.jsonl"),
+    suite: str = typer.Option(..., help="nestful | nestools | tau2"),
+    data: Path = typer.Option(None, help="NESTFUL data dir or *-data.json; NesTools *.jsonl"),
+    domain: str = typer.Option(None, help="tau2 domain: airline | retail | telecom"),
     embedder: str = typer.Option("auto", help="auto | minilm | hashing | none | openai:MODEL"),
     split: str = typer.Option("all", help="all | dev (every 5th task) | heldout"),
     top_k: int = typer.Option(DOEConfig.top_k, help="DOE producers per expansion (K)"),
@@ -50,9 +52,12 @@ def chains_cmd(
     as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
 ) -> None:
     """Can DOE find the producer tools of the gold calls? (exact, producer P/R, baselines)"""
+    source = domain if suite == "tau2" else data
+    if source is None:
+        raise HyperplanError("--data is required" if suite != "tau2" else "--domain is required")
     with stage_progress(not as_json) as progress:
         result = evaluate_chains(
-            suite, data, embedder=embedder_from_option(embedder), split=split,
+            suite, source, embedder=embedder_from_option(embedder), split=split,
             config=DOEConfig(top_k=top_k, beam_width=beam), progress=progress,
         )
     if as_json:

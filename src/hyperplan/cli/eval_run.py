@@ -22,7 +22,8 @@ DEFAULT_STORE = Path(".hyperplan") / "runs.sqlite"
 
 
 def eval_run_cmd(
-    suite: str = typer.Option("demo", help="Suite name (demo)."),
+    suite: str = typer.Option("demo", help="Suite name: demo | tau2."),
+    domain: str = typer.Option(None, help="tau2 domain: airline | retail | telecom."),
     agents: str = typer.Option("hyperagent,react,planexec",
                                help=f"Comma-separated: {', '.join(AGENTS)}."),
     llm: str = typer.Option("none", help="'scripted' (test double), 'none' (LLM-free agents "
@@ -52,7 +53,8 @@ def eval_run_cmd(
                              llm=llm, model=model, embedder=embedder,
                              budget=Budget(max_llm_calls, max_tokens, max_tool_calls,
                                            max_seconds),
-                             workers=workers, limit=limit)
+                             workers=workers, limit=limit,
+                             suite_options={"domain": domain} if domain else {})
             cfg.check()
             run_id = db.create_run(suite=cfg.suite, agents=cfg.agents, llm=cfg.llm,
                                    model=cfg.model, command=shlex.join(sys.argv),

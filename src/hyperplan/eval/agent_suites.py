@@ -96,6 +96,15 @@ class DemoSuite:
 SUITES: dict[str, Callable[[], Any]] = {"demo": DemoSuite}
 
 
+def _tau2_suite(domain: str = "retail", solo: bool | None = None) -> Any:
+    from hyperplan.eval.tau2_suite import Tau2Suite
+
+    return Tau2Suite(domain=domain, solo=solo)
+
+
+SUITES["tau2"] = _tau2_suite
+
+
 def get_suite(name: str, **options: Any) -> AgentSuite:
     """The suite registered as ``name``."""
     factory = SUITES.get(name)

@@ -37,7 +37,10 @@ from hyperplan.plan.grounding import Grounding, ground
 
 
 def terminals_of(task: GoldTask) -> list[str]:
-    """Tools of the gold calls whose outputs no other call consumes."""
+    """The task's own terminals when the benchmark defines them (τ²: the write actions), else
+    the tools of the gold calls whose outputs no other call consumes."""
+    if task.terminals:
+        return list(task.terminals)
     producers = {f.producer for f in task.flows}
     return list(dict.fromkeys(c.tool for c in task.calls if c.tool not in producers))
 
@@ -189,6 +192,7 @@ def evaluate_chains(
     doe = tallies["doe"].summary()
     return {
         "suite": suite,
+        **({"domain": str(data)} if suite == "tau2" else {}),
         "n_tasks": tallies["doe"].tasks,
         "exact": doe["exact"],
         "producer_recall": doe["producer_recall"],

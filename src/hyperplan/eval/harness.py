@@ -47,6 +47,7 @@ class EvalConfig:
                                                           max_wall_s=300.0))
     workers: int = 2
     limit: int | None = None
+    suite_options: dict[str, Any] = field(default_factory=dict)  # e.g. {"domain": "retail"}
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -73,13 +74,13 @@ class TaskOutcome:
     trace: list[dict[str, Any]]
 
 
-_SESSIONS: dict[tuple[str, str], SuiteSession] = {}
+_SESSIONS: dict[str, SuiteSession] = {}
 
 
-def _session(suite: str, embedder: str) -> SuiteSession:
-    key = (suite, embedder)
+def _session(cfg: EvalConfig) -> SuiteSession:
+    key = repr((cfg.suite, cfg.embedder, sorted(cfg.suite_options.items())))
     if key not in _SESSIONS:
-        _SESSIONS[key] = get_suite(suite).open(embedder)
+        _SESSIONS[key] = get_suite(cfg.suite, **cfg.suite_options).open(cfg.embedder)
     return _SESSIONS[key]
 
 
@@ -97,7 +98,7 @@ def _llm(cfg: EvalConfig, task: EvalTask, accounting: Accounting) -> LLM | None:
 
 def run_one(cfg: EvalConfig, task: EvalTask, agent: str) -> TaskOutcome:
     """Run ``agent`` on ``task`` in a fresh environment (worker side)."""
-    session = _session(cfg.suite, cfg.embedder)
+    session = _session(cfg)
     runtime = session.start(task)
     accounting = Accounting(cfg.budget)
     tracer = TraceWriter()
@@ -179,7 +180,7 @@ def _category(status: str, success: bool, message: str) -> str:
 
 
 def pending_jobs(cfg: EvalConfig, done: set[tuple[str, str]]) -> list[tuple[EvalTask, str]]:
-    tasks = get_suite(cfg.suite).tasks()[: cfg.limit]
+    tasks = get_suite(cfg.suite, **cfg.suite_options).tasks()[: cfg.limit]
     return [(t, a) for t in tasks for a in cfg.agents if (t.id, a) not in done]
 
 

@@ -107,7 +107,8 @@ class SuiteData:
 
 
 def load_suite(suite: str, data: str | Path) -> SuiteData:
-    """Catalog(s) and gold tasks of ``suite`` (``nestful`` or ``nestools``) from ``data``.
+    """Catalog(s) and gold tasks of ``suite`` (``nestful``, ``nestools`` or ``tau2``) from
+    ``data`` (for ``tau2``: the domain, ``airline`` | ``retail`` | ``telecom``).
 
     NESTFUL: a ``*-data.json`` file or a directory searched for them (spec beside each).
     NesTools: the ``*.jsonl`` task file (catalog = union of the tasks' APIs).
@@ -128,7 +129,13 @@ def load_suite(suite: str, data: str | Path) -> SuiteData:
             spec = file.with_name(file.name.replace("-data", "-spec"))
             parts.append((load_nestful(spec), tuple(load_nestful_tasks(file, spec))))
         return SuiteData(tuple(parts))
-    raise HyperplanError(f"unknown link suite {suite!r}; expected 'nestful' or 'nestools'")
+    if suite == "tau2":
+        from hyperplan.importers.tau2 import load_tau2_catalog, load_tau2_gold
+
+        domain = str(data)  # tasks without a write action have no terminal: left out
+        tasks = tuple(t for t in load_tau2_gold(domain) if t.terminals)
+        return SuiteData(((load_tau2_catalog(domain), tasks),))
+    raise HyperplanError(f"unknown suite {suite!r}; expected 'nestful', 'nestools' or 'tau2'")
 
 
 def split_tasks(tasks: Sequence[GoldTask], split: str) -> tuple[GoldTask, ...]:

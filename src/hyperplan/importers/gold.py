@@ -44,13 +44,15 @@ class GoldCall:
 @dataclass(frozen=True, slots=True)
 class GoldTask:
     """One benchmark task: its text, its tools (catalog names, in order, unique), the data
-    flows between its gold calls, and the calls themselves in order."""
+    flows between its gold calls, the calls themselves in order, and — where the benchmark
+    defines them (τ²: the write actions) — its terminal tools."""
 
     id: str
     text: str
     tools: tuple[str, ...]
     flows: tuple[GoldFlow, ...]
     calls: tuple[GoldCall, ...] = ()
+    terminals: tuple[str, ...] = ()
 
 
 def gold_call(tool: str, arguments: dict[str, Any], is_reference: Any) -> GoldCall:
