@@ -216,3 +216,15 @@ def test_suite_gold_replay_other_domains(domain: str, task_index: int) -> None:
     tasks = {str(t.id): t for t in load_tau2_tasks(domain)}
     task_id = list(tasks)[task_index]
     assert _replay(session, task_id, tasks)
+
+
+def test_chains_contract_on_tau2_telecom() -> None:
+    from hyperplan.embed import get_embedder
+    from hyperplan.eval.chains import evaluate_chains
+
+    result = evaluate_chains("tau2", "telecom", embedder=get_embedder("hashing"))
+    assert result["suite"] == "tau2" and result["domain"] == "telecom"
+    assert result["n_tasks"] > 0
+    for key in ("exact", "producer_recall", "producer_precision", "unsatisfiable"):
+        assert 0.0 <= result[key] <= 1.0
+    assert set(result["methods"]) == {"doe", "all_producers", "semantic_topk"}
