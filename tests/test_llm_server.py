@@ -123,7 +123,7 @@ def test_agent_runs_end_to_end_on_the_real_server(base_url: str, tmp_path: Path)
     nothing crashes."""
     accounting = Accounting(Budget(max_calls=4, max_wall_s=150))
     client = OpenAICompatibleLLM(os.environ.get("HYPERPLAN_LLM_TEST_MODEL", "smollm2"),
-                                 base_url=base_url, timeout=90, temperature=0.0, max_tokens=256,
+                                 base_url=base_url, timeout=120, temperature=0.0, max_tokens=160,
                                  max_retries=1, max_reasks=1, accounting=accounting)
     world = MusicWorld()
     graph = build_graph(music_catalog(world), embedder=get_embedder("hashing"))
