@@ -39,8 +39,27 @@ class _RefNode:
         self.children: list[_RefNode] | None = None
 
 
+def _ref_children(
+    env: SearchEnv, policy: Policy, decisions: Sequence[Action], b: int, rng: random.Random
+) -> list[Action]:
+    """Branching at decision points, written from the seed's sentence: an information top
+    proposal is the single child; otherwise up to b commits (proposals without the
+    information ones, topped up from the remaining commits when some were dropped)."""
+    proposed = policy.propose(env, decisions, b, rng)
+    if proposed and proposed[0].kind is ActionKind.INFO:
+        return proposed[:1]
+    commits = [a for a in proposed if a.kind is ActionKind.COMMIT]
+    if len(commits) < len(proposed) and len(commits) < b:
+        have = {a.key for a in commits}
+        rest = [a for a in decisions if a.kind is ActionKind.COMMIT and a.key not in have]
+        if rest:
+            commits += policy.propose(env, rest, b - len(commits), rng)
+    return commits
+
+
 def reference_uct(
-    env: SearchEnv, policy: Policy, budget: int, b: int, c: float, seed: int
+    env: SearchEnv, policy: Policy, budget: int, b: int, c: float, seed: int,
+    branch_on: str = "all",
 ) -> list[tuple[str, ...]]:
     rng = random.Random(seed)
     root = _RefNode(None, 0)
@@ -62,17 +81,25 @@ def reference_uct(
             keys.append(child.action.key)
             path.append(child)
             node = child
-        if node.children is None and node.depth < horizon and not env.is_terminal():
+        while node.children is None and node.depth < horizon and not env.is_terminal():
             decisions = env.decisions()
-            if decisions:
+            if not decisions:
+                break
+            if branch_on == "commit":
+                proposed = _ref_children(env, policy, decisions, b, rng)
+            else:
                 proposed = policy.propose(env, decisions, b, rng)
-                node.children = [_RefNode(a, node.depth + 1) for a in proposed]
-                child = node.children[0]
-                assert child.action is not None
-                env.step(child.action)
-                keys.append(child.action.key)
-                path.append(child)
-                node = child
+            node.children = [_RefNode(a, node.depth + 1) for a in proposed]
+            child = node.children[0]
+            assert child.action is not None
+            env.step(child.action)
+            keys.append(child.action.key)
+            path.append(child)
+            node = child
+            # information chain: keep expanding below a single information child
+            if not (branch_on == "commit" and len(proposed) == 1
+                    and child.action.kind is ActionKind.INFO):
+                break
         depth = node.depth
         while depth < horizon and not env.is_terminal():
             decisions = env.decisions()
@@ -94,6 +121,7 @@ def reference_uct(
 @pytest.mark.parametrize("seed", [3, 11])
 def test_lambda_zero_equals_uct_decision_for_decision(seed: int) -> None:
     config = MCTSConfig(budget=60, branching=3, c=0.8, lam=0.0, early_stop=False, trace=True)
+    assert config.branch_on == "commit"  # the default; no information actions in this toy
     ref = reference_uct(ToyShopEnv(seed, 4, 5), HeuristicPolicy(), 60, 3, 0.8, seed)
     hyper0 = HyperMCTS(ToyShopEnv(seed, 4, 5), HeuristicPolicy(), config, seed).run()
     guided0 = HyperMCTS(ToyShopEnv(seed, 4, 5), HeuristicPolicy(),
@@ -103,6 +131,28 @@ def test_lambda_zero_equals_uct_decision_for_decision(seed: int) -> None:
     assert hyper0.trace == ref
     assert plain.trace == ref
     assert plain.method == "uct" and hyper0.method == "hypermcts"
+
+
+@pytest.mark.parametrize("branch_on", ["commit", "all"])
+@pytest.mark.parametrize("seed", [3, 11])
+def test_lambda_zero_equals_uct_with_information_actions(seed: int, branch_on: str) -> None:
+    """With information actions (where "commit" and "all" differ), lam = 0 is still UCT
+    decision for decision, against a reference that branches at decision points itself."""
+    config = MCTSConfig(budget=60, branching=3, c=0.8, lam=0.0, early_stop=False, trace=True,
+                        branch_on=branch_on)
+    policy = HeuristicPolicy(temperature=0.5)
+    ref = reference_uct(ToyShopEnv(seed, 4, 5, info=True), policy, 60, 3, 0.8, seed,
+                        branch_on=branch_on)
+    hyper0 = HyperMCTS(ToyShopEnv(seed, 4, 5, info=True), policy, config, seed).run()
+    plain = uct(ToyShopEnv(seed, 4, 5, info=True), policy, config, seed)
+    guided0 = HyperMCTS(ToyShopEnv(seed, 4, 5, info=True), policy,
+                        replace(config, rollout_guidance=True), seed).run()
+    assert hyper0.trace == ref
+    assert plain.trace == ref
+    assert guided0.trace == ref
+    if branch_on == "commit":  # the two modes really search differently here
+        other = reference_uct(ToyShopEnv(seed, 4, 5, info=True), policy, 60, 3, 0.8, seed)
+        assert other != ref
 
 
 def test_positive_lambda_changes_decisions_somewhere() -> None:
@@ -253,8 +303,8 @@ class CountingPolicy:
 
 def test_expansion_at_most_once_with_b_distinct_children() -> None:
     policy = CountingPolicy(HeuristicPolicy(temperature=0.5))
-    search = HyperMCTS(ToyShopEnv(4, 4, 5), policy, MCTSConfig(budget=80, branching=2,
-                                                               early_stop=False), 0)
+    config = MCTSConfig(budget=80, branching=2, early_stop=False, rollout_guidance=False)
+    search = HyperMCTS(ToyShopEnv(4, 4, 5), policy, config, 0)
     search.run()
     assert search.tree is not None
     assert len(policy.proposals) == len(set(policy.proposals))  # each history expanded once
@@ -456,3 +506,85 @@ def test_rollout_guidance_prefers_high_prior_candidates() -> None:
     assert pick(env, env.decisions(), random.Random(0)).key == proposals[1].key
     result = search.run()
     assert result.rollouts <= 8
+
+
+class InfoFirstPolicy:
+    """Proposes information actions first (decision order), then commits; ``mix`` puts one
+    commit first and the information actions after it (to exercise the top-up)."""
+
+    name = "info-first"
+
+    def __init__(self, mix: bool = False) -> None:
+        self.mix = mix
+
+    def propose(
+        self, env: SearchEnv, decisions: Sequence[Action], k: int, rng: random.Random
+    ) -> list[Action]:
+        info = [a for a in decisions if a.kind is ActionKind.INFO]
+        commits = [a for a in decisions if a.kind is ActionKind.COMMIT]
+        ranked = [*commits[:1], *info, *commits[1:]] if self.mix else [*info, *commits]
+        return ranked[:k]
+
+    def rollout(self, env: SearchEnv, decisions: Sequence[Action], rng: random.Random) -> Action:
+        return self.propose(env, decisions, 1, rng)[0]
+
+
+@pytest.mark.parametrize("chain", [True, False])
+def test_branching_at_decision_points(chain: bool) -> None:
+    """branch_on="commit": a history whose top proposal is information gathering gets exactly
+    one (information) child; commit decision points get up to b distinct commit children."""
+    config = MCTSConfig(budget=40, branching=3, early_stop=False, info_chain=chain)
+    search = HyperMCTS(ToyShopEnv(2, 3, 4, info=True), InfoFirstPolicy(), config, 0)
+    search.run()
+    assert search.tree is not None
+    expanded = [n for n in search.tree.nodes() if n.expanded]
+    info_nodes = [n for n in expanded if n.edges[0].action.kind is ActionKind.INFO]
+    commit_nodes = [n for n in expanded if n.edges[0].action.kind is ActionKind.COMMIT]
+    assert info_nodes and commit_nodes
+    for node in info_nodes:
+        assert len(node.edges) == 1  # no branching on information steps
+    for node in commit_nodes:
+        kinds = {e.action.kind for e in node.edges}
+        assert kinds == {ActionKind.COMMIT}
+        assert 1 <= len(node.edges) <= 3 and len({e.action.key for e in node.edges}) == len(
+            node.edges)
+    assert max(len(n.edges) for n in commit_nodes) == 3
+    # the root's information steps stay in every history (inspect0, inspect1, inspect2 first)
+    for trace_keys in search.tree.histories():
+        assert list(trace_keys[:3]) == ["inspect0", "inspect1", "inspect2"][: len(trace_keys)]
+    # "all" branches on information steps too
+    wide = HyperMCTS(ToyShopEnv(2, 3, 4, info=True), InfoFirstPolicy(),
+                     replace(config, branch_on="all"), 0)
+    wide.run()
+    assert wide.tree is not None
+    assert len(wide.tree.root.edges) == 3
+    assert [e.action.kind for e in wide.tree.root.edges] == [ActionKind.INFO] * 3
+
+
+def test_information_chain_costs_no_rollout() -> None:
+    """With info_chain the first iteration expands through the information steps to the first
+    commit point; without it each information node takes an iteration of its own."""
+    env = ToyShopEnv(2, 3, 4, info=True)
+    chained = HyperMCTS(env, InfoFirstPolicy(), MCTSConfig(budget=1, early_stop=False), 0)
+    chained.run()
+    assert chained.tree is not None
+    assert len([n for n in chained.tree.nodes() if n.expanded]) == 4  # 3 inspects + 1 commit
+    single = HyperMCTS(ToyShopEnv(2, 3, 4, info=True), InfoFirstPolicy(),
+                       MCTSConfig(budget=1, early_stop=False, info_chain=False), 0)
+    single.run()
+    assert single.tree is not None
+    assert len([n for n in single.tree.nodes() if n.expanded]) == 1
+
+
+def test_commit_point_tops_up_dropped_information_proposals() -> None:
+    """Top proposal a commit, followed by information proposals: the information ones are
+    dropped and the children topped up from the remaining commits, b in all."""
+    env = ToyShopEnv(2, 3, 4, info=True)
+    search = HyperMCTS(env, InfoFirstPolicy(mix=True), MCTSConfig(budget=1), 0)
+    children = search._children(env.decisions(), 3)
+    assert [a.kind for a in children] == [ActionKind.COMMIT] * 3
+    assert len({a.key for a in children}) == 3
+    assert children[0].key == InfoFirstPolicy(mix=True).propose(
+        env, env.decisions(), 1, random.Random(0))[0].key
+    with pytest.raises(ValueError, match="branch_on"):
+        MCTSConfig(branch_on="sometimes")

@@ -14,7 +14,7 @@ import typer
 from hyperplan.cli.common import console, fail, out, stage_progress
 from hyperplan.search.env import SearchEnv
 from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG
-from hyperplan.search.mcts import MCTSConfig
+from hyperplan.search.mcts import BRANCH_ON, MCTSConfig
 from hyperplan.search.policies import POLICIES
 from hyperplan.search.runner import METHODS, evaluate, load_tasks, sweep, sweep_plot, sweep_table
 
@@ -23,14 +23,17 @@ DEFAULT_LAM = 0.5
 
 
 def _config(
-    budget: int, branching: int, lam: float, c: float, agg: str, rollout_guidance: bool = False
+    budget: int, branching: int, lam: float, c: float, agg: str, rollout_guidance: bool = True,
+    branch_on: str = "commit",
 ) -> MCTSConfig:
     if agg not in AGGREGATORS:
         fail(f"unknown --agg {agg!r}; choose one of {', '.join(sorted(AGGREGATORS))}")
     if budget < 1 or branching < 1 or c < 0 or lam < 0:
         fail("--budget and --branching must be >= 1, --c and --lam >= 0")
+    if branch_on not in BRANCH_ON:
+        fail(f"unknown --branch-on {branch_on!r}; choose one of {', '.join(BRANCH_ON)}")
     return MCTSConfig(budget=budget, branching=branching, c=c, lam=lam, agg=agg,
-                      rollout_guidance=rollout_guidance)
+                      rollout_guidance=rollout_guidance, branch_on=branch_on)
 
 
 def _tasks(suite: str, n: int, seed: int, level: int | None) -> list[SearchEnv]:
@@ -55,11 +58,15 @@ def mcts_cmd(
     policy: str = typer.Option("heuristic", help=" | ".join(POLICIES)),
     methods: str = typer.Option(",".join(METHODS), help="comma-separated subset of methods"),
     rollout_guidance: bool = typer.Option(
-        False, "--rollout-guidance", help="HyperMCTS rollouts also pick by the prior"),
+        True, "--rollout-guidance/--no-rollout-guidance",
+        help="HyperMCTS rollouts also pick among the policy's b candidates by the prior "
+        "(inactive at lam = 0, i.e. for UCT)"),
+    branch_on: str = typer.Option(
+        "commit", help="branch at commit decision points only (commit) or on every action (all)"),
     as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
 ) -> None:
     """HyperMCTS vs UCT, best-of-N, greedy and beam search at equal rollout budget."""
-    config = _config(budget, branching, lam, c, agg, rollout_guidance)
+    config = _config(budget, branching, lam, c, agg, rollout_guidance, branch_on)
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
     unknown = [m for m in chosen if m not in METHODS]
     if unknown or not chosen:
@@ -71,7 +78,7 @@ def mcts_cmd(
         result = evaluate(envs, config, policy=policy, seed=seed, methods=chosen,
                           progress=progress)
     payload = {"suite": suite, "seed": seed, "level": level, "policy": policy,
-               "rollout_guidance": rollout_guidance, **result}
+               "rollout_guidance": rollout_guidance, "branch_on": branch_on, **result}
     if as_json:
         print(json.dumps(payload))
         return
@@ -91,7 +98,11 @@ def mcts_sweep_cmd(
     policy: str = typer.Option("heuristic", help=" | ".join(POLICIES)),
     out_dir: Path = typer.Option(Path("docs/figures"), "--out", help="directory for the PNG"),
     rollout_guidance: bool = typer.Option(
-        False, "--rollout-guidance", help="HyperMCTS rollouts also pick by the prior"),
+        True, "--rollout-guidance/--no-rollout-guidance",
+        help="HyperMCTS rollouts also pick among the policy's b candidates by the prior "
+        "(inactive at lam = 0, i.e. for UCT)"),
+    branch_on: str = typer.Option(
+        "commit", help="branch at commit decision points only (commit) or on every action (all)"),
     as_json: bool = typer.Option(False, "--json", help="print the JSON grid instead"),
 ) -> None:
     """Case accuracy vs budget and vs lambda: a Markdown table and a matplotlib PNG."""
@@ -102,12 +113,14 @@ def mcts_sweep_cmd(
         fail("--budgets takes integers and --lams numbers, comma-separated")
     if not budget_list or not lam_list:
         fail("--budgets and --lams must not be empty")
-    config = _config(max(budget_list), branching, max(lam_list), c, agg, rollout_guidance)
+    config = _config(max(budget_list), branching, max(lam_list), c, agg, rollout_guidance,
+                     branch_on)
     envs = _tasks(suite, tasks, seed, level)
     with stage_progress() as progress:
         result = sweep(envs, config, budget_list, lam_list, policy=policy, seed=seed,
                        progress=progress)
-    result = {"suite": suite, "seed": seed, "level": level, "policy": policy, **result}
+    result = {"suite": suite, "seed": seed, "level": level, "policy": policy,
+              "branch_on": branch_on, "rollout_guidance": rollout_guidance, **result}
     out_dir.mkdir(parents=True, exist_ok=True)
     png = out_dir / f"mcts_sweep_{suite}.png"
     try:

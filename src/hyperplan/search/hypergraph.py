@@ -138,7 +138,6 @@ AGGREGATORS: Mapping[str, Aggregator] = {
     "pooled": _agg_pooled,
 }
 DEFAULT_AGG = "balanced"
-_O1_AGGREGATORS = frozenset({"balanced"})
 
 
 _new = tuple.__new__  # builds an Observation without the slow generated NamedTuple.__new__
@@ -172,9 +171,10 @@ def extract(
 
 
 class Hypergraph:
-    """E_k with the incident-edge index per decision node and a cached prior per node."""
+    """E_k with the incident-edge index per decision node and the prior per node (``values``,
+    refreshed for the touched nodes after each rollout's update)."""
 
-    __slots__ = ("_agg", "_cache", "_cached", "agg_name", "edges", "nodes", "rollouts")
+    __slots__ = ("_agg", "agg_name", "edges", "nodes", "rollouts", "values")
 
     def __init__(self, agg: str = DEFAULT_AGG) -> None:
         if agg not in AGGREGATORS:
@@ -183,17 +183,18 @@ class Hypergraph:
         self._agg = AGGREGATORS[agg]
         self.edges: dict[EdgeKey, EdgeStats] = {}
         self.nodes: dict[Hashable, NodeStats] = {}
-        self._cache: dict[Hashable, float] = {}
-        self._cached = agg not in _O1_AGGREGATORS  # O(1) aggregators skip the cache
+        # prior(v) per node, recomputed in update() for the nodes it touched (once per node
+        # per rollout), so selection reads priors with one dict lookup each
+        self.values: dict[Hashable, float] = {}
         self.rollouts = 0
 
     def update(self, observations: Iterable[Observation]) -> None:
         """Apply one rollout's observations: E_k = E_{k-1} ∪ {new keys}, then the incremental
         mean update of every observed edge (several observations of one key in one rollout
-        each count)."""
+        each count); then refresh prior(v) of every touched node."""
         self.rollouts += 1
         edges, nodes = self.edges, self.nodes
-        cache = self._cache if self._cached else None
+        touched: dict[Hashable, NodeStats] = {}
         for decisions, label, score in observations:
             key = (decisions, label)
             stats = edges.get(key)
@@ -206,6 +207,7 @@ class Hypergraph:
                 node = nodes.get(v)
                 if node is None:
                     node = nodes[v] = NodeStats()
+                touched[v] = node
                 if new:
                     node.incident.append(stats)
                 # NodeStats.add, inlined (this loop is the hot path of the update)
@@ -221,24 +223,15 @@ class Hypergraph:
                     pooled[1] = total + score
                     if label != GLOBAL:
                         node.obj_mean_sum += (total + score) / (n + 1.0) - total / n
-                if cache is not None and v in cache:
-                    del cache[v]
+        agg, values = self._agg, self.values
+        for v, node in touched.items():
+            value = agg(node)
+            values[v] = 0.0 if value < 0.0 else (1.0 if value > 1.0 else value)
 
     def prior(self, v: Hashable) -> float:
-        """prior(v) = Agg over E_k(v), in [0, 1]; 0 when v has no incident edge."""
-        if not self._cached:
-            node = self.nodes.get(v)
-            if node is None:
-                return 0.0
-            value = self._agg(node)
-            return 0.0 if value < 0.0 else (1.0 if value > 1.0 else value)
-        cached = self._cache.get(v)
-        if cached is not None:
-            return cached
-        node = self.nodes.get(v)
-        value = 0.0 if node is None else min(1.0, max(0.0, self._agg(node)))
-        self._cache[v] = value
-        return value
+        """prior(v) = Agg over E_k(v), in [0, 1]; 0 when v has no incident edge (kept in
+        ``values``, refreshed by :meth:`update`)."""
+        return self.values.get(v, 0.0)
 
     def edge(self, decisions: Iterable[Hashable], label: str) -> EdgeStats | None:
         """The statistics of edge (S, y), or None when unseen."""

@@ -12,12 +12,32 @@ One iteration k = one evaluated rollout:
    skips the prior, so the rule is exactly UCT (Kocsis & Szepesvari 2006), same code path
    (rollout guidance is inactive at lambda = 0 too). Information actions (not recorded in C(tau))
    get a neutral prior (:meth:`HyperMCTS.priors`).
-2. **Expansion** of the reached non-terminal leaf, once: the policy proposes up to b distinct
-   decisions (:class:`~hyperplan.search.tree.Node` refuses a second expansion); one child is
-   then selected by the same rule.
+2. **Expansion** of the reached non-terminal leaf, once (:class:`~hyperplan.search.tree.Node`
+   refuses a second expansion); one child is then selected by the same rule. Which children,
+   ``MCTSConfig.branch_on``:
+
+   ``"commit"`` (default) -- branching at decision points. The seed: "In planning,
+   information-gathering actions A_info acquire evidence, whereas commit actions A_com select
+   an item, document, or plan component. The tree branches at these decision points,
+   retaining information-gathering steps in the history." So the policy proposes up to b
+   candidates; when its top proposal is information gathering (``ActionKind.INFO``) the node
+   gets that action as its *single* child (no branching; the step stays in the history);
+   otherwise the node branches over up to b distinct *commit* decisions: the policy's
+   proposals with the information actions dropped, topped up (only when some were dropped) by
+   a second proposal over the remaining commit decisions. Without information actions among
+   A_dec(h) this is exactly ``"all"`` (same policy calls, same rng stream).
+
+   With ``MCTSConfig.info_chain`` (default) such a single information child is expanded in
+   the same iteration, and so on down to the next commit decision point, so the tree's
+   branching nodes are the decision points and a rollout is not spent per information step.
+
+   ``"all"`` -- the policy's top b proposals of any kind (the tree then also branches on the
+   order of information steps).
 3. **Simulation** with the policy's rollout action until the history is terminal, has no
-   decisions, or reaches the horizon H. Optional, beyond Algorithm 1:
-   ``MCTSConfig.rollout_guidance`` lets the prior pick among the policy's b candidates.
+   decisions, or reaches the horizon H. Beyond Algorithm 1 (the seed's "domain-specific
+   guidance", A.3), on by default: ``MCTSConfig.rollout_guidance`` lets the prior pick among
+   the policy's b candidates (with ``branch_on="commit"`` only at commit points: an
+   information top candidate is taken as is).
 4. **Evaluation** by the verifier V (``env.verify()``) -> R(tau) (and rho_g).
 5. **Backup** of R along the tree path, and the **hypergraph update** with Psi(tau, G)
    (iteration k reads statistics of the preceding k - 1 rollouts only).
@@ -41,13 +61,16 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
-from hyperplan.search.env import Action, SearchEnv, Verdict
+from hyperplan.search.env import Action, ActionKind, SearchEnv, Verdict
 from hyperplan.search.hypergraph import DEFAULT_AGG, Hypergraph, extract
 from hyperplan.search.policies import Policy
 from hyperplan.search.tree import Edge, HistoryTree, Node, backup
 
 FAILED = Verdict(reward=0.0, success=False, metrics={"failed": 1.0})
 """The verdict recorded for a rollout whose environment step raised."""
+
+BRANCH_ON = ("commit", "all")
+"""Where the tree branches (``MCTSConfig.branch_on``, module doc step 2)."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +81,11 @@ class MCTSConfig:
     ``prior_tiebreak``: unvisited children all score +inf; the seed leaves their order open. With
     it (and lam > 0) the unvisited child with the highest prior goes first (ties: expansion
     order); without it, or with lam = 0, expansion order decides, as in UCT. ``info_prior``:
-    see :meth:`HyperMCTS.priors`."""
+    see :meth:`HyperMCTS.priors`. ``branch_on``: "commit" (branch only at commit decision
+    points, information steps are single children) or "all" (module doc, step 2).
+    ``info_chain`` (with "commit"): an expansion whose single child is an information step goes
+    on expanding that child in the same iteration, down to the next commit decision point (a
+    chain of information steps costs no rollout; each node is still expanded once)."""
 
     budget: int = 32
     branching: int = 3
@@ -71,7 +98,9 @@ class MCTSConfig:
     trace: bool = False
     prior_tiebreak: bool = True
     info_prior: str = "neutral"
-    rollout_guidance: bool = False
+    rollout_guidance: bool = True
+    branch_on: str = "commit"
+    info_chain: bool = True
 
     def __post_init__(self) -> None:
         if self.budget < 1 or self.branching < 1:
@@ -82,6 +111,8 @@ class MCTSConfig:
             raise ValueError("lam > 0 needs the hypergraph")
         if self.info_prior not in ("neutral", "zero"):
             raise ValueError("info_prior is 'neutral' or 'zero'")
+        if self.branch_on not in BRANCH_ON:
+            raise ValueError(f"branch_on is one of {BRANCH_ON}")
 
 
 @dataclass
@@ -183,6 +214,25 @@ class SearchBase:
                 keys.add(action.key)
                 out.append(action)
         return out[:k]
+
+    def _children(self, decisions: Sequence[Action], k: int) -> list[Action]:
+        """The up to ``k`` distinct actions an expansion adds (``MCTSConfig.branch_on``):
+        with "commit", the top proposal alone when it is information gathering, else the
+        proposed commits, topped up from the remaining commits when information proposals
+        were dropped (module doc, step 2)."""
+        proposed = self._propose(decisions, k)
+        if self.config.branch_on != "commit" or not proposed:
+            return proposed
+        if proposed[0].kind is ActionKind.INFO:
+            return proposed[:1]
+        commits = [a for a in proposed if a.kind is not ActionKind.INFO]
+        if len(commits) < len(proposed) and len(commits) < k:
+            keys = {a.key for a in commits}
+            rest = [a for a in decisions if a.kind is not ActionKind.INFO and a.key not in keys]
+            if rest:
+                commits += [a for a in self._propose(rest, k - len(commits))
+                            if a.key not in keys]
+        return commits[:k]
 
     def _describe(self, actions: Sequence[Action]) -> list[tuple[Action, Hashable, bool]]:
         t = perf_counter()
@@ -297,8 +347,8 @@ class HyperMCTS(SearchBase):
         ranks commits against each other without a systematic bias against information
         gathering; with ``"zero"`` they get 0 (the seed's rule read literally)."""
         assert self.hypergraph is not None
-        prior = self.hypergraph.prior
-        values = [prior(e.identity) if e.recorded else -1.0 for e in node.edges]
+        get = self.hypergraph.values.get
+        values = [get(e.identity, 0.0) if e.recorded else -1.0 for e in node.edges]
         if self.config.info_prior == "neutral" and -1.0 in values:
             known = [v for v in values if v >= 0.0]
             fill = sum(known) / len(known) if known else 0.0
@@ -340,28 +390,43 @@ class HyperMCTS(SearchBase):
         policy for its b candidates and takes the one with the highest prior (neutral for
         information actions, policy order on ties) -- a use of the hypergraph statistics
         beyond the HyperUCT term (the seed's ablation removes "the hypergraph component as a
-        whole"). Off by default (Algorithm 1's rollouts use the policy alone), and inactive at
+        whole"). On by default since 2026-11-30 (chosen on dev seeds 1-2, issue 5: +13 points on
+        travel, ~0 on shopping vs without), and inactive at
         lam = 0, so lam = 0 always means plain UCT."""
         hypergraph = self.hypergraph
         active = self.config.rollout_guidance and self.config.lam > 0
         if not active or hypergraph is None or not hypergraph.edges:
             return self.policy.rollout
-        propose, prior, k = self.policy.propose, hypergraph.prior, self.config.branching
+        propose, k = self.policy.propose, self.config.branching
+        get = hypergraph.values.get  # prior(v), refreshed by every update
         neutral = self.config.info_prior == "neutral"
+        at_commits = self.config.branch_on == "commit"
+        info = ActionKind.INFO
 
         def pick(env: SearchEnv, decisions: Sequence[Action], rng: random.Random) -> Action:
             candidates = propose(env, decisions, k, rng)
             if not candidates:
                 return decisions[0]
+            first = candidates[0]
+            if len(candidates) == 1 or (at_commits and first.kind is info):
+                return first  # nothing to rank (information steps as the policy ranks them)
             t0 = perf_counter()
-            ids = [env.identity(a) if env.recorded(a) else None for a in candidates]
+            if at_commits:
+                candidates = [a for a in candidates if a.kind is not info]
             t1 = perf_counter()
-            values = [-1.0 if v is None else prior(v) for v in ids]
+            ids = [env.identity(a) if env.recorded(a) else None for a in candidates]
+            t2 = perf_counter()
+            values = [-1.0 if v is None else get(v, 0.0) for v in ids]
             known = [v for v in values if v >= 0.0]
             fill = (sum(known) / len(known) if known and neutral else 0.0)
-            best = max(range(len(values)), key=lambda i: fill if values[i] < 0 else values[i])
+            best, best_value = 0, -1.0
+            for i, v in enumerate(values):
+                if v < 0.0:
+                    v = fill
+                if v > best_value:
+                    best, best_value = i, v
             self.t_inner += perf_counter() - t0
-            self.t_inner_env += t1 - t0
+            self.t_inner_env += t2 - t1
             return candidates[best]
 
         return pick
@@ -401,20 +466,25 @@ class HyperMCTS(SearchBase):
             if not edge.child.materialized:
                 self._materialize(node, edge)
             node = edge.child
-        # 2. expansion (at most once per node)
-        if not node.terminal:
+        # 2. expansion (at most once per node; with info_chain, through single information
+        # children down to the next commit decision point)
+        chain = self.config.info_chain and self.config.branch_on == "commit"
+        while not node.terminal and not node.expanded:
             self._goto(node)
             decisions = self._decisions()
             if decisions:
-                proposed = self._propose(decisions, self.tree.max_children)
+                proposed = self._children(decisions, self.tree.max_children)
                 node.expand(self._describe(proposed), self.tree.max_children)
             if not node.edges:  # no decisions (or none proposed): a terminal history
                 node.terminal = True
-            else:
-                edge = self.select(node)
-                path.append(edge)
-                self._materialize(node, edge)
-                node = edge.child
+                break
+            edge = self.select(node)
+            path.append(edge)
+            self._materialize(node, edge)
+            single = len(node.edges) == 1
+            node = edge.child
+            if not (chain and single and edge.action.kind is ActionKind.INFO):
+                break
         actions = [e.action for e in path]
         recorded = [e.identity for e in path if e.recorded]
         # 3-4. simulation and evaluation
