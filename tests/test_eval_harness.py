@@ -100,3 +100,23 @@ def test_killed_run_resumes_without_losing_finished_tasks(tmp_path: Path) -> Non
     assert all(after[key] == stamp for key, stamp in before.items())  # not redone
     summary = json.loads(result.stdout)
     assert summary["agents"]["hyperagent-goal"]["success"] == 26
+
+
+def test_ray_backend_runs_the_same_tasks_on_a_local_ray_instance(tmp_path: Path) -> None:
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        message = "ray is not installed (pip install 'hyperplan[ray]')"
+        if os.environ.get("CI") == "true" and os.environ.get("HYPERPLAN_RAY_REQUIRED") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    cfg = EvalConfig(suite="demo", agents=("hyperagent-goal",), workers=2, limit=3,
+                     backend="ray")
+    with RunStore(tmp_path / "r.sqlite") as db:
+        rid = db.create_run(suite="demo", agents=cfg.agents, llm="none", model="",
+                            command="test", config=cfg.as_dict())
+        assert run_eval(cfg, db, rid) == 3
+        rows = list(db.results(rid))
+    assert sorted(r.task_id for r in rows) == ["t01_like_song", "t02_like_song_pick_title",
+                                                "t03_add_song_to_playlist"]
+    assert all(r.success for r in rows)

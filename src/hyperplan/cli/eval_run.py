@@ -31,6 +31,8 @@ def eval_run_cmd(
     model: str = typer.Option("", help="Model name for an endpoint."),
     embedder: str = typer.Option("hashing", help="auto | minilm | hashing"),
     workers: int = typer.Option(2, help="Worker processes (1 = in this process)."),
+    backend: str = typer.Option("local", help="local (processes) | ray (extra 'ray')."),
+    ray_address: str = typer.Option(None, help="Ray cluster address (default: local Ray)."),
     limit: int = typer.Option(None, help="Only the first N tasks."),
     resume: str = typer.Option(None, help="Continue run RUN_ID: finished tasks are kept."),
     store: Path = typer.Option(DEFAULT_STORE, help="SQLite run store."),
@@ -54,7 +56,8 @@ def eval_run_cmd(
                              budget=Budget(max_llm_calls, max_tokens, max_tool_calls,
                                            max_seconds),
                              workers=workers, limit=limit,
-                             suite_options={"domain": domain} if domain else {})
+                             suite_options={"domain": domain} if domain else {},
+                             backend=backend, ray_address=ray_address)
             cfg.check()
             run_id = db.create_run(suite=cfg.suite, agents=cfg.agents, llm=cfg.llm,
                                    model=cfg.model, command=shlex.join(sys.argv),

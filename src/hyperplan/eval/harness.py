@@ -48,6 +48,8 @@ class EvalConfig:
     workers: int = 2
     limit: int | None = None
     suite_options: dict[str, Any] = field(default_factory=dict)  # e.g. {"domain": "retail"}
+    backend: str = "local"  # "local" (worker processes) or "ray"
+    ray_address: str | None = None  # None: start a local Ray instance
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
@@ -58,6 +60,8 @@ class EvalConfig:
         unknown = [a for a in self.agents if a not in AGENTS]
         if unknown:
             raise HyperplanError(f"unknown agent(s) {unknown}; known: {', '.join(AGENTS)}")
+        if self.backend not in ("local", "ray"):
+            raise HyperplanError(f"unknown backend {self.backend!r}; expected local or ray")
         needs_llm = [a for a in self.agents if a not in LLM_FREE_AGENTS]
         if needs_llm and self.llm == "none":
             raise HyperplanError(f"agents {needs_llm} need --llm (an endpoint URL or "
@@ -200,6 +204,9 @@ def run_eval(cfg: EvalConfig, store: RunStore, run_id: str,
 
 
 def _execute(cfg: EvalConfig, jobs: Sequence[tuple[EvalTask, str]]) -> Iterator[TaskOutcome]:
+    if cfg.backend == "ray":
+        yield from _execute_ray(cfg, jobs)
+        return
     if cfg.workers <= 1:
         for task, agent in jobs:
             yield run_one(cfg, task, agent)
@@ -214,3 +221,27 @@ def _execute(cfg: EvalConfig, jobs: Sequence[tuple[EvalTask, str]]) -> Iterator[
             done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
             for fut in done:
                 yield fut.result()
+
+
+def _execute_ray(cfg: EvalConfig, jobs: Sequence[tuple[EvalTask, str]]) -> Iterator[TaskOutcome]:
+    """The same jobs as Ray tasks (extra ``ray``): on ``cfg.ray_address``'s cluster, or on a
+    local instance with ``cfg.workers`` CPUs. Results are yielded as they finish, so the
+    caller stores each one at once exactly as with local processes."""
+    try:
+        import ray
+    except ImportError:
+        raise HyperplanError("--backend ray needs Ray: pip install 'hyperplan[ray]'") from None
+    started_here = not ray.is_initialized()
+    if started_here:
+        ray.init(address=cfg.ray_address, num_cpus=None if cfg.ray_address else cfg.workers,
+                 include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    remote = ray.remote(num_cpus=1, max_retries=0)(run_one)
+    try:
+        waiting = [remote.remote(cfg, task, agent) for task, agent in jobs]
+        while waiting:
+            done, waiting = ray.wait(waiting, num_returns=1)
+            for ref in done:
+                yield ray.get(ref)
+    finally:
+        if started_here:
+            ray.shutdown()
