@@ -180,6 +180,28 @@ def test_shopping_hint_uses_only_revealed_attributes() -> None:
     assert all(0.0 <= env.hint(a) <= 1.0 for a in env.decisions())
 
 
+def test_shopping_hint_views_before_committing() -> None:
+    env = shop([])
+    h = {a.key: env.hint(a) for a in env.decisions()}
+    # right after the searches, every view of an item ranks above every choice for it
+    for idx, cat in ((0, ("p1", "p2", "p3")), (1, ("c1", "c2"))):
+        assert min(h[f"view:{p}"] for p in cat) > max(h[f"choose:{idx}:{p}"] for p in cat)
+    env = shop(["view:p2"])  # the decoy: a revealed requirement breaks
+    h = {a.key: env.hint(a) for a in env.decisions()}
+    # an unviewed product never looks better to choose than to view
+    assert h["view:p1"] > h["choose:0:p1"] and h["view:p3"] > h["choose:0:p3"]
+    env = shop(["view:p2", "view:p1"])  # p1 satisfies everything: committing ranks first
+    h = {a.key: env.hint(a) for a in env.decisions()}
+    assert h["choose:0:p1"] == max(h.values())
+    # near the horizon views drop below committing, so the order can still be completed
+    env = shop(["view:p2", "view:p3", "view:c2"])
+    # two open items and finish need 3 steps: leave exactly 3
+    env.restore(replace(env.state, steps=env.horizon - 3))
+    h = {a.key: env.hint(a) for a in env.decisions()}
+    assert h["view:p1"] < min(h[f"choose:0:{p}"] for p in ("p1", "p3"))
+    assert h["view:c1"] < h["choose:1:c1"]
+
+
 # ------------------------------------------------------------------ travel verifier
 
 MON = 0

@@ -42,12 +42,16 @@ item's choose identity and the budget to every recorded identity. Identities:
 
 :meth:`ShoppingEnv.hint` reads only the query and the revealed attributes: for a choice,
 ``0.75 * requirement score + 0.25 * price score``, where the requirement score is the fraction
-of the item's requirements the revealed attributes satisfy (unrevealed ones count 1/2), halved
-once a revealed attribute breaks one, and the price score compares the price with an even split
-of the remaining budget over the open items (it cannot see which valid product is cheapest,
-how coupons interact, or how other categories are priced). Views of open items score
+of the item's requirements the revealed attributes satisfy (unrevealed ones count 1/2 for a
+view, 0 for a choice of an unviewed product), halved once a revealed attribute breaks one, and
+the price score compares the price with an even split of the remaining budget over the open
+items (it cannot see which valid product is cheapest, how coupons interact, or how other
+categories are priced). While none of an item's products has been viewed its choices are
+scaled by 0.2 (so viewing comes first). Views of open items score
 ``0.2 + 0.6 * requirement score + 0.2 * price score``, unsearched categories 0.9, coupons 0.9,
-finish 1 (0.7 while a coupon could still be applied).
+finish 1 (0.7 while a coupon could still be applied). Once one more view would leave too few
+steps to search and choose every open item and finish, views score 0.05 and the 0.2 scaling
+is dropped.
 """
 
 from __future__ import annotations
@@ -666,9 +670,9 @@ class ShoppingEnv:
             return frozenset(REQ_KEYS)
         return LISTED_KEYS
 
-    def _requirement_score(self, item: Item, p: Product) -> float:
+    def _requirement_score(self, item: Item, p: Product, unknown: float = 0.5) -> float:
         """Fraction of the item's requirements the revealed attributes satisfy (unknown
-        ones count 1/2), halved when a revealed attribute already breaks one."""
+        ones count ``unknown``), halved when a revealed attribute already breaks one."""
         known = self._known(p)
         total = 0.0
         broken = False
@@ -678,7 +682,7 @@ class ShoppingEnv:
                 total += 1.0 if ok else 0.0
                 broken = broken or not ok
             else:
-                total += 0.5
+                total += unknown
         score = total / len(item.requirements)
         return score / 2 if broken else score
 
@@ -693,6 +697,14 @@ class ShoppingEnv:
             return 1.0
         return max(0.0, 1.0 - (p.price - allowance) / allowance)
 
+    def _spare_steps(self) -> bool:
+        """True while one more information step still leaves enough steps to search and
+        choose every open item and finish (coupons are optional)."""
+        st = self.state
+        needed = 1 + sum(1 + (it.category not in st.searched)
+                         for it in self.task.items if st.chosen[it.index] is None)
+        return self._horizon - st.steps - 1 >= needed
+
     def hint(self, action: Action) -> float:
         kind = action.payload[0]
         if kind == "search":
@@ -702,12 +714,25 @@ class ShoppingEnv:
             item = next(it for it in self.task.items if it.category == p.category)
             if self.state.chosen[item.index] is not None:
                 return 0.1
+            if not self._spare_steps():
+                return 0.05  # the remaining steps are needed to commit and finish
             return 0.2 + 0.6 * self._requirement_score(item, p) + 0.2 * self._price_score(p)
         if kind == "choose":
             _, idx, pid = action.payload
             p = self._products[pid]
-            return 0.75 * self._requirement_score(self.task.items[idx], p) + \
+            item = self.task.items[idx]
+            if pid in self.state.viewed:
+                return 0.75 * self._requirement_score(item, p) + 0.25 * self._price_score(p)
+            # unverified commit: unknown requirements count 0, not 1/2 (so it never looks
+            # better to choose than to view), and while none of the item's products has been
+            # viewed it stays at most 0.2, below every view of that item
+            score = 0.75 * self._requirement_score(item, p, unknown=0.0) + \
                 0.25 * self._price_score(p)
+            viewed = self.state.viewed
+            if self._spare_steps() and not any(
+                    q.pid in viewed for q in self._by_cat[item.category]):
+                score *= 0.2
+            return score
         if kind == "coupon":
             return 0.9
         # finish: best once every item is chosen and no owned coupon can still be applied
