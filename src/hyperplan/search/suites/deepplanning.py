@@ -56,6 +56,7 @@ from typing import Any
 
 from hyperplan.errors import HyperplanError
 from hyperplan.search.env import Action, ActionKind, Objective, Verdict
+from hyperplan.search.suites.base import StateEnv
 
 _COUPON_TERMS = re.compile(r"¥([\d,]+)\s+off\s+every\s+¥([\d,]+)")
 _WORD = re.compile(r"[a-z0-9']+")
@@ -190,8 +191,10 @@ class DPState:
     trace: tuple[str, ...] = ()
 
 
-class DeepPlanningShoppingEnv:
+class DeepPlanningShoppingEnv(StateEnv):
     """A DeepPlanning shopping case as a :class:`~hyperplan.search.env.SearchEnv`."""
+
+    state: DPState
 
     def __init__(self, case: DPCase) -> None:
         self.case = case
@@ -208,37 +211,14 @@ class DeepPlanningShoppingEnv:
                   for name, q in case.gold_coupons)
         copies = sum(self._owned.values())
         self._horizon = 4 * len(case.gold_products) + min(10, copies) + 2
-        self.state = DPState()
-        self._cached: tuple[object, tuple[Action, ...], set[str]] = (None, (), set())
+        self._start(DPState())
 
     @property
     def query(self) -> str:
         return self.case.query
 
-    @property
-    def objectives(self) -> Sequence[Objective]:
-        return self._objectives
-
-    @property
-    def horizon(self) -> int:
-        return self._horizon
-
     def spec(self) -> dict[str, Any]:
         return self.case.spec()
-
-    def reset(self) -> None:
-        self.state = DPState()
-
-    def snapshot(self) -> DPState:
-        return self.state
-
-    def restore(self, snapshot: Any) -> None:
-        if not isinstance(snapshot, DPState):
-            raise ValueError("not a DeepPlanningShoppingEnv snapshot")
-        self.state = snapshot
-
-    def is_terminal(self) -> bool:
-        return self.state.finished or self.state.steps >= self._horizon
 
     def _price(self, pid: str) -> float:
         return float(self._products[pid]["price"])
@@ -256,13 +236,6 @@ class DeepPlanningShoppingEnv:
     def _listing(self, pid: str) -> str:
         p = self._products[pid]
         return f"{pid} | {p.get('name', '')} | {p.get('brand', '')} | ¥{p['price']}"
-
-    def decisions(self) -> Sequence[Action]:
-        """A_dec(h), cached for the current (immutable) state object."""
-        if self._cached[0] is not self.state:
-            acts = tuple(self._compute_decisions())
-            self._cached = (self.state, acts, {a.key for a in acts})
-        return self._cached[1]
 
     def _compute_decisions(self) -> list[Action]:
         if self.is_terminal():
@@ -286,13 +259,7 @@ class DeepPlanningShoppingEnv:
             out.append(Action("finish", ActionKind.COMMIT, ("finish",), "finish"))
         return out
 
-    def step(self, action: Action) -> str:
-        if self.is_terminal():
-            raise ValueError("the episode is over")
-        self.decisions()
-        if action.key not in self._cached[2]:
-            raise ValueError(f"invalid action {action.key!r} at this history")
-        st = self.state
+    def _apply(self, st: DPState, action: Action) -> tuple[DPState, str]:
         p = action.payload
         if p[0] == "brand":
             obs = f"brand {p[1]}: " + "; ".join(self._listing(x) for x in self._brands[p[1]])
@@ -309,11 +276,7 @@ class DeepPlanningShoppingEnv:
         else:
             obs = "finished"
             st = replace(st, finished=True)
-        self.state = replace(st, steps=st.steps + 1, trace=(*st.trace, obs))
-        return obs
-
-    def identity(self, action: Action) -> Hashable:
-        return tuple(action.payload)
+        return st, obs
 
     def recorded(self, action: Action) -> bool:
         return action.kind is ActionKind.COMMIT and action.payload[0] != "finish"

@@ -63,6 +63,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from hyperplan.search.env import Action, ActionKind, Objective, Verdict
+from hyperplan.search.suites.base import StateEnv
 
 # category -> (price range, size choices)
 CATEGORIES: dict[str, tuple[tuple[int, int], tuple[str, ...]]] = {
@@ -476,8 +477,10 @@ class ShoppingState:
     trace: tuple[str, ...] = ()
 
 
-class ShoppingEnv:
+class ShoppingEnv(StateEnv):
     """One shopping task as a :class:`~hyperplan.search.env.SearchEnv` (module doc)."""
+
+    state: ShoppingState
 
     def __init__(self, task: ShoppingTask) -> None:
         self.task = task
@@ -494,38 +497,15 @@ class ShoppingEnv:
         budget = Objective("budget", f"total after coupons <= ¥{task.budget}", "global")
         self._objectives = (*local, budget)
         self._horizon = 6 * len(task.items) + len(task.coupons) + 2
-        self.state = ShoppingState(chosen=(None,) * len(task.items))
-        self._cached: tuple[object, tuple[Action, ...], set[str]] = (None, (), set())
+        self._start(ShoppingState(chosen=(None,) * len(task.items)))
 
     # -- protocol basics
     @property
     def query(self) -> str:
         return self.task.query
 
-    @property
-    def objectives(self) -> Sequence[Objective]:
-        return self._objectives
-
-    @property
-    def horizon(self) -> int:
-        return self._horizon
-
     def spec(self) -> dict[str, Any]:
         return self.task.spec()
-
-    def reset(self) -> None:
-        self.state = ShoppingState(chosen=(None,) * len(self.task.items))
-
-    def snapshot(self) -> ShoppingState:
-        return self.state
-
-    def restore(self, snapshot: Any) -> None:
-        if not isinstance(snapshot, ShoppingState):
-            raise ValueError("not a ShoppingEnv snapshot")
-        self.state = snapshot
-
-    def is_terminal(self) -> bool:
-        return self.state.finished or self.state.steps >= self._horizon
 
     # -- decisions
     def _chosen_products(self, state: ShoppingState | None = None) -> list[Product]:
@@ -534,13 +514,6 @@ class ShoppingEnv:
 
     def _listed(self, pid: str) -> bool:
         return self._products[pid].category in self.state.searched
-
-    def decisions(self) -> Sequence[Action]:
-        """A_dec(h), cached for the current (immutable) state object."""
-        if self._cached[0] is not self.state:
-            acts = tuple(self._compute_decisions())
-            self._cached = (self.state, acts, {a.key for a in acts})
-        return self._cached[1]
 
     def _compute_decisions(self) -> list[Action]:
         if self.is_terminal():
@@ -574,13 +547,7 @@ class ShoppingEnv:
             out.append(Action("finish", ActionKind.COMMIT, ("finish",), "finish the order"))
         return out
 
-    def step(self, action: Action) -> str:
-        if self.is_terminal():
-            raise ValueError("the episode is over")
-        self.decisions()
-        if action.key not in self._cached[2]:
-            raise ValueError(f"invalid action {action.key!r} at this history")
-        st = self.state
+    def _apply(self, st: ShoppingState, action: Action) -> tuple[ShoppingState, str]:
         kind = action.payload[0]
         if kind == "search":
             cat = action.payload[1]
@@ -602,11 +569,7 @@ class ShoppingEnv:
         else:
             obs = "order finished"
             st = replace(st, finished=True)
-        self.state = replace(st, steps=st.steps + 1, trace=(*st.trace, obs))
-        return obs
-
-    def identity(self, action: Action) -> Hashable:
-        return tuple(action.payload)
+        return st, obs
 
     def recorded(self, action: Action) -> bool:
         return action.kind is ActionKind.COMMIT and action.payload[0] in ("choose", "coupon")

@@ -58,11 +58,12 @@ blind option is open, so search and cross-trajectory evidence still matter.
 from __future__ import annotations
 
 import random
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from hyperplan.search.env import Action, ActionKind, Objective, Verdict
+from hyperplan.search.suites.base import StateEnv
 
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 SLOTS: tuple[tuple[str, int, int], ...] = (  # name, start minute, latest end
@@ -509,8 +510,10 @@ def _generate(rng: random.Random, seed: int, level: int) -> TravelTask:
 # ---------------------------------------------------------------- environment
 
 
-class TravelEnv:
+class TravelEnv(StateEnv):
     """One travel task as a :class:`~hyperplan.search.env.SearchEnv` (module doc)."""
+
+    state: TravelState
 
     def __init__(self, task: TravelTask) -> None:
         self.task = task
@@ -529,47 +532,17 @@ class TravelEnv:
         )
         self._horizon = (len(self._components) + len(task.categories()) + 2
                          + VIEW_ALLOWANCE_PER_DAY * task.days + 1)
-        self.state = TravelState()
-        self._cached: tuple[object, tuple[Action, ...], set[str]] = (None, (), set())
+        self._start(TravelState())
 
     @property
     def query(self) -> str:
         return self.task.query
 
-    @property
-    def objectives(self) -> Sequence[Objective]:
-        return self._objectives
-
-    @property
-    def horizon(self) -> int:
-        return self._horizon
-
     def spec(self) -> dict[str, Any]:
         return self.task.spec()
 
-    def reset(self) -> None:
-        self.state = TravelState()
-
-    def snapshot(self) -> TravelState:
-        return self.state
-
-    def restore(self, snapshot: Any) -> None:
-        if not isinstance(snapshot, TravelState):
-            raise ValueError("not a TravelEnv snapshot")
-        self.state = snapshot
-
-    def is_terminal(self) -> bool:
-        return self.state.finished or self.state.steps >= self._horizon
-
     def _plan(self) -> dict[tuple[Any, ...], Any]:
         return dict(self.state.plan)
-
-    def decisions(self) -> Sequence[Action]:
-        """A_dec(h), cached for the current (immutable) state object."""
-        if self._cached[0] is not self.state:
-            acts = tuple(self._compute_decisions())
-            self._cached = (self.state, acts, {a.key for a in acts})
-        return self._cached[1]
 
     def _compute_decisions(self) -> list[Action]:
         if self.is_terminal():
@@ -627,13 +600,7 @@ class TravelEnv:
         e = self._entity(i)
         return e.text() if i in self.state.viewed else e.listing()
 
-    def step(self, action: Action) -> str:
-        if self.is_terminal():
-            raise ValueError("the episode is over")
-        self.decisions()
-        if action.key not in self._cached[2]:
-            raise ValueError(f"invalid action {action.key!r} at this history")
-        st = self.state
+    def _apply(self, st: TravelState, action: Action) -> tuple[TravelState, str]:
         p = action.payload
         if p[0] == "query":
             cat = p[1]
@@ -658,11 +625,7 @@ class TravelEnv:
             comp, choice = tuple(p[:-1]), p[-1]
             obs = f"decided {action.label or action.key}"
             st = replace(st, plan=(*st.plan, (comp, choice)))
-        self.state = replace(st, steps=st.steps + 1, trace=(*st.trace, obs))
-        return obs
-
-    def identity(self, action: Action) -> Hashable:
-        return tuple(action.payload)
+        return st, obs
 
     def recorded(self, action: Action) -> bool:
         return action.kind is ActionKind.COMMIT and action.payload[0] != "finish"
