@@ -54,31 +54,26 @@ def tool_loop(ctx: RunContext, messages: list[Message], tools: Sequence[ToolSpec
               max_steps: int) -> LoopOutcome:
     """Run the function-calling loop (module doc) for at most ``max_steps`` model turns; a
     budget hit or an LLM failure ends it with the state reached so far."""
-    holder = [state]
-    try:
-        return _loop(ctx, messages, tools, holder, label, component, max_steps)
-    except BudgetExceeded as exc:
-        return LoopOutcome(holder[0], "", False, stopped=str(exc))
-    except LLMError as exc:
-        return LoopOutcome(holder[0], "", False, error=str(exc))
-
-
-def _loop(ctx: RunContext, messages: list[Message], tools: Sequence[ToolSpec],
-          holder: list[AgentState], label: str, component: str, max_steps: int) -> LoopOutcome:
     assert ctx.llm is not None
     specs, back = offered_tools(tools)
-    for _ in range(max_steps):
-        resp = ctx.llm.complete(messages, tools=specs, tool_choice="auto", component=component)
-        if not resp.tool_calls:
-            return LoopOutcome(holder[0], resp.text, True)
-        messages.append(Message.assistant(resp.text, resp.tool_calls))
-        for i, call in enumerate(resp.tool_calls):
-            result = _execute(ctx, back.get(call.name, call.name), dict(call.arguments))
-            holder[0] = holder[0].after_call(ctx.graph, label, result)
-            ctx.tracer.emit("tool_call", subtask=label, sources={}, **result.as_dict())
-            messages.append(Message.tool(_result_text(result), call.id or f"call_{i}",
-                                         call.name))
-    return LoopOutcome(holder[0], "", False)
+    try:
+        for _ in range(max_steps):
+            resp = ctx.llm.complete(messages, tools=specs, tool_choice="auto",
+                                    component=component)
+            if not resp.tool_calls:
+                return LoopOutcome(state, resp.text, True)
+            messages.append(Message.assistant(resp.text, resp.tool_calls))
+            for i, call in enumerate(resp.tool_calls):
+                result = _execute(ctx, back.get(call.name, call.name), dict(call.arguments))
+                state = state.after_call(ctx.graph, label, result)
+                ctx.tracer.emit("tool_call", subtask=label, sources={}, **result.as_dict())
+                messages.append(Message.tool(_result_text(result), call.id or f"call_{i}",
+                                             call.name))
+    except BudgetExceeded as exc:
+        return LoopOutcome(state, "", False, stopped=str(exc))
+    except LLMError as exc:
+        return LoopOutcome(state, "", False, error=str(exc))
+    return LoopOutcome(state, "", False)
 
 
 def _execute(ctx: RunContext, name: str, arguments: dict[str, object]) -> ToolResult:

@@ -11,8 +11,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from hyperplan.agents.toolcalling import tool_loop
 from hyperplan.catalog import ToolSpec
 from hyperplan.embed.base import Embedder
@@ -22,7 +20,8 @@ from hyperplan.execute.subtask import RunContext
 from hyperplan.llm.types import Message
 from hyperplan.plan.prompts import render
 from hyperplan.plan.taskdag import Subtask
-from hyperplan.retrieve.context_graph import GraphIndex, tool_text
+from hyperplan.retrieve.baselines import semantic_top_k
+from hyperplan.retrieve.context_graph import GraphIndex
 
 
 def run_variant1(ctx: RunContext, request: str, embedder: Embedder,
@@ -31,15 +30,12 @@ def run_variant1(ctx: RunContext, request: str, embedder: Embedder,
     return run_request(ctx, request, embedder, index, plain_context=True)
 
 
-def semantic_tools(ctx: RunContext, embedder: Embedder, subtask: Subtask,
+def semantic_tools(ctx: RunContext, index: GraphIndex, embedder: Embedder, subtask: Subtask,
                    k: int) -> list[ToolSpec]:
-    """The subtask's terminals plus the k tools whose text is most similar to its goal."""
-    texts = [tool_text(t) for t in ctx.graph.tools]
-    vectors = np.asarray(embedder.embed([subtask.goal, *texts]), dtype=np.float32)
-    query, tools = vectors[0], vectors[1:]
-    norms = np.linalg.norm(tools, axis=1) * max(float(np.linalg.norm(query)), 1e-9)
-    scores = tools @ query / np.maximum(norms, 1e-9)
-    top = [ctx.graph.tools[int(i)].name for i in np.argsort(-scores)[:k]]
+    """The subtask's terminals plus the k tools whose text is most similar to its goal
+    (:func:`~hyperplan.retrieve.baselines.semantic_top_k` over the graph's tool vectors)."""
+    goal_vec = embedder.embed([subtask.goal])[0]
+    top = [ctx.graph.tools[i].name for i in semantic_top_k(index, goal_vec, k)]
     names = list(dict.fromkeys([*subtask.terminals, *top]))
     return [ctx.catalog.get(n) for n in names if n in ctx.graph.tool_index]
 
@@ -52,12 +48,13 @@ def run_variant2(ctx: RunContext, request: str, embedder: Embedder,
     if isinstance(planned, RunResult):
         return planned
     ctx, dag, state = planned.ctx, planned.dag, planned.state
+    index = index if index is not None else GraphIndex(ctx.graph, embedder)
     results: list[str] = []
     for sub in _topological(dag.subtasks):
         system, user = render("planexec_step", request=request, step=sub.goal,
                               previous="\n".join(results) or "none")
         out = tool_loop(ctx, [Message.system(system), Message.user(user)],
-                        semantic_tools(ctx, embedder, sub, k), state, label=sub.id,
+                        semantic_tools(ctx, index, embedder, sub, k), state, label=sub.id,
                         component="executor", max_steps=max_steps)
         state = out.state.with_status(sub.id, SubtaskStatus.DONE if out.finished
                                       else SubtaskStatus.FAILED)

@@ -17,7 +17,7 @@ import typer
 from rich.table import Table
 
 from hyperplan.cli.common import out
-from hyperplan.cli.run_cmds import _embedder, render_event
+from hyperplan.cli.run_cmds import render_event, search_embedder
 from hyperplan.demo_world import DemoTask, DemoWorld, load_tasks
 from hyperplan.embed.base import Embedder
 from hyperplan.errors import HyperplanError
@@ -47,7 +47,7 @@ def demo(
     """Run the agent on the demo world's tasks (LLM-free unless an endpoint is configured)."""
     tasks = _select(load_tasks(), task)
     world = DemoWorld()
-    emb = _embedder(embedder)
+    emb = search_embedder(embedder)
     graph = build_graph(world.catalog(), embedder=emb)
     index = GraphIndex(graph, emb)
     probe = llm_from_options(llm, model, Accounting())

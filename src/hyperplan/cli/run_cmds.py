@@ -65,7 +65,7 @@ def run(
                              "HYPERPLAN_LLM_BASE_URL) to run the agent on a request")
     if goal is None and not request.strip():
         raise HyperplanError("the request is empty")
-    emb = _embedder(embedder)
+    emb = search_embedder(embedder)
     graph = build_graph(setup.catalog, embedder=emb)
     tracer = TraceWriter(trace)
     ctx = RunContext(graph=graph, catalog=setup.catalog, runtime=setup.runtime,
@@ -86,7 +86,9 @@ def run(
         raise typer.Exit(2)
 
 
-def _embedder(spec: str) -> Embedder:
+def search_embedder(spec: str) -> Embedder:
+    """The embedder for retrieval: ``none`` (no description similarity) falls back to the
+    hashing embedder, since the context graph needs vectors."""
     emb = embedder_from_option(spec)
     return emb if isinstance(emb, Embedder) else get_embedder("hashing")
 

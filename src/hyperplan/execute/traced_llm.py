@@ -17,6 +17,7 @@ class TracedLLM:
     def __init__(self, inner: LLM, tracer: TraceWriter) -> None:
         self.inner = inner
         self.tracer = tracer
+        self._doc_tokens: dict[tuple[str, ...], int] = {}  # offered tool names -> tokens
 
     def complete(self, messages: Sequence[Message], *, schema: JSONSchema | None = None,
                  tools: Sequence[ToolSpec] | None = None, tool_choice: ToolChoice = None,
@@ -39,6 +40,20 @@ class TracedLLM:
         self._emit(component, messages, resp, tools)
         return resp
 
+    def _tool_tokens(self, tools: Sequence[ToolSpec] | None) -> int:
+        """Tokens of the tool documentation offered with a call (0 when none), counted once
+        per distinct tool set: an agent offers the same tools on every turn."""
+        if not tools:
+            return 0
+        key = tuple(t.name for t in tools)
+        if key not in self._doc_tokens:
+            from hyperplan.retrieve.serialize import count_tokens
+
+            self._doc_tokens[key] = count_tokens(json.dumps(
+                [{"name": t.name, "description": t.description,
+                  "parameters": dict(t.parameters)} for t in tools]))
+        return self._doc_tokens[key]
+
     def _emit(self, component: str, messages: Sequence[Message], resp: LLMResponse,
               tools: Sequence[ToolSpec] | None) -> None:
         self.tracer.emit(
@@ -48,19 +63,10 @@ class TracedLLM:
             latency_s=round(resp.latency_s, 4), messages=_messages(messages), text=resp.text,
             tool_calls=[{"name": c.name, "arguments": dict(c.arguments)}
                         for c in resp.tool_calls],
-            tool_doc_tokens=_tool_tokens(tools),
+            tool_doc_tokens=self._tool_tokens(tools),
         )
 
 
 def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
     return [{"role": m.role, "content": m.content} for m in messages]
 
-
-def _tool_tokens(tools: Sequence[ToolSpec] | None) -> int:
-    """Tokens of the tool documentation offered with a call (0 when none)."""
-    if not tools:
-        return 0
-    from hyperplan.retrieve.serialize import count_tokens
-
-    return count_tokens(json.dumps([{"name": t.name, "description": t.description,
-                                     "parameters": dict(t.parameters)} for t in tools]))
