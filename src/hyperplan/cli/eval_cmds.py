@@ -72,3 +72,25 @@ from hyperplan.cli.search_cmds import mcts_bench_cmd, mcts_cmd, mcts_sweep_cmd  
 eval_app.command("mcts")(mcts_cmd)
 eval_app.command("mcts-sweep")(mcts_sweep_cmd)
 eval_app.command("mcts-bench")(mcts_bench_cmd)
+
+
+@eval_app.command("suites")
+def suites_cmd(
+    as_json: bool = typer.Option(False, "--json", help="Print the table as JSON."),
+) -> None:
+    """Every suite, the evaluations it supports, the command for each, its data and checker."""
+    from dataclasses import asdict
+
+    from rich.table import Table
+
+    from hyperplan.eval.registry import SUITE_TABLE, commands
+
+    if as_json:
+        print(json.dumps([asdict(s) | {"commands": commands(s)} for s in SUITE_TABLE]))
+        return
+    table = Table(title="hyperplan suites")
+    for column in ("suite", "commands", "data", "checker"):
+        table.add_column(column)
+    for info in SUITE_TABLE:
+        table.add_row(info.name, "\n".join(commands(info)), info.data, info.checker)
+    out.print(table)

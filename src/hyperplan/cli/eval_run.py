@@ -22,8 +22,11 @@ DEFAULT_STORE = Path(".hyperplan") / "runs.sqlite"
 
 
 def eval_run_cmd(
-    suite: str = typer.Option("demo", help="Suite name: demo | tau2."),
+    suite: str = typer.Option("demo", help="Suite name: demo | tau2 | nestools | nestful | "
+                              "appworld (see `hyperplan eval suites`)."),
     domain: str = typer.Option(None, help="tau2 domain: airline | retail | telecom."),
+    data: str = typer.Option(None, help="Data file or directory of nestools / nestful / "
+                             "appworld (default: under $HYPERPLAN_DATA or ../shared/data)."),
     agents: str = typer.Option("hyperagent,react,planexec",
                                help=f"Comma-separated: {', '.join(AGENTS)}."),
     llm: str = typer.Option("none", help="'scripted' (test double), 'none' (LLM-free agents "
@@ -56,7 +59,7 @@ def eval_run_cmd(
                              budget=Budget(max_llm_calls, max_tokens, max_tool_calls,
                                            max_seconds),
                              workers=workers, limit=limit,
-                             suite_options={"domain": domain} if domain else {},
+                             suite_options=_suite_options(domain=domain, data=data),
                              backend=backend, ray_address=ray_address)
             cfg.check()
             run_id = db.create_run(suite=cfg.suite, agents=cfg.agents, llm=cfg.llm,
@@ -75,6 +78,10 @@ def eval_run_cmd(
                       f"{row['tool_calls']}, LLM calls {row['llm_calls']}, tokens "
                       f"{row['tokens']}")
         console.print(f"report: hyperplan report {run_id} --store {store}")
+
+
+def _suite_options(**options: str | None) -> dict[str, str]:
+    return {k: v for k, v in options.items() if v}
 
 
 def _run_with_progress(cfg: EvalConfig, db: RunStore, run_id: str, total: int) -> None:

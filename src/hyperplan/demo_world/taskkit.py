@@ -33,6 +33,7 @@ class DemoTask:
     check: Callable[[DemoWorld], bool]
     ambiguous: bool = False
     notes: str = ""
+    scenario: str = ""  # tasks instantiating one intent with different entities (for SGC)
 
 
 def sub(sid: str, terminal: str, values: dict[str, Any] | None = None, *,

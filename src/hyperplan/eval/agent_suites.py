@@ -4,13 +4,17 @@
 A :class:`AgentSuite` lists its :class:`EvalTask` s and opens a :class:`SuiteSession` per worker
 process; a session owns the catalog, the hypergraph and its retrieval index (built once) and,
 for each task, resets the environment, hands out a tool runtime, and checks the end state.
-Registered suites: ``demo`` (the shipped demo world).
+Registered suites: ``demo`` (the shipped demo world), ``tau2`` (:mod:`.tau2_suite`),
+``nestools`` and ``nestful`` (gold calls on a symbolic environment, :mod:`.replay_suite`) and
+``appworld`` (:mod:`.appworld_suite`, needs AppWorld's own package and data).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from hyperplan.catalog import Catalog
@@ -22,6 +26,12 @@ from hyperplan.execute.results import ToolRuntime
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.model import Hypergraph
 from hyperplan.retrieve.context_graph import GraphIndex
+
+
+def data_root() -> Path:
+    """Where suites read benchmark data by default: ``$HYPERPLAN_DATA``, else
+    ``../shared/data`` (relative to the working directory)."""
+    return Path(os.environ.get("HYPERPLAN_DATA", "../shared/data"))
 
 
 @dataclass(frozen=True)
@@ -86,8 +96,8 @@ class DemoSuite:
     def tasks(self) -> list[EvalTask]:
         from hyperplan.demo_world import load_tasks
 
-        return [EvalTask(t.id, t.request, t.goal, t.min_calls, ambiguous=t.ambiguous)
-                for t in load_tasks()]
+        return [EvalTask(t.id, t.request, t.goal, t.min_calls, scenario=t.scenario,
+                         ambiguous=t.ambiguous) for t in load_tasks()]
 
     def open(self, embedder: str) -> SuiteSession:
         return DemoSession(embedder)
@@ -103,6 +113,26 @@ def _tau2_suite(domain: str = "retail", solo: bool | None = None) -> Any:
 
 
 SUITES["tau2"] = _tau2_suite
+
+
+def _replay_suite(name: str) -> Callable[..., Any]:
+    def factory(data: str | None = None) -> Any:
+        from hyperplan.eval.replay_suite import ReplaySuite
+
+        return ReplaySuite(name, data)
+
+    return factory
+
+
+def _appworld_suite(data: str | None = None) -> Any:
+    from hyperplan.eval.appworld_suite import AppWorldSuite
+
+    return AppWorldSuite(data)
+
+
+SUITES["appworld"] = _appworld_suite
+SUITES["nestools"] = _replay_suite("nestools")
+SUITES["nestful"] = _replay_suite("nestful")
 
 
 def get_suite(name: str, **options: Any) -> AgentSuite:

@@ -123,7 +123,7 @@ def run_one(cfg: EvalConfig, task: EvalTask, agent: str) -> TaskOutcome:
         runtime.close()
     success = session.check(task)
     metrics = _metrics(result, accounting, tracer.events, time.perf_counter() - started)
-    metrics.update(message=message[:500], min_calls=task.min_calls,
+    metrics.update(message=message[:500], min_calls=task.min_calls, scenario=task.scenario,
                    category=_category(status, success, message))
     return TaskOutcome(task.id, agent, status, success, metrics, tracer.events)
 

@@ -83,10 +83,13 @@ def summarize_agents(rows: Sequence[ResultRow], scenarios: dict[str, str] | None
 
 
 def _sgc(rows: list[ResultRow], scenarios: dict[str, str]) -> float | None:
+    """Scenario goal completion: the fraction of scenarios whose every task succeeded. The
+    scenario of a task comes from ``scenarios`` or else from its stored ``metrics``."""
     groups: dict[str, list[bool]] = defaultdict(list)
     for r in rows:
-        if scenarios.get(r.task_id):
-            groups[scenarios[r.task_id]].append(r.success)
+        scenario = scenarios.get(r.task_id) or str(r.metrics.get("scenario") or "")
+        if scenario:
+            groups[scenario].append(r.success)
     if not groups:
         return None
     return round(sum(all(v) for v in groups.values()) / len(groups), 4)
