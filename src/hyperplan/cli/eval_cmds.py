@@ -67,11 +67,17 @@ def chains_cmd(
 
 
 # HyperMCTS benchmarks (issue 5), defined in search_cmds.
-from hyperplan.cli.search_cmds import mcts_bench_cmd, mcts_cmd, mcts_sweep_cmd  # noqa: E402
+from hyperplan.cli.search_cmds import (  # noqa: E402
+    mcts_bench_cmd,
+    mcts_cmd,
+    mcts_reasoners_cmd,
+    mcts_sweep_cmd,
+)
 
 eval_app.command("mcts")(mcts_cmd)
 eval_app.command("mcts-sweep")(mcts_sweep_cmd)
 eval_app.command("mcts-bench")(mcts_bench_cmd)
+eval_app.command("mcts-reasoners")(mcts_reasoners_cmd)
 
 
 @eval_app.command("suites")

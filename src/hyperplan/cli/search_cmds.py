@@ -12,6 +12,7 @@ from pathlib import Path
 import typer
 
 from hyperplan.cli.common import console, fail, out, stage_progress
+from hyperplan.errors import HyperplanError
 from hyperplan.search.env import SearchEnv
 from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG
 from hyperplan.search.mcts import BRANCH_ON, MCTSConfig
@@ -150,3 +151,30 @@ def mcts_bench_cmd(
 
     print(json.dumps(bench_bookkeeping(tasks=tasks, budget=budget, branching=branching,
                                        agg=agg)))
+
+
+def mcts_reasoners_cmd(
+    suite: str = typer.Option(..., help="shopping | travel | toy"),
+    tasks: int = typer.Option(50, help="number of generated tasks"),
+    seed: int = typer.Option(1000, help="task/search seed (0-999 is the dev range)"),
+    budget: int = typer.Option(32, help="rollout budget B per task and method"),
+    branching: int = typer.Option(3, help="children per expansion b"),
+    lam: float = typer.Option(DEFAULT_LAM, help="hypergraph prior weight lambda"),
+    c: float = typer.Option(DEFAULT_C, help="exploration constant (llm-reasoners' w_exp)"),
+    as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
+) -> None:
+    """HyperMCTS and UCT beside llm-reasoners' MCTS (optional package 'reasoners') at equal
+    rollouts, with the heuristic policy."""
+    from hyperplan.search.reasoners_bridge import compare
+
+    config = _config(budget, branching, lam, c, DEFAULT_AGG, True, "commit")
+    envs = _tasks(suite, tasks, seed, None)
+    try:
+        result = compare(envs, config, seed=seed)
+    except HyperplanError as exc:
+        fail(str(exc))
+    payload = {"suite": suite, "seed": seed, "policy": "heuristic", **result}
+    if as_json:
+        print(json.dumps(payload))
+        return
+    out.print_json(json.dumps(payload))
