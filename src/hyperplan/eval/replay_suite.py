@@ -7,14 +7,15 @@ arguments and which earlier output feeds which parameter. This suite makes that 
 
 * runtime (:class:`SymbolicRuntime`): every catalog tool answers every call with *symbolic
   values* built from its output schema: on the k-th call of tool ``T`` a string output at path
-  ``p`` is ``⟨T#k:p⟩``, an integer or number a fresh unique number, a boolean ``true``
-  (objects keep their properties, arrays hold one item; path syntax as the gold flows write
-  it: ``location.name``, ``author[].id``). The runtime remembers which (tool, path) produced
-  each value, leaves and whole objects or arrays alike. Booleans carry no identity: a boolean
-  argument passes the flow check when any allowed producer returned ``true``. Arguments are
-  not validated against the input schemas: the benchmarks' own gold calls do not always
-  satisfy them (NESTFUL passes numbers to string parameters, leaves required ones out, names
-  parameters its spec lacks), and the check compares every argument with the gold call.
+  ``p`` is ``⟨T#k:p⟩``, an integer or number a fresh unique number, a boolean ``true``, an
+  object without declared properties ``{"ref": "⟨T#k:p⟩"}`` (objects keep their properties,
+  arrays hold one item; path syntax as the gold flows write it: ``location.name``,
+  ``author[].id``). The runtime remembers which (tool, path) produced each value, leaves and
+  whole objects or arrays alike. Booleans carry no identity: a boolean argument passes the
+  flow check when any allowed producer returned ``true``. Arguments are not validated against
+  the input schemas: the benchmarks' own gold calls do not always satisfy them (NESTFUL passes
+  numbers to string parameters, leaves required ones out, names parameters its spec lacks),
+  and the check compares every argument with the gold call.
 * check (:func:`matches_gold`): the calls made equal the gold calls — each gold call is matched
   by a distinct call of the same tool with the same argument names, every literal argument
   equal (JSON-equal, or the same text up to case and surrounding spaces) and every referenced
@@ -105,7 +106,9 @@ class SymbolicValues:
     def _leaf(self, tool: str, index: int, path: str, kind: Any) -> Any:
         self._serial += 1
         value: Any
-        if kind == "boolean":
+        if kind == "object":  # an object without declared properties: a record of its own
+            value = {"ref": f"⟨{tool}#{index}:{path}⟩"}
+        elif kind == "boolean":
             value = True
         elif kind == "integer":
             value = 700_000 + self._serial
