@@ -336,3 +336,54 @@ def test_share_power_scales_the_prerequisite_bound() -> None:
         _, _, got = _extract(("play",), hops=1, k_back=2, budget=None, share_power=power)
         assert got["search"].reason == "prerequisite" and got["search"].via == "play"
         assert got["search"].score == pytest.approx(expected, abs=1e-5)
+
+
+def test_interpretation_marks_pure_questions() -> None:
+    assert interpret_request("What is the title of the most-liked song?").question
+    assert interpret_request("How long is my longest playlist? Which one is it?").question
+    assert not interpret_request("Play the most-liked song.").question
+    assert not interpret_request("What is my top song? Then play it.").question
+    assert not interpret_request("weather").question  # no operation clause at all
+
+
+def test_interpretation_lead_ins_contractions_and_task_verbs() -> None:
+    it = interpret_request("After that, run video ads for 7 days. Following the extraction, "
+                           "I'd like to check the structure. Finally, rent an SUV.")
+    assert {"run video ads for 7 days", "check the structure", "rent an SUV"} <= set(
+        it.operations)
+    # "I'd like to X": X is the operation, not "like"
+    it = interpret_request("I would like to borrow this book for 14 days.")
+    assert it.operations[0] == "borrow this book for 14 days"
+    # a lead-in longer than five words is not skipped (", " before a verb still cuts a clause)
+    it = interpret_request("After that, I'd like to check the ads.")
+    assert it.operations[0] == "check the ads"
+    it = interpret_request("After a long and winding day at work, I'd like to check the ads.")
+    assert "check the ads" not in it.operations
+
+
+def _write_graph() -> Hypergraph:
+    """music.show_song (read, output title) and music.play_song (write: effect
+    music.play_song.done), both described "play song"."""
+    nodes = [SchemaNode(0, NodeKind.OUTPUT, 0, "title", "string"),
+             SchemaNode(1, NodeKind.EFFECT, 1, "music.play_song.done", "bool")]
+    tools = [ToolEdge(0, "music.show_song", "play song", (), (0,), ()),
+             ToolEdge(1, "music.play_song", "play song", (), (1,), ())]
+    return Hypergraph.from_parts(nodes, tools, [])
+
+
+def test_question_write_factor_demotes_write_tools_for_questions() -> None:
+    # cos("play song", either tool) = 1; for a question the write tool's q is scaled by 0.5
+    graph, emb = _write_graph(), KeywordEmbedder()
+    index = GraphIndex(graph, emb)
+    assert index.writes.tolist() == [False, True]
+    cfg = ContextGraphConfig(node_mix=0.0, k_e=2, theta_e=0.5, hops=0, lexical_mix=0.0,
+                             seed_rank_decay=1.0, question_write_factor=0.5)
+    for question, expected in ((True, 0.5), (False, 1.0)):
+        interp = TaskInterpretation(("play song",), (), (), question)
+        cg = extract_context_graph(graph, interp, embedder=emb, index=index, config=cfg)
+        scores = {t.name: t.score for t in cg.tools}
+        assert scores == pytest.approx({"music.show_song": 1.0, "music.play_song": expected})
+    off = replace(cfg, question_write_factor=1.0)
+    interp = TaskInterpretation(("play song",), (), (), True)
+    cg = extract_context_graph(graph, interp, embedder=emb, index=index, config=off)
+    assert [t.score for t in cg.tools] == pytest.approx([1.0, 1.0])

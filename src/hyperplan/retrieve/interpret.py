@@ -6,16 +6,23 @@ deterministic, model-free stand-in and :func:`from_llm_json` validates an LLM's 
 same shape. ``operations`` (d_op) are verb-led phrases ("find the most-liked song", "send an
 email"): the request is cut at sentence punctuation, at clause connectives (", then",
 " and then", ", and", ", but", "so that") and at ", " / " and " when the next word is an
-operation verb; a clause is an operation when it starts (after fillers such as "please" or
-"I need to") with an operation verb or a question word; one whose object is a pronoun
-("delete them") gets the preceding clause appended as its antecedent, and every verb-led
-operation also contributes its core, the verb with its first content chunk ("Like songs
-played"). ``schemas`` (d_sch) are the entities and
-values: quoted strings, emails, URLs, paths, numbers, capitalised names and the content-word
-chunks of every clause (stopwords, pronouns and the leading operation verb cut chunks apart).
+operation verb; a clause is an operation when it starts (after fillers such as "please",
+"I need to" or "I'd like to") with an operation verb or a question word, or when a short
+lead-in of at most five words opened by a sequencing word ("After that, run ...", "Following
+the extraction, I'd like to check ...") is followed by such a start; one whose object is
+a pronoun ("delete them") gets the preceding clause appended as its antecedent, and every
+verb-led operation also contributes its core, the verb with its first content chunk ("Like
+songs played"). The verbs are a closed list of common task verbs (AppWorld's and generic ones
+such as "rent", "analyze", "monitor"). ``schemas`` (d_sch) are the entities and values:
+quoted strings, emails, URLs, paths, numbers, capitalised names and the content-word chunks of
+every clause (stopwords, pronouns and the leading operation verb cut chunks apart).
 References to people (a relationship noun such as "my roommates", or a single capitalised name
 after "to/from/with/for" or before "has/asked/said") are typed with an extra schema phrase
 "contact information of <who>", the entity type an LLM interpretation would name.
+
+Questions. ``question`` is set when the request has at least one operation clause and every
+one of them starts with a question word ("What is the title of ...", "How long is ..."): a
+pure information request, which the context graph uses to demote tools with side effects.
 
 Lookups. A plan has to find the entities a request refers to before acting on them, a step an
 LLM interpretation spells out and a verb-led split misses; so d_op also gets "search contacts of
@@ -49,11 +56,13 @@ class InterpretationError(HyperplanError):
 @dataclass(frozen=True)
 class TaskInterpretation:
     """d_t = (d_op, d_sch): operation phrases and schema/entity/value phrases, plus the apps
-    (tool namespaces) the request names."""
+    (tool namespaces) the request names and whether it only asks questions (``question``: every
+    operation clause is a wh-question, none asks for an action)."""
 
     operations: tuple[str, ...]
     schemas: tuple[str, ...]
     apps: tuple[str, ...] = ()
+    question: bool = False
 
     @property
     def operation_text(self) -> str:
@@ -78,7 +87,13 @@ OPERATION_VERBS = frozenset(
     review save schedule search sell send set share show sort start stop submit subscribe
     summarize tell terminate text transfer translate turn unfollow unlike unpin unsubscribe update
     upload verify view withdraw write split settle attach purchase replace modify
-    empty""".split()
+    empty
+    analyze analyse append apply assess authenticate borrow build collect compile compose
+    conduct configure construct craft deploy design detect determine develop diagnose draft
+    enroll evaluate examine explore extend extract gather hire initiate inspect install
+    investigate launch lease load manage measure monitor normalize obtain operate optimize plan
+    predict prepare process procure provide publish query recruit register renew rent repair
+    research run scan screen select simulate suggest supervise track validate""".split()
 )
 QUESTION_WORDS = frozenset(
     "what which who whom whose when where why how is are does do did".split()
@@ -86,7 +101,12 @@ QUESTION_WORDS = frozenset(
 # Leading words dropped before looking for the operation verb.
 _FILLERS = frozenset(
     """please kindly also then and but so now just first finally lastly next i we you can could
-    would will need want like have has to help me us should must let also""".split()
+    would will need want like have has to help me us should must let also i'd we'd i'll
+    we'll""".split()
+)
+# Words opening a short lead-in before the operation ("After that, ...", "Following this, ...").
+_LEAD_IN = frozenset(
+    "after following once when before then next finally lastly subsequently afterwards".split()
 )
 # Words that cut noun-phrase chunks apart (besides punctuation and operation verbs).
 _CHUNK_STOP = frozenset(
@@ -143,10 +163,15 @@ def interpret_request(text: str, apps: Iterable[str] = ()) -> TaskInterpretation
     masked = _PROTECTED.sub(lambda m: _hole(values, m.group(0)), text.strip())
     clauses = [c for s in _SENTENCE.split(masked) for c in _clauses(s)]
     operations: list[str] = []
+    asks = acts = 0
     for k, clause in enumerate(clauses):
         op = _operation(clause)
         if op is None:
             continue
+        if _lower_words(op)[0] in QUESTION_WORDS:
+            asks += 1
+        else:
+            acts += 1
         previous = clauses[k - 1] if k else ""
         operations.append(_restore(_resolve(op, previous), values))
         core = _core(op, previous if _PRONOUN.search(op) else "")
@@ -165,7 +190,8 @@ def interpret_request(text: str, apps: Iterable[str] = ()) -> TaskInterpretation
     for clause in clauses:
         schemas += [_restore(chunk, values) for chunk in _chunks(clause)]
     return TaskInterpretation(
-        _unique(operations), _unique(s for s in schemas if s), _mentioned_apps(text, app_words)
+        _unique(operations), _unique(s for s in schemas if s), _mentioned_apps(text, app_words),
+        question=asks > 0 and acts == 0,
     )
 
 
@@ -244,14 +270,23 @@ def _clauses(sentence: str) -> list[str]:
 
 
 def _operation(clause: str) -> str | None:
-    """The clause from its operation verb on, or the whole clause for a question."""
+    """The clause from its operation verb on, or the whole clause for a question; after a
+    short sequencing lead-in ("After that, run ...") the part after its comma."""
     words = list(_WORD.finditer(clause))
     for i, m in enumerate(words[:6]):
         low = m.group(0).lower()
+        after = words[i + 1].group(0).lower() if i + 1 < len(words) else ""
+        if low in ("like", "love") and after == "to":  # "I'd like to X": X is the operation
+            continue
         if low in OPERATION_VERBS or (i == 0 and low in QUESTION_WORDS):
             return clause[m.start():].strip()
         if low not in _FILLERS:
-            return None
+            break
+    comma = clause.find(",")
+    if words and words[0].group(0).lower() in _LEAD_IN and comma > 0 and len(
+        _WORD.findall(clause[:comma])
+    ) <= 5:
+        return _operation(clause[comma + 1:])
     return None
 
 
