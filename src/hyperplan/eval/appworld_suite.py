@@ -22,6 +22,7 @@ of the ``appworld`` module).
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Mapping
 from pathlib import Path
@@ -81,13 +82,13 @@ def load_appworld_eval_tasks(directory: Path) -> list[EvalTask]:
 
 def _appworld_class() -> Any:
     try:
-        from appworld import AppWorld  # type: ignore[import-not-found]
+        module = importlib.import_module("appworld")
     except ImportError:
         raise HyperplanError(
             "the appworld suite needs AppWorld itself: pip install appworld && appworld "
             "install && appworld download data (the data download needs the internet)"
         ) from None
-    return AppWorld
+    return module.AppWorld
 
 
 class AppWorldRuntime(ClosingRuntime):

@@ -31,6 +31,7 @@ Optional: ``reasoners`` imports torch and transformers at import time. Install w
 
 from __future__ import annotations
 
+import importlib
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,7 +49,7 @@ MAX_ITERATIONS_PER_ROLLOUT = 4
 def reasoners_module() -> Any:
     """The ``reasoners.algorithm`` module, or a clear error naming the install."""
     try:
-        import reasoners.algorithm as algorithm  # type: ignore[import-not-found]
+        algorithm = importlib.import_module("reasoners.algorithm")
     except ImportError as exc:
         raise HyperplanError(
             "the llm-reasoners comparison needs the package 'reasoners': pip install "
