@@ -37,6 +37,28 @@ class _RefNode:
         self.n = 0
         self.w = 0.0
         self.children: list[_RefNode] | None = None
+        self.widened = 0
+        self.saturated = False
+
+
+def _ref_widen(
+    env: SearchEnv, policy: Policy, node: _RefNode, widen: float, rng: random.Random
+) -> None:
+    """Progressive widening by policy order, written from MCTSConfig's docstring: a commit
+    decision point gets one more commit child whenever N(h) >= w (j + 1)^2."""
+    assert node.children
+    if (not widen or node.saturated or node.children[0].action is None
+            or node.children[0].action.kind is not ActionKind.COMMIT
+            or node.n < widen * (node.widened + 1) ** 2):
+        return
+    have = {ch.action.key for ch in node.children if ch.action is not None}
+    rest = [a for a in env.decisions() if a.kind is ActionKind.COMMIT and a.key not in have]
+    if not rest:
+        node.saturated = True
+        return
+    proposed = policy.propose(env, rest, 1, rng)
+    node.children.append(_RefNode(proposed[0] if proposed else rest[0], node.depth + 1))
+    node.widened += 1
 
 
 def _ref_children(
@@ -59,7 +81,7 @@ def _ref_children(
 
 def reference_uct(
     env: SearchEnv, policy: Policy, budget: int, b: int, c: float, seed: int,
-    branch_on: str = "all",
+    branch_on: str = "all", widen: float = 0.0,
 ) -> list[tuple[str, ...]]:
     rng = random.Random(seed)
     root = _RefNode(None, 0)
@@ -69,6 +91,7 @@ def reference_uct(
         env.reset()
         node, path, keys = root, [], []
         while node.children:
+            _ref_widen(env, policy, node, widen, rng)
             unvisited = [ch for ch in node.children if ch.n == 0]
             if unvisited:
                 child = unvisited[0]
@@ -118,11 +141,18 @@ def reference_uct(
     return traces
 
 
+@pytest.mark.parametrize("widen", [0.0, 0.25])
 @pytest.mark.parametrize("seed", [3, 11])
-def test_lambda_zero_equals_uct_decision_for_decision(seed: int) -> None:
-    config = MCTSConfig(budget=60, branching=3, c=0.8, lam=0.0, early_stop=False, trace=True)
+def test_lambda_zero_equals_uct_decision_for_decision(seed: int, widen: float) -> None:
+    """lam = 0 is UCT decision for decision: as in Algorithm 1 (widen = 0) and with
+    progressive widening, which at lam = 0 follows the policy order only."""
+    config = MCTSConfig(budget=60, branching=3, c=0.8, lam=0.0, early_stop=False, trace=True,
+                        widen=widen)
     assert config.branch_on == "commit"  # the default; no information actions in this toy
-    ref = reference_uct(ToyShopEnv(seed, 4, 5), HeuristicPolicy(), 60, 3, 0.8, seed)
+    ref = reference_uct(ToyShopEnv(seed, 4, 5), HeuristicPolicy(), 60, 3, 0.8, seed,
+                        widen=widen)
+    if widen:
+        assert ref != reference_uct(ToyShopEnv(seed, 4, 5), HeuristicPolicy(), 60, 3, 0.8, seed)
     hyper0 = HyperMCTS(ToyShopEnv(seed, 4, 5), HeuristicPolicy(), config, seed).run()
     guided0 = HyperMCTS(ToyShopEnv(seed, 4, 5), HeuristicPolicy(),
                         replace(config, rollout_guidance=True), seed).run()
@@ -133,16 +163,19 @@ def test_lambda_zero_equals_uct_decision_for_decision(seed: int) -> None:
     assert plain.method == "uct" and hyper0.method == "hypermcts"
 
 
+@pytest.mark.parametrize("widen", [0.0, 0.25])
 @pytest.mark.parametrize("branch_on", ["commit", "all"])
 @pytest.mark.parametrize("seed", [3, 11])
-def test_lambda_zero_equals_uct_with_information_actions(seed: int, branch_on: str) -> None:
+def test_lambda_zero_equals_uct_with_information_actions(
+    seed: int, branch_on: str, widen: float
+) -> None:
     """With information actions (where "commit" and "all" differ), lam = 0 is still UCT
     decision for decision, against a reference that branches at decision points itself."""
     config = MCTSConfig(budget=60, branching=3, c=0.8, lam=0.0, early_stop=False, trace=True,
-                        branch_on=branch_on)
+                        branch_on=branch_on, widen=widen)
     policy = HeuristicPolicy(temperature=0.5)
     ref = reference_uct(ToyShopEnv(seed, 4, 5, info=True), policy, 60, 3, 0.8, seed,
-                        branch_on=branch_on)
+                        branch_on=branch_on, widen=widen)
     hyper0 = HyperMCTS(ToyShopEnv(seed, 4, 5, info=True), policy, config, seed).run()
     plain = uct(ToyShopEnv(seed, 4, 5, info=True), policy, config, seed)
     guided0 = HyperMCTS(ToyShopEnv(seed, 4, 5, info=True), policy,
@@ -151,7 +184,8 @@ def test_lambda_zero_equals_uct_with_information_actions(seed: int, branch_on: s
     assert plain.trace == ref
     assert guided0.trace == ref
     if branch_on == "commit":  # the two modes really search differently here
-        other = reference_uct(ToyShopEnv(seed, 4, 5, info=True), policy, 60, 3, 0.8, seed)
+        other = reference_uct(ToyShopEnv(seed, 4, 5, info=True), policy, 60, 3, 0.8, seed,
+                              widen=widen)
         assert other != ref
 
 
@@ -227,13 +261,17 @@ def test_prior_zero_for_unseen_and_bounded() -> None:
     hg = Hypergraph()
     assert hg.prior("anything") == 0.0
     rng = random.Random(0)
+    rollouts = []
     for _ in range(200):
         decisions = rng.sample(["a", "b", "c", "d", "e"], rng.randint(1, 4))
-        hg.update(extract(decisions, Verdict(rng.random(), False, {"g1": rng.random()}), G))
+        rollouts.append(extract(decisions, Verdict(rng.random(), False,
+                                                   {"g1": rng.random()}), G))
     for agg in AGGREGATORS:
         hg2 = Hypergraph(agg)
-        hg2.edges, hg2.nodes = hg.edges, hg.nodes
-        assert all(0.0 <= hg2.prior(v) <= 1.0 for v in "abcde")
+        for observations in rollouts:
+            hg2.update(observations)
+        assert all(0.0 < hg2.prior(v) <= 1.0 for v in "abcde")
+        assert hg2.prior("z") == 0.0
     with pytest.raises(ValueError, match="unknown aggregator"):
         Hypergraph("median")
 
@@ -303,7 +341,8 @@ class CountingPolicy:
 
 def test_expansion_at_most_once_with_b_distinct_children() -> None:
     policy = CountingPolicy(HeuristicPolicy(temperature=0.5))
-    config = MCTSConfig(budget=80, branching=2, early_stop=False, rollout_guidance=False)
+    config = MCTSConfig(budget=80, branching=2, early_stop=False, rollout_guidance=False,
+                        widen=0.0)  # Algorithm 1: no progressive widening
     search = HyperMCTS(ToyShopEnv(4, 4, 5), policy, config, 0)
     search.run()
     assert search.tree is not None
@@ -533,7 +572,8 @@ class InfoFirstPolicy:
 def test_branching_at_decision_points(chain: bool) -> None:
     """branch_on="commit": a history whose top proposal is information gathering gets exactly
     one (information) child; commit decision points get up to b distinct commit children."""
-    config = MCTSConfig(budget=40, branching=3, early_stop=False, info_chain=chain)
+    config = MCTSConfig(budget=40, branching=3, early_stop=False, info_chain=chain,
+                        widen=0.0)  # Algorithm 1: no progressive widening
     search = HyperMCTS(ToyShopEnv(2, 3, 4, info=True), InfoFirstPolicy(), config, 0)
     search.run()
     assert search.tree is not None

@@ -15,7 +15,7 @@ from hyperplan.cli.common import console, fail, out, stage_progress
 from hyperplan.errors import HyperplanError
 from hyperplan.search.env import SearchEnv
 from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG
-from hyperplan.search.mcts import BRANCH_ON, MCTSConfig
+from hyperplan.search.mcts import BRANCH_ON, DEFAULT_WIDEN, MCTSConfig
 from hyperplan.search.policies import POLICIES
 from hyperplan.search.runner import METHODS, evaluate, load_tasks, sweep, sweep_plot, sweep_table
 
@@ -23,9 +23,13 @@ DEFAULT_C = 0.5
 DEFAULT_LAM = 0.5
 
 
+WIDEN_HELP = ("progressive widening w of commit decision points (0 = off, Algorithm 1 "
+              "proper); default chosen on dev seeds")
+
+
 def _config(
     budget: int, branching: int, lam: float, c: float, agg: str, rollout_guidance: bool = True,
-    branch_on: str = "commit",
+    branch_on: str = "commit", widen: float = DEFAULT_WIDEN,
 ) -> MCTSConfig:
     if agg not in AGGREGATORS:
         fail(f"unknown --agg {agg!r}; choose one of {', '.join(sorted(AGGREGATORS))}")
@@ -33,8 +37,10 @@ def _config(
         fail("--budget and --branching must be >= 1, --c and --lam >= 0")
     if branch_on not in BRANCH_ON:
         fail(f"unknown --branch-on {branch_on!r}; choose one of {', '.join(BRANCH_ON)}")
+    if widen < 0:
+        fail("--widen must be >= 0 (0 = off)")
     return MCTSConfig(budget=budget, branching=branching, c=c, lam=lam, agg=agg,
-                      rollout_guidance=rollout_guidance, branch_on=branch_on)
+                      rollout_guidance=rollout_guidance, branch_on=branch_on, widen=widen)
 
 
 def _tasks(suite: str, n: int, seed: int, level: int | None) -> list[SearchEnv]:
@@ -64,10 +70,11 @@ def mcts_cmd(
         "(inactive at lam = 0, i.e. for UCT)"),
     branch_on: str = typer.Option(
         "commit", help="branch at commit decision points only (commit) or on every action (all)"),
+    widen: float = typer.Option(DEFAULT_WIDEN, help=WIDEN_HELP),
     as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
 ) -> None:
     """HyperMCTS vs UCT, best-of-N, greedy and beam search at equal rollout budget."""
-    config = _config(budget, branching, lam, c, agg, rollout_guidance, branch_on)
+    config = _config(budget, branching, lam, c, agg, rollout_guidance, branch_on, widen)
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
     unknown = [m for m in chosen if m not in METHODS]
     if unknown or not chosen:
@@ -79,7 +86,8 @@ def mcts_cmd(
         result = evaluate(envs, config, policy=policy, seed=seed, methods=chosen,
                           progress=progress)
     payload = {"suite": suite, "seed": seed, "level": level, "policy": policy,
-               "rollout_guidance": rollout_guidance, "branch_on": branch_on, **result}
+               "rollout_guidance": rollout_guidance, "branch_on": branch_on, "widen": widen,
+               **result}
     if as_json:
         print(json.dumps(payload))
         return
@@ -104,6 +112,7 @@ def mcts_sweep_cmd(
         "(inactive at lam = 0, i.e. for UCT)"),
     branch_on: str = typer.Option(
         "commit", help="branch at commit decision points only (commit) or on every action (all)"),
+    widen: float = typer.Option(DEFAULT_WIDEN, help=WIDEN_HELP),
     as_json: bool = typer.Option(False, "--json", help="print the JSON grid instead"),
 ) -> None:
     """Case accuracy vs budget and vs lambda: a Markdown table and a matplotlib PNG."""
@@ -115,13 +124,14 @@ def mcts_sweep_cmd(
     if not budget_list or not lam_list:
         fail("--budgets and --lams must not be empty")
     config = _config(max(budget_list), branching, max(lam_list), c, agg, rollout_guidance,
-                     branch_on)
+                     branch_on, widen)
     envs = _tasks(suite, tasks, seed, level)
     with stage_progress() as progress:
         result = sweep(envs, config, budget_list, lam_list, policy=policy, seed=seed,
                        progress=progress)
     result = {"suite": suite, "seed": seed, "level": level, "policy": policy,
-              "branch_on": branch_on, "rollout_guidance": rollout_guidance, **result}
+              "branch_on": branch_on, "rollout_guidance": rollout_guidance, "widen": widen,
+              **result}
     out_dir.mkdir(parents=True, exist_ok=True)
     png = out_dir / f"mcts_sweep_{suite}.png"
     try:
@@ -161,19 +171,20 @@ def mcts_reasoners_cmd(
     branching: int = typer.Option(3, help="children per expansion b"),
     lam: float = typer.Option(DEFAULT_LAM, help="hypergraph prior weight lambda"),
     c: float = typer.Option(DEFAULT_C, help="exploration constant (llm-reasoners' w_exp)"),
+    widen: float = typer.Option(DEFAULT_WIDEN, help=WIDEN_HELP + " (ours only)"),
     as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
 ) -> None:
     """HyperMCTS and UCT beside llm-reasoners' MCTS (optional package 'reasoners') at equal
     rollouts, with the heuristic policy."""
     from hyperplan.search.reasoners_bridge import compare
 
-    config = _config(budget, branching, lam, c, DEFAULT_AGG, True, "commit")
+    config = _config(budget, branching, lam, c, DEFAULT_AGG, True, "commit", widen)
     envs = _tasks(suite, tasks, seed, None)
     try:
         result = compare(envs, config, seed=seed)
     except HyperplanError as exc:
         fail(str(exc))
-    payload = {"suite": suite, "seed": seed, "policy": "heuristic", **result}
+    payload = {"suite": suite, "seed": seed, "policy": "heuristic", "widen": widen, **result}
     if as_json:
         print(json.dumps(payload))
         return

@@ -6,7 +6,9 @@ method returns the evaluated trajectory with the best stored reward and stops ea
 verified perfect one.
 
 * :func:`uct` -- HyperMCTS with lambda = 0 and no hypergraph: the same code path, so it differs
-  from HyperMCTS only by the prior term (the policy's guidance is identical).
+  from HyperMCTS only by the hypergraph (the policy's guidance is identical; with progressive
+  widening, ``MCTSConfig.widen``, it adds the policy's next proposal where HyperMCTS adds the
+  decision with the best prior).
 * :func:`greedy` -- one trajectory taking the policy's first proposal at every step (1 rollout).
 * :func:`best_of_n` -- B independent rollouts of the policy from h_0.
 * :func:`beam` -- beam search of width w (default b): each beam history is extended by the

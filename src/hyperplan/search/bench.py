@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import statistics
+from dataclasses import replace
 from typing import Any
 
 from hyperplan.search.baselines import uct
@@ -24,12 +25,17 @@ def bench_bookkeeping(
     n_products: int = 6,
     lam: float = 0.5,
     agg: str = "balanced",
+    widen: float | None = None,
 ) -> dict[str, Any]:
     """Median and mean us/iteration of HyperMCTS and UCT over ``tasks`` synthetic tasks (no
-    early stop, so every run uses the full budget)."""
+    early stop, so every run uses the full budget). ``widen`` (progressive widening) defaults
+    to :class:`MCTSConfig`'s; ``widen=0`` measures Algorithm 1's fixed-width tree."""
     config = MCTSConfig(budget=budget, branching=branching, lam=lam, agg=agg, early_stop=False)
+    if widen is not None:
+        config = replace(config, widen=widen)
     out: dict[str, Any] = {"tasks": tasks, "budget": budget, "branching": branching,
-                           "items": n_items, "products": n_products, "agg": agg}
+                           "items": n_items, "products": n_products, "agg": agg,
+                           "widen": config.widen}
     for name in ("hypermcts", "uct"):
         per_task: list[float] = []
         for i in range(tasks):

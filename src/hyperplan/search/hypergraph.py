@@ -36,12 +36,20 @@ Agg (the seed defers it to an appendix we do not have) is selectable by name -- 
     Encourages re-trying decisions that ever appeared in a good plan.
 ``pooled``
     The count-weighted mean over all incident edges regardless of label.
+
+Bookkeeping (issue 5, <= 50 us per iteration): :meth:`Hypergraph.observe` fuses Psi and the
+update (no :class:`Observation` objects on the search's path); each observation updates its
+edge and, per decision v in S, one ``[count, sum, node]`` record found with a single dict
+lookup (records are indexed per label); prior(v) is not recomputed for every touched node
+after a rollout but when it is read, and cached until an observation touches v. All of this
+applies the same float operations in the same order as the plain update, so statistics,
+priors and search decisions are bit-for-bit the same (``tests/test_search_golden.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from hyperplan.search.env import Objective, Verdict
 
@@ -78,33 +86,24 @@ class EdgeStats:
 
 
 class NodeStats:
-    """Per decision node v: its incident edges E_k(v) and, per label y, the pooled count and
-    score sum of the observations on those edges (sum_e N(e) Q(e) = sum of their scores), so
-    the count-weighted means the aggregators need cost O(1) or O(#labels), not O(#edges).
+    """Per decision node v: per label y, the pooled count and score sum of the observations on
+    v's incident edges (``by_label[y] = [count, sum, node]``; sum_e N(e) Q(e) = the sum of their
+    scores), so the count-weighted means the aggregators need cost O(1) or O(#labels), not
+    O(#edges). :meth:`Hypergraph._observe` updates them per observation (r scored under y):
+    ``count <- count + 1; sum <- sum + r``.
     ``obj_mean_sum`` / ``obj_labels`` keep the sum and number of the per-objective-label pooled
-    means incrementally (for ``balanced``)."""
+    means incrementally (for ``balanced``). ``value`` caches prior(v) (Agg, clipped; ``None``
+    when stale). ``incident`` (E_k(v) as statistics) is kept only for the ``max`` aggregator,
+    the one that reads it; :meth:`Hypergraph.incident` lists E_k(v) for any aggregator."""
 
-    __slots__ = ("by_label", "incident", "obj_labels", "obj_mean_sum")
+    __slots__ = ("by_label", "incident", "obj_labels", "obj_mean_sum", "value")
 
     def __init__(self) -> None:
         self.incident: list[EdgeStats] = []
-        self.by_label: dict[str, list[float]] = {}
+        self.by_label: dict[str, list[Any]] = {}  # y -> [count, score sum, node]
         self.obj_mean_sum = 0.0
         self.obj_labels = 0
-
-    def add(self, label: str, score: float) -> None:
-        pooled = self.by_label.get(label)
-        if pooled is None:
-            self.by_label[label] = [1.0, score]
-            if label != GLOBAL:
-                self.obj_labels += 1
-                self.obj_mean_sum += score
-            return
-        n, total = pooled
-        pooled[0] = n + 1.0
-        pooled[1] = total + score
-        if label != GLOBAL:
-            self.obj_mean_sum += (total + score) / (n + 1.0) - total / n
+        self.value: float | None = None
 
 
 Aggregator = Callable[[NodeStats], float]
@@ -119,7 +118,7 @@ def _agg_balanced(stats: NodeStats) -> float:
 
 
 def _agg_min(stats: NodeStats) -> float:
-    return min((t / n for n, t in stats.by_label.values()), default=0.0)
+    return min((p[1] / p[0] for p in stats.by_label.values()), default=0.0)
 
 
 def _agg_max(stats: NodeStats) -> float:
@@ -127,8 +126,8 @@ def _agg_max(stats: NodeStats) -> float:
 
 
 def _agg_pooled(stats: NodeStats) -> float:
-    n_total = sum(n for n, _ in stats.by_label.values())
-    return sum(t for _, t in stats.by_label.values()) / n_total if n_total else 0.0
+    n_total = sum(p[0] for p in stats.by_label.values())
+    return sum(p[1] for p in stats.by_label.values()) / n_total if n_total else 0.0
 
 
 AGGREGATORS: Mapping[str, Aggregator] = {
@@ -143,6 +142,10 @@ DEFAULT_AGG = "balanced"
 _new = tuple.__new__  # builds an Observation without the slow generated NamedTuple.__new__
 
 
+def _clip(x: float) -> float:
+    return 0.0 if x < 0.0 else (1.0 if x > 1.0 else x)
+
+
 def extract(
     recorded: Iterable[Hashable], verdict: Verdict, objectives: Sequence[Objective]
 ) -> list[Observation]:
@@ -151,8 +154,7 @@ def extract(
     S_g = ``verdict.objective_decisions[g]`` if given, else C(tau). Empty decision sets give
     no observation. Scores are clipped to [0, 1]."""
     decisions = frozenset(recorded)
-    reward = verdict.reward
-    reward = 0.0 if reward < 0.0 else (1.0 if reward > 1.0 else reward)
+    reward = _clip(verdict.reward)
     out: list[Observation] = []
     if len(decisions) >= 2:
         out.append(_new(Observation, (decisions, GLOBAL, reward)))
@@ -162,76 +164,134 @@ def extract(
         gid = objective.id
         subset = subsets.get(gid)
         members = decisions if subset is None else frozenset(subset)
-        if not members:
-            continue
-        score = scores.get(gid, reward)
-        score = 0.0 if score < 0.0 else (1.0 if score > 1.0 else score)
-        out.append(_new(Observation, (members, gid, score)))
+        if members:
+            out.append(_new(Observation, (members, gid, _clip(scores.get(gid, reward)))))
     return out
 
 
 class Hypergraph:
-    """E_k with the incident-edge index per decision node and the prior per node (``values``,
-    refreshed for the touched nodes after each rollout's update)."""
+    """E_k with pooled per-label statistics per decision node (module doc); prior(v) is
+    computed when read and cached on the node until an observation touches it."""
 
-    __slots__ = ("_agg", "agg_name", "edges", "nodes", "rollouts", "values")
+    __slots__ = ("_agg", "_pools", "_track_incident", "agg_name", "edges", "nodes", "rollouts")
 
     def __init__(self, agg: str = DEFAULT_AGG) -> None:
         if agg not in AGGREGATORS:
             raise ValueError(f"unknown aggregator {agg!r}; choose one of {sorted(AGGREGATORS)}")
         self.agg_name = agg
         self._agg = AGGREGATORS[agg]
+        self._track_incident = agg == "max"  # the only Agg that reads E_k(v) itself
         self.edges: dict[EdgeKey, EdgeStats] = {}
         self.nodes: dict[Hashable, NodeStats] = {}
-        # prior(v) per node, recomputed in update() for the nodes it touched (once per node
-        # per rollout), so selection reads priors with one dict lookup each
-        self.values: dict[Hashable, float] = {}
+        # per label y: v -> the [count, score sum, node] record also in node.by_label[y]
+        self._pools: dict[str, dict[Hashable, list[Any]]] = {}
         self.rollouts = 0
 
     def update(self, observations: Iterable[Observation]) -> None:
         """Apply one rollout's observations: E_k = E_{k-1} ∪ {new keys}, then the incremental
         mean update of every observed edge (several observations of one key in one rollout
-        each count); then refresh prior(v) of every touched node."""
+        each count) and the pooled statistics of its decisions."""
         self.rollouts += 1
-        edges, nodes = self.edges, self.nodes
-        touched: dict[Hashable, NodeStats] = {}
         for decisions, label, score in observations:
-            key = (decisions, label)
-            stats = edges.get(key)
-            new = stats is None
-            if stats is None:
-                stats = edges[key] = EdgeStats()
-            stats.n += 1
-            stats.mean += (score - stats.mean) / stats.n
-            for v in decisions:
-                node = nodes.get(v)
-                if node is None:
-                    node = nodes[v] = NodeStats()
-                touched[v] = node
-                if new:
-                    node.incident.append(stats)
-                # NodeStats.add, inlined (this loop is the hot path of the update)
-                pooled = node.by_label.get(label)
-                if pooled is None:
-                    node.by_label[label] = [1.0, score]
-                    if label != GLOBAL:
-                        node.obj_labels += 1
-                        node.obj_mean_sum += score
-                else:
-                    n, total = pooled
-                    pooled[0] = n + 1.0
-                    pooled[1] = total + score
-                    if label != GLOBAL:
-                        node.obj_mean_sum += (total + score) / (n + 1.0) - total / n
-        agg, values = self._agg, self.values
-        for v, node in touched.items():
-            value = agg(node)
-            values[v] = 0.0 if value < 0.0 else (1.0 if value > 1.0 else value)
+            self._observe(decisions, label, score)
+
+    def observe(
+        self, recorded: Iterable[Hashable], verdict: Verdict, objectives: Sequence[Objective]
+    ) -> None:
+        """``update(extract(recorded, verdict, objectives))`` fused: the same observations in
+        the same order (so the same statistics, bit for bit) without building them."""
+        self.rollouts += 1
+        decisions = frozenset(recorded)
+        reward = verdict.reward
+        reward = 0.0 if reward < 0.0 else (1.0 if reward > 1.0 else reward)
+        if len(decisions) >= 2:
+            self._observe(decisions, GLOBAL, reward)
+        subsets = verdict.objective_decisions
+        scores = verdict.objective_scores
+        observe = self._observe
+        for objective in objectives:
+            gid = objective.id
+            subset = subsets.get(gid)
+            members = decisions if subset is None else frozenset(subset)
+            if members:
+                score = scores.get(gid, reward)
+                observe(members, gid, 0.0 if score < 0.0 else (1.0 if score > 1.0 else score))
+
+    def _observe(self, decisions: frozenset[Hashable], label: str, score: float) -> None:
+        """One observation (S, y, r): N(e) <- N(e) + 1, Q(e) <- Q(e) + (r - Q(e)) / N(e) for
+        e = (S, y), then :meth:`NodeStats.add` for every v in S (inlined: the hot loop), which
+        also marks the cached prior stale."""
+        key = (decisions, label)
+        stats = self.edges.get(key)
+        if stats is None:
+            stats = self.edges[key] = EdgeStats()
+            if self._track_incident:
+                for v in decisions:
+                    self._node(v).incident.append(stats)
+        stats.n += 1
+        stats.mean += (score - stats.mean) / stats.n
+        pool = self._pools.get(label)
+        if pool is None:
+            pool = self._pools[label] = {}
+        objective = label != GLOBAL
+        for v in decisions:
+            pooled = pool.get(v)
+            if pooled is None:
+                node = self._node(v)
+                pooled = pool[v] = [0.0, 0.0, node]
+                node.by_label[label] = pooled
+                if objective:
+                    node.obj_labels += 1
+                    node.obj_mean_sum += score
+                    node.value = None
+                    pooled[0], pooled[1] = 1.0, score
+                    continue
+            n, total, node = pooled
+            pooled[0] = n + 1.0
+            pooled[1] = total + score
+            node.value = None
+            if objective and n:
+                node.obj_mean_sum += (total + score) / (n + 1.0) - total / n
+
+    def _node(self, v: Hashable) -> NodeStats:
+        node = self.nodes.get(v)
+        if node is None:
+            node = self.nodes[v] = NodeStats()
+        return node
 
     def prior(self, v: Hashable) -> float:
-        """prior(v) = Agg over E_k(v), in [0, 1]; 0 when v has no incident edge (kept in
-        ``values``, refreshed by :meth:`update`)."""
-        return self.values.get(v, 0.0)
+        """prior(v) = Agg over E_k(v), clipped to [0, 1]; 0 when v has no incident edge.
+        Computed when read and cached on the node until an observation touches it."""
+        node = self.nodes.get(v)
+        if node is None:
+            return 0.0
+        value = node.value
+        if value is None:
+            value = node.value = _clip(self._agg(node))
+        return value
+
+    def priors_of(self, ids: Iterable[Hashable | None]) -> list[float]:
+        """:meth:`prior` of each identity, -1.0 for ``None`` (an action without one, e.g. an
+        information step); one call for a whole child list or candidate list."""
+        nodes, agg = self.nodes, self._agg
+        out: list[float] = []
+        for v in ids:
+            if v is None:
+                out.append(-1.0)
+                continue
+            node = nodes.get(v)
+            if node is None:
+                out.append(0.0)
+                continue
+            value = node.value
+            if value is None:
+                value = node.value = _clip(agg(node))
+            out.append(value)
+        return out
+
+    def known(self, v: Hashable) -> bool:
+        """Whether v is a node of V_k (it has an incident edge)."""
+        return v in self.nodes
 
     def edge(self, decisions: Iterable[Hashable], label: str) -> EdgeStats | None:
         """The statistics of edge (S, y), or None when unseen."""
@@ -240,3 +300,8 @@ class Hypergraph:
     def incident(self, v: Hashable) -> list[EdgeKey]:
         """The keys of E_k(v)."""
         return [key for key in self.edges if v in key[0]]
+
+    @property
+    def empty(self) -> bool:
+        """Whether E_k is empty (no observation yet)."""
+        return not self.edges

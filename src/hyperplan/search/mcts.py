@@ -12,6 +12,12 @@ One iteration k = one evaluated rollout:
    skips the prior, so the rule is exactly UCT (Kocsis & Szepesvari 2006), same code path
    (rollout guidance is inactive at lambda = 0 too). Information actions (not recorded in C(tau))
    get a neutral prior (:meth:`HyperMCTS.priors`).
+
+   **Progressive widening** (``MCTSConfig.widen``, our design, on by default since issue 5's
+   2026-11-30 round): on the way down, a commit decision point visited often enough gets one
+   more child before the choice -- with lambda > 0 the decision with the best hypergraph prior
+   among those evaluated elsewhere (other branches, rollouts), with lambda = 0 the policy's
+   next proposal. Algorithm 1 proper is ``widen=0``.
 2. **Expansion** of the reached non-terminal leaf, once (:class:`~hyperplan.search.tree.Node`
    refuses a second expansion); one child is then selected by the same rule. Which children,
    ``MCTSConfig.branch_on``:
@@ -62,15 +68,20 @@ from time import perf_counter
 from typing import Any
 
 from hyperplan.search.env import Action, ActionKind, SearchEnv, Verdict
-from hyperplan.search.hypergraph import DEFAULT_AGG, Hypergraph, extract
+from hyperplan.search.hypergraph import DEFAULT_AGG, Hypergraph
 from hyperplan.search.policies import Policy
 from hyperplan.search.tree import Edge, HistoryTree, Node, backup
 
 FAILED = Verdict(reward=0.0, success=False, metrics={"failed": 1.0})
 """The verdict recorded for a rollout whose environment step raised."""
 
+INFO = ActionKind.INFO  # a module constant: enum attribute access is slow in the hot loops
+
 BRANCH_ON = ("commit", "all")
 """Where the tree branches (``MCTSConfig.branch_on``, module doc step 2)."""
+
+DEFAULT_WIDEN = 0.25
+"""Default progressive widening (``MCTSConfig.widen``), chosen on dev seeds 1-3."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +96,22 @@ class MCTSConfig:
     points, information steps are single children) or "all" (module doc, step 2).
     ``info_chain`` (with "commit"): an expansion whose single child is an information step goes
     on expanding that child in the same iteration, down to the next commit decision point (a
-    chain of information steps costs no rollout; each node is still expanded once)."""
+    chain of information steps costs no rollout; each node is still expanded once).
+
+    ``widen`` -- progressive widening of commit decision points (our design; Algorithm 1 expands
+    each node once with at most b children, and the seed names no widening). 0 is off
+    (Algorithm 1); the default 0.25 was chosen on dev seeds 1-3 (:mod:`hyperplan.search.runner`
+    doc). With w > 0, an expanded node whose children are commits gets one more child, a commit
+    decision of A_dec(h) not yet among them, each time N(h) >= w * (j + 1)^2 where j children
+    were added so far: b + floor(sqrt(N(h) / w)) children, the square-root schedule of
+    progressive widening (Coulom 2007; Chaslot et al. 2008). Which decision
+    (:meth:`HyperMCTS.widen_choice`): with lam > 0 and ``widen_prior``, the one with the highest
+    hypergraph prior among the remaining recorded decisions the hypergraph has evidence on --
+    decisions evaluated elsewhere in the tree or in rollouts, which the tree cannot share
+    across prefixes (the seed's aim: "evidence obtained from one rollout can inform other
+    rollouts, including those that do not share the same action prefix"), policy order on
+    ties; without such evidence, or at lam = 0 (UCT), the policy's top proposal among the
+    remaining commits, so lam = 0 still uses no hypergraph statistics."""
 
     budget: int = 32
     branching: int = 3
@@ -101,6 +127,8 @@ class MCTSConfig:
     rollout_guidance: bool = True
     branch_on: str = "commit"
     info_chain: bool = True
+    widen: float = DEFAULT_WIDEN
+    widen_prior: bool = True
 
     def __post_init__(self) -> None:
         if self.budget < 1 or self.branching < 1:
@@ -113,6 +141,8 @@ class MCTSConfig:
             raise ValueError("info_prior is 'neutral' or 'zero'")
         if self.branch_on not in BRANCH_ON:
             raise ValueError(f"branch_on is one of {BRANCH_ON}")
+        if self.widen < 0:
+            raise ValueError("widen must be non-negative (0 = off)")
 
 
 @dataclass
@@ -207,6 +237,8 @@ class SearchBase:
         t = perf_counter()
         proposed = self.policy.propose(self.env, decisions, k, self.rng)
         self.t_policy += perf_counter() - t
+        if len({a.key for a in proposed}) == len(proposed):  # distinct, as the contract says
+            return proposed[:k]
         out: list[Action] = []
         keys: set[str] = set()
         for action in proposed:
@@ -223,23 +255,16 @@ class SearchBase:
         proposed = self._propose(decisions, k)
         if self.config.branch_on != "commit" or not proposed:
             return proposed
-        if proposed[0].kind is ActionKind.INFO:
+        if proposed[0].kind is INFO:
             return proposed[:1]
-        commits = [a for a in proposed if a.kind is not ActionKind.INFO]
+        commits = [a for a in proposed if a.kind is not INFO]
         if len(commits) < len(proposed) and len(commits) < k:
             keys = {a.key for a in commits}
-            rest = [a for a in decisions if a.kind is not ActionKind.INFO and a.key not in keys]
+            rest = [a for a in decisions if a.kind is not INFO and a.key not in keys]
             if rest:
                 commits += [a for a in self._propose(rest, k - len(commits))
                             if a.key not in keys]
         return commits[:k]
-
-    def _describe(self, actions: Sequence[Action]) -> list[tuple[Action, Hashable, bool]]:
-        t = perf_counter()
-        env = self.env
-        out = [(a, env.identity(a), env.recorded(a)) for a in actions]
-        self.t_env += perf_counter() - t
-        return out
 
     # -- rollouts ----------------------------------------------------------------------
     def simulate(
@@ -325,6 +350,74 @@ class SearchBase:
         raise NotImplementedError
 
 
+def _uct_argmax(edges: Sequence[Edge], n_parent: int, c: float) -> Edge:
+    """UCT (Kocsis & Szepesvari 2006): the first unvisited child, else the argmax of
+    Q_tree(h, a) + c * sqrt(ln N(h) / N(h, a)) (first on ties)."""
+    log_n = math.log(n_parent) if n_parent > 0 else 0.0
+    best, best_score = edges[0], -math.inf
+    for edge in edges:
+        n = edge.n
+        if n == 0:
+            return edge
+        score = edge.w / n + c * math.sqrt(log_n / n)
+        if score > best_score:
+            best, best_score = edge, score
+    return best
+
+
+def _hyperuct_argmax(
+    edges: Sequence[Edge], priors: Sequence[float], n_parent: int, c: float, lam: float
+) -> Edge:
+    """HyperUCT (seed 003): unvisited children score +inf, the tie among them broken by the
+    finite part lam * prior (the first highest prior); otherwise the argmax of
+    Q_tree(h, a) + c * sqrt(ln N(h) / N(h, a)) + lam * prior(phi(a, h)) (first on ties).
+    One pass over the children."""
+    log_n = math.log(n_parent) if n_parent > 0 else 0.0
+    best, best_score = edges[0], -math.inf
+    fresh: Edge | None = None
+    fresh_prior = -1.0
+    for edge, p in zip(edges, priors, strict=True):
+        n = edge.n
+        if n == 0:
+            if p > fresh_prior:
+                fresh, fresh_prior = edge, p
+            continue
+        if fresh is None:
+            score = edge.w / n + c * math.sqrt(log_n / n) + lam * p
+            if score > best_score:
+                best, best_score = edge, score
+    return best if fresh is None else fresh
+
+
+def _rank_by_prior(
+    candidates: Sequence[Action], values: Sequence[float], neutral: bool, commits_only: bool
+) -> Action:
+    """The rollout-guidance choice: the candidate with the highest prior(phi(a, h))
+    (``values``, -1 for a candidate without an identity, i.e. not recorded), the first one on
+    ties (policy order). Candidates without an identity get the mean prior of the ranked ones
+    that have one with ``neutral`` (0 when none), else 0; with ``commits_only`` information
+    candidates are not ranked at all. One pass, then the filled-in value is compared with the
+    best known one (the same choice as ranking the filled-in list)."""
+    best_i, best_v, total, known = -1, -1.0, 0.0, 0
+    first_unknown = -1
+    for i, (action, value) in enumerate(zip(candidates, values, strict=True)):
+        if commits_only and action.kind is INFO:
+            continue
+        if value < 0.0:
+            if first_unknown < 0:
+                first_unknown = i
+            continue
+        total += value
+        known += 1
+        if value > best_v:
+            best_i, best_v = i, value
+    if first_unknown >= 0:
+        fill = total / known if neutral and known else 0.0
+        if fill > best_v or (fill == best_v and first_unknown < best_i):
+            best_i = first_unknown
+    return candidates[best_i]
+
+
 class HyperMCTS(SearchBase):
     """Algorithm 1 (module doc). After :meth:`run`, ``tree`` and ``hypergraph`` stay
     inspectable."""
@@ -347,8 +440,8 @@ class HyperMCTS(SearchBase):
         ranks commits against each other without a systematic bias against information
         gathering; with ``"zero"`` they get 0 (the seed's rule read literally)."""
         assert self.hypergraph is not None
-        get = self.hypergraph.values.get
-        values = [get(e.identity, 0.0) if e.recorded else -1.0 for e in node.edges]
+        values = self.hypergraph.priors_of([e.identity if e.recorded else None
+                                            for e in node.edges])
         if self.config.info_prior == "neutral" and -1.0 in values:
             known = [v for v in values if v >= 0.0]
             fill = sum(known) / len(known) if known else 0.0
@@ -356,34 +449,20 @@ class HyperMCTS(SearchBase):
         return [0.0 if v < 0.0 else v for v in values]
 
     def select(self, node: Node) -> Edge:
-        """HyperUCT over the node's expanded children; unvisited children first."""
-        c, lam, hypergraph = self.config.c, self.config.lam, self.hypergraph
+        """HyperUCT over the node's expanded children; unvisited children first. A single child
+        is the argmax whatever its score, so it is returned without scoring (information steps
+        under ``branch_on="commit"``)."""
         edges = node.edges
-        if not lam or hypergraph is None:  # UCT
-            log_n = math.log(node.n) if node.n > 0 else 0.0
-            best, best_score = edges[0], -math.inf
+        if len(edges) == 1:
+            return edges[0]
+        c, lam = self.config.c, self.config.lam
+        if not lam or self.hypergraph is None:  # UCT
+            return _uct_argmax(edges, node.n, c)
+        if not self.config.prior_tiebreak:
             for edge in edges:
-                n = edge.n
-                if n == 0:
-                    return edge
-                score = edge.w / n + c * math.sqrt(log_n / n)
-                if score > best_score:
-                    best, best_score = edge, score
-            return best
-        priors = self.priors(node)
-        unvisited = [i for i, e in enumerate(edges) if e.n == 0]
-        if unvisited:  # all score +inf: tie broken by the finite part, lam * prior (or order)
-            if not self.config.prior_tiebreak:
-                return edges[unvisited[0]]
-            return edges[max(unvisited, key=priors.__getitem__)]
-        log_n = math.log(node.n) if node.n > 0 else 0.0
-        best, best_score = edges[0], -math.inf
-        for edge, p in zip(edges, priors, strict=True):
-            n = edge.n
-            score = edge.w / n + c * math.sqrt(log_n / n) + lam * p
-            if score > best_score:
-                best, best_score = edge, score
-        return best
+                if edge.n == 0:
+                    return edge  # unvisited first, in expansion order
+        return _hyperuct_argmax(edges, self.priors(node), node.n, c, lam)
 
     def _rollout_pick(self) -> Callable[[SearchEnv, Sequence[Action], random.Random], Action]:
         """With ``rollout_guidance`` (> 0) and a non-empty hypergraph, a rollout step asks the
@@ -395,39 +474,28 @@ class HyperMCTS(SearchBase):
         lam = 0, so lam = 0 always means plain UCT."""
         hypergraph = self.hypergraph
         active = self.config.rollout_guidance and self.config.lam > 0
-        if not active or hypergraph is None or not hypergraph.edges:
+        if not active or hypergraph is None or hypergraph.empty:
             return self.policy.rollout
         propose, k = self.policy.propose, self.config.branching
-        get = hypergraph.values.get  # prior(v), refreshed by every update
+        priors_of = hypergraph.priors_of
         neutral = self.config.info_prior == "neutral"
         at_commits = self.config.branch_on == "commit"
-        info = ActionKind.INFO
+        identity, recorded = self.env.identity, self.env.recorded
 
         def pick(env: SearchEnv, decisions: Sequence[Action], rng: random.Random) -> Action:
             candidates = propose(env, decisions, k, rng)
             if not candidates:
                 return decisions[0]
             first = candidates[0]
-            if len(candidates) == 1 or (at_commits and first.kind is info):
+            if len(candidates) == 1 or (at_commits and first.kind is INFO):
                 return first  # nothing to rank (information steps as the policy ranks them)
-            t0 = perf_counter()
-            if at_commits:
-                candidates = [a for a in candidates if a.kind is not info]
             t1 = perf_counter()
-            ids = [env.identity(a) if env.recorded(a) else None for a in candidates]
+            ids = [identity(a) if recorded(a) else None for a in candidates]
             t2 = perf_counter()
-            values = [-1.0 if v is None else get(v, 0.0) for v in ids]
-            known = [v for v in values if v >= 0.0]
-            fill = (sum(known) / len(known) if known and neutral else 0.0)
-            best, best_value = 0, -1.0
-            for i, v in enumerate(values):
-                if v < 0.0:
-                    v = fill
-                if v > best_value:
-                    best, best_value = i, v
-            self.t_inner += perf_counter() - t0
+            best = _rank_by_prior(candidates, priors_of(ids), neutral, at_commits)
+            self.t_inner += perf_counter() - t1
             self.t_inner_env += t2 - t1
-            return candidates[best]
+            return best
 
         return pick
 
@@ -439,52 +507,130 @@ class HyperMCTS(SearchBase):
     def _materialize(self, parent: Node, edge: Edge) -> None:
         """Take the edge's step once and snapshot the child (lazy, so expansion is free)."""
         child = edge.child
-        self._goto(parent)
+        env = self.env
         t = perf_counter()
+        if self._at is not parent:
+            env.restore(parent.snapshot)
         try:
-            self.env.step(edge.action)
+            env.step(edge.action)
         except Exception:
             self.t_env += perf_counter() - t
             child.failed = child.terminal = True
             self._at = None
             return
-        child.snapshot = self.env.snapshot()
-        child.terminal = child.depth >= self.horizon or self.env.is_terminal()
+        child.snapshot = env.snapshot()
+        child.terminal = child.depth >= self.horizon or env.is_terminal()
         self.t_env += perf_counter() - t
         self._at = child
+
+    def _candidates(self, node: Node) -> list[tuple[Action, Hashable, bool]]:
+        """The children ``(action, phi(a, h), recorded)`` an expansion of ``node`` adds
+        (:meth:`_children` over A_dec(h); none when h has no decisions); the environment
+        calls timed in two blocks."""
+        env = self.env
+        t = perf_counter()
+        if self._at is not node:
+            env.restore(node.snapshot)
+            self._at = node
+        decisions: Sequence[Action] = () if env.is_terminal() else env.decisions()
+        self.t_env += perf_counter() - t
+        if not decisions:
+            return []
+        proposed = self._children(decisions, self.config.branching)
+        t = perf_counter()
+        out = [(a, env.identity(a), env.recorded(a)) for a in proposed]
+        self.t_env += perf_counter() - t
+        return out
+
+    def _descend(self, root: Node, path: list[Edge]) -> Node:
+        """Step 1, selection: HyperUCT from h_0 down to the first unexpanded or terminal
+        history, materialising children on the way; the chosen edges go to ``path``."""
+        node, select, widen = root, self.select, self.config.widen
+        while node.expanded and not node.terminal:
+            edges = node.edges
+            if (widen and not node.saturated and edges[0].action.kind is not INFO
+                    and node.n >= widen * (node.widened + 1) ** 2):
+                self._widen(node)
+            edge = edges[0] if len(edges) == 1 else select(node)
+            path.append(edge)
+            child = edge.child
+            if child.snapshot is None and not child.failed:
+                self._materialize(node, edge)
+            node = child
+        return node
+
+    def _widen(self, node: Node) -> None:
+        """Progressive widening (``MCTSConfig.widen``): add one commit decision of A_dec(h)
+        that is not yet a child of ``node`` (:meth:`widen_choice`); mark the node saturated
+        when none is left."""
+        env = self.env
+        t = perf_counter()
+        if self._at is not node:
+            env.restore(node.snapshot)
+            self._at = node
+        decisions: Sequence[Action] = () if env.is_terminal() else env.decisions()
+        self.t_env += perf_counter() - t
+        have = {e.action.key for e in node.edges}
+        rest = [a for a in decisions if a.kind is not INFO and a.key not in have]
+        if not rest:
+            node.saturated = True
+            return
+        action = self.widen_choice(rest)
+        t = perf_counter()
+        identity, recorded = env.identity(action), env.recorded(action)
+        self.t_env += perf_counter() - t
+        node.widen(action, identity, recorded)
+
+    def widen_choice(self, rest: Sequence[Action]) -> Action:
+        """The decision a widening adds (``MCTSConfig.widen``): with lam > 0 and
+        ``widen_prior``, the highest prior(phi(a, h)) among the recorded decisions of ``rest``
+        the hypergraph has seen (the policy breaks ties); otherwise, or when none was seen,
+        the policy's top proposal among ``rest``. The environment is at h."""
+        hypergraph, env = self.hypergraph, self.env
+        if self.config.lam > 0 and self.config.widen_prior and hypergraph is not None:
+            t = perf_counter()
+            ids = [(a, env.identity(a)) for a in rest if env.recorded(a)]
+            self.t_env += perf_counter() - t
+            nodes = hypergraph.nodes
+            seen = [(a, v) for a, v in ids if v in nodes]
+            if seen:
+                values = hypergraph.priors_of([v for _, v in seen])
+                top = max(values)
+                tied = [a for (a, _), p in zip(seen, values, strict=True) if p == top]
+                if len(tied) == 1:
+                    return tied[0]
+                rest = tied
+        proposed = self._propose(rest, 1)
+        return proposed[0] if proposed else rest[0]
+
+    def _grow(self, node: Node, path: list[Edge]) -> Node:
+        """Step 2, expansion (at most once per node; with ``info_chain``, through single
+        information children down to the next commit decision point): expand, select one new
+        child, materialise it; returns the history the simulation starts from."""
+        chain = self.config.info_chain and self.config.branch_on == "commit"
+        b = self.config.branching
+        while not node.terminal and not node.expanded:
+            children = self._candidates(node)
+            if children:
+                node.expand(children, b)
+            edges = node.edges
+            if not edges:  # no decisions (or none proposed): a terminal history
+                node.terminal = True
+                break
+            edge = edges[0] if len(edges) == 1 else self.select(node)
+            path.append(edge)
+            self._materialize(node, edge)
+            node = edge.child
+            if not (chain and len(edges) == 1 and edge.action.kind is INFO):
+                break
+        return node
 
     def iterate(self) -> None:
         """One selection-expansion-simulation-evaluation-backup-update cycle."""
         assert self.tree is not None
         root = self.tree.root
-        node = root
         path: list[Edge] = []
-        # 1. selection
-        while node.expanded and not node.terminal:
-            edge = self.select(node)
-            path.append(edge)
-            if not edge.child.materialized:
-                self._materialize(node, edge)
-            node = edge.child
-        # 2. expansion (at most once per node; with info_chain, through single information
-        # children down to the next commit decision point)
-        chain = self.config.info_chain and self.config.branch_on == "commit"
-        while not node.terminal and not node.expanded:
-            self._goto(node)
-            decisions = self._decisions()
-            if decisions:
-                proposed = self._children(decisions, self.tree.max_children)
-                node.expand(self._describe(proposed), self.tree.max_children)
-            if not node.edges:  # no decisions (or none proposed): a terminal history
-                node.terminal = True
-                break
-            edge = self.select(node)
-            path.append(edge)
-            self._materialize(node, edge)
-            single = len(node.edges) == 1
-            node = edge.child
-            if not (chain and single and edge.action.kind is ActionKind.INFO):
-                break
+        node = self._grow(self._descend(root, path), path)
         actions = [e.action for e in path]
         recorded = [e.identity for e in path if e.recorded]
         # 3-4. simulation and evaluation
@@ -498,7 +644,7 @@ class HyperMCTS(SearchBase):
         # 5. backup and hypergraph update
         backup(path, root, verdict.reward)
         if self.hypergraph is not None:
-            self.hypergraph.update(extract(recorded, verdict, self.env.objectives))
+            self.hypergraph.observe(recorded, verdict, self.env.objectives)
         self.record(actions, verdict)
 
     def run(self) -> SearchResult:

@@ -8,7 +8,8 @@ An edge (h, a) stores the backup count N(h, a) and the sum of backed-up rewards,
 Q_tree(h, a) = W(h, a) / N(h, a) is the mean backed-up reward.
 
 Each non-terminal node is expanded at most once (Algorithm 1): :meth:`Node.expand` refuses a
-second call.
+second call. Progressive widening (``MCTSConfig.widen``, our design, off in Algorithm 1) adds
+single children to an expanded decision point later with :meth:`Node.widen`.
 """
 
 from __future__ import annotations
@@ -54,7 +55,8 @@ class Node:
     ``failed`` marks a history whose creating step raised (an invalid action): it is treated
     as terminal with reward 0."""
 
-    __slots__ = ("depth", "edges", "expanded", "failed", "n", "parent", "snapshot", "terminal")
+    __slots__ = ("depth", "edges", "expanded", "failed", "n", "parent", "saturated", "snapshot",
+                 "terminal", "widened")
 
     def __init__(self, parent: Node | None, depth: int, snapshot: Any = None) -> None:
         self.parent = parent
@@ -65,6 +67,8 @@ class Node:
         self.expanded = False
         self.terminal = False
         self.failed = False
+        self.widened = 0  # children added by progressive widening
+        self.saturated = False  # widening found no decision left to add
 
     @property
     def materialized(self) -> bool:
@@ -90,6 +94,18 @@ class Node:
         self.edges = edges
         self.expanded = True
         return edges
+
+    def widen(self, action: Action, identity: Hashable, recorded: bool) -> Edge:
+        """Progressive widening: add one child edge to an expanded node (a decision distinct
+        from its children). Not part of Algorithm 1 (module doc)."""
+        if not self.expanded:
+            raise TreeError("only an expanded node is widened")
+        if any(e.action.key == action.key for e in self.edges):
+            raise TreeError(f"duplicate decision {action.key!r} in a widening")
+        edge = Edge(action, identity, recorded, Node(self, self.depth + 1))
+        self.edges.append(edge)
+        self.widened += 1
+        return edge
 
     def __repr__(self) -> str:
         return f"Node(depth={self.depth}, n={self.n}, children={len(self.edges)})"

@@ -1,0 +1,159 @@
+"""HyperMCTS bookkeeping optimisations change no decision (issue 5, bookkeeping target).
+
+The fused extraction/update, the prior computed on read, the single-child fast path in
+selection and the leaner expansion must give the same search as the code before them, decision
+for decision and prior for prior (bit for bit). Two checks:
+
+* a fingerprint (sha256 of every rollout's action keys, every reward and every node's final
+  prior as ``float.hex``) on fixed seeds of the toy, shopping and travel suites, recorded with
+  the code before the optimisation (git a21b557, ``src/hyperplan/search``);
+* an independent eager reference hypergraph, written from the definitions (Psi, the
+  incremental edge means, per-label pooling, Agg), fed the same rollouts as a real search and
+  compared with the search's priors after every update.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from hyperplan.search.env import Objective, Verdict
+from hyperplan.search.hypergraph import AGGREGATORS, GLOBAL, Hypergraph
+from hyperplan.search.mcts import HyperMCTS, MCTSConfig
+from hyperplan.search.policies import HeuristicPolicy
+from hyperplan.search.runner import load_tasks, task_seed
+from hyperplan.search.toy import ToyShopEnv
+
+
+def _run(env: Any, config: MCTSConfig, seed: int, temperature: float) -> dict[str, Any]:
+    search = HyperMCTS(env, HeuristicPolicy(temperature=temperature), config, seed)
+    result = search.run()
+    hg = search.hypergraph
+    priors = sorted((repr(v), hg.prior(v).hex()) for v in hg.nodes) if hg is not None else []
+    return {"trace": [list(t) for t in result.trace], "rewards": [r.hex() for r in result.rewards],
+            "priors": priors}
+
+
+def fingerprint(widen: float = 0.0) -> str:
+    """The runs pinned below; with ``widen=0`` also runnable against the pre-optimisation
+    code (which had no widening)."""
+    out: dict[str, Any] = {}
+    base = MCTSConfig(budget=24, trace=True, widen=widen)
+    variants = {"default": base, "all": replace(base, branch_on="all"),
+                "noguide": replace(base, rollout_guidance=False),
+                "min": replace(base, agg="min"), "max": replace(base, agg="max", lam=1.0),
+                "pooled": replace(base, agg="pooled")}
+    for suite, n in (("shopping", 2), ("travel", 1)):
+        for i, env in enumerate(load_tasks(suite, n, 7)):
+            for name, cfg in variants.items():
+                out[f"{suite}/{i}/{name}"] = _run(env, cfg, task_seed(7, i), 0.1)
+    toy = MCTSConfig(budget=60, trace=True, early_stop=False, widen=widen)
+    for seed in range(3):
+        for info in (False, True):
+            out[f"toy/{seed}/{info}"] = _run(ToyShopEnv(seed, 4, 5, info=info), toy, seed, 0.5)
+    return hashlib.sha256(json.dumps(out, sort_keys=True).encode()).hexdigest()
+
+
+PINNED = "dfce64fdce658db0cc7c9fd949497c645075e6e4f50c9e758cf93bc09c09a5cf"
+
+
+PINNED_WIDEN = "414705fc2b40c533a32eff59b65bb70cd04f31f227ef646b6706aedfce8a79ea"
+"""The default configuration with progressive widening (w = 0.25), recorded with the code that
+produced the seed-3000 benchmark (docs/benchmarks.md, issue 5), so later bookkeeping changes
+are held to the same decisions."""
+
+
+def test_same_decisions_and_priors_as_before_the_optimisation() -> None:
+    assert fingerprint() == PINNED
+
+
+def test_same_decisions_and_priors_with_widening_as_benchmarked() -> None:
+    assert MCTSConfig().widen == 0.25
+    assert fingerprint(0.25) == PINNED_WIDEN
+
+
+# --------------------------------------------------------------------------------------------
+# an eager reference hypergraph, from the definitions
+
+
+def _clip(x: float) -> float:
+    return min(1.0, max(0.0, x))
+
+
+class ReferenceHypergraph:
+    """Psi, the edge statistics and Agg recomputed from scratch at every read (slow, plain)."""
+
+    def __init__(self, agg: str) -> None:
+        self.agg = agg
+        self.edges: dict[tuple[frozenset[Hashable], str], list[float]] = {}  # [N, Q]
+        self.log: list[tuple[frozenset[Hashable], str, float]] = []
+
+    def observe(self, recorded: Iterable[Hashable], verdict: Verdict,
+                objectives: Sequence[Objective]) -> None:
+        decisions = frozenset(recorded)
+        reward = _clip(verdict.reward)
+        obs = [(decisions, GLOBAL, reward)] if len(decisions) >= 2 else []
+        for g in objectives:
+            members = frozenset(verdict.objective_decisions.get(g.id, decisions))
+            if members:
+                obs.append((members, g.id, _clip(verdict.objective_scores.get(g.id, reward))))
+        for s, y, r in obs:
+            stats = self.edges.setdefault((s, y), [0.0, 0.0])
+            stats[0] += 1
+            stats[1] += (r - stats[1]) / stats[0]
+            self.log.append((s, y, r))
+
+    def prior(self, v: Hashable) -> float:
+        mine = [(y, r) for s, y, r in self.log if v in s]
+        if not mine:
+            return 0.0
+        labels = {y for y, _ in mine}
+        means = {y: sum(r for z, r in mine if z == y) / sum(1 for z, _ in mine if z == y)
+                 for y in labels}
+        objective = [m for y, m in means.items() if y != GLOBAL]
+        if self.agg == "balanced":
+            parts = [sum(objective) / len(objective)] if objective else []
+            parts += [means[GLOBAL]] if GLOBAL in means else []
+            return _clip(sum(parts) / len(parts))
+        if self.agg == "min":
+            return _clip(min(means.values()))
+        if self.agg == "pooled":
+            return _clip(sum(r for _, r in mine) / len(mine))
+        return _clip(max(q for (s, _), (_, q) in self.edges.items() if v in s))
+
+
+@pytest.mark.parametrize("agg", sorted(AGGREGATORS))
+@pytest.mark.parametrize("suite", ["shopping", "travel"])
+def test_priors_match_an_eager_reference_after_every_rollout(suite: str, agg: str) -> None:
+    env = load_tasks(suite, 1, 3)[0]
+    ref = ReferenceHypergraph(agg)
+    checked = 0
+
+    class Checked(Hypergraph):
+        __slots__ = ()
+
+        def observe(self, recorded: Iterable[Hashable], verdict: Verdict,
+                    objectives: Sequence[Objective]) -> None:
+            nonlocal checked
+            recorded = list(recorded)
+            super().observe(recorded, verdict, objectives)
+            ref.observe(recorded, verdict, objectives)
+            for v in {v for s, _, _ in ref.log for v in s}:
+                assert self.prior(v) == pytest.approx(ref.prior(v), abs=1e-12)
+                checked += 1
+            assert self.prior(("never", "seen")) == 0.0
+
+    search = HyperMCTS(env, HeuristicPolicy(), MCTSConfig(budget=12, agg=agg,
+                                                          early_stop=False), 3)
+    search.hypergraph = Checked(agg)
+    search.run()
+    assert checked > 20
+    assert len(search.hypergraph.edges) == len(ref.edges)
+    for key, (n, q) in ref.edges.items():
+        stats = search.hypergraph.edges[key]
+        assert stats.n == n and stats.mean == pytest.approx(q, abs=1e-12)
