@@ -40,7 +40,7 @@ from hyperplan.execute.runtimes.base import (
     ok_result,
     truncate,
 )
-from hyperplan.execute.runtimes.validation import validate_arguments
+from hyperplan.execute.runtimes.validation import rejected
 from hyperplan.graph.build import build_graph
 from hyperplan.importers.appworld import load_appworld
 from hyperplan.importers.common import read_jsonl
@@ -103,12 +103,10 @@ class AppWorldRuntime(ClosingRuntime):
     def call(self, tool: ToolSpec, arguments: Mapping[str, Any], *,
              timeout: float | None = None) -> ToolResult:
         clock = Clock()
-        if not self.can_run(tool):
-            return fail_result(tool, arguments, ErrorKind.UNKNOWN_TOOL,
-                               f"{tool.name}: not an AppWorld API", clock)
-        problem = validate_arguments(tool, arguments)
-        if problem is not None:
-            return fail_result(tool, arguments, ErrorKind.INVALID_ARGUMENTS, problem, clock)
+        refused = rejected(tool, arguments, None if self.can_run(tool) else
+                           "not an AppWorld API", clock)
+        if refused is not None:
+            return refused
         output = str(self.world.execute(api_code(tool, arguments)))
         if output.lstrip().startswith(_FAILED):
             return fail_result(tool, arguments, ErrorKind.TOOL_ERROR, truncate(output), clock)

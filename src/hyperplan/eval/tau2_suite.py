@@ -34,7 +34,7 @@ from hyperplan.eval.agent_suites import EvalTask, SuiteSession
 from hyperplan.execute.goal import StructuredGoal, SubGoal
 from hyperplan.execute.results import ErrorKind, ToolResult, ToolRuntime
 from hyperplan.execute.runtimes.base import Clock, ClosingRuntime, fail_result, ok_result
-from hyperplan.execute.runtimes.validation import validate_arguments
+from hyperplan.execute.runtimes.validation import rejected
 from hyperplan.graph.build import build_graph
 from hyperplan.importers.gold import GoldTask
 from hyperplan.importers.tau2 import (
@@ -74,12 +74,10 @@ class Tau2Runtime(ClosingRuntime):
              timeout: float | None = None) -> ToolResult:
         clock = Clock()
         name = self.tools.get(tool.name)
-        if name is None:
-            return fail_result(tool, arguments, ErrorKind.UNKNOWN_TOOL,
-                               f"{tool.name}: not a tool of this τ² environment", clock)
-        problem = validate_arguments(tool, arguments)
-        if problem is not None:
-            return fail_result(tool, arguments, ErrorKind.INVALID_ARGUMENTS, problem, clock)
+        refused = rejected(tool, arguments, "not a tool of this τ² environment" if name is None
+                           else None, clock)
+        if refused is not None or name is None:
+            return refused or fail_result(tool, arguments, ErrorKind.UNKNOWN_TOOL, tool.name)
         call_id = f"call_{next(self._ids)}"
         value, content, error = execute(self.env, name, arguments)
         msg = self._message

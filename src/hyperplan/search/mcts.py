@@ -528,12 +528,7 @@ class HyperMCTS(SearchBase):
         (:meth:`_children` over A_dec(h); none when h has no decisions); the environment
         calls timed in two blocks."""
         env = self.env
-        t = perf_counter()
-        if self._at is not node:
-            env.restore(node.snapshot)
-            self._at = node
-        decisions: Sequence[Action] = () if env.is_terminal() else env.decisions()
-        self.t_env += perf_counter() - t
+        decisions = self._decisions_at(node)
         if not decisions:
             return []
         proposed = self._children(decisions, self.config.branching)
@@ -541,6 +536,18 @@ class HyperMCTS(SearchBase):
         out = [(a, env.identity(a), env.recorded(a)) for a in proposed]
         self.t_env += perf_counter() - t
         return out
+
+    def _decisions_at(self, node: Node) -> Sequence[Action]:
+        """A_dec(h) of ``node``'s history (the environment restored there unless it already
+        is), timed as environment time."""
+        env = self.env
+        t = perf_counter()
+        if self._at is not node:
+            env.restore(node.snapshot)
+            self._at = node
+        decisions: Sequence[Action] = () if env.is_terminal() else env.decisions()
+        self.t_env += perf_counter() - t
+        return decisions
 
     def _descend(self, root: Node, path: list[Edge]) -> Node:
         """Step 1, selection: HyperUCT from h_0 down to the first unexpanded or terminal
@@ -564,12 +571,7 @@ class HyperMCTS(SearchBase):
         that is not yet a child of ``node`` (:meth:`widen_choice`); mark the node saturated
         when none is left."""
         env = self.env
-        t = perf_counter()
-        if self._at is not node:
-            env.restore(node.snapshot)
-            self._at = node
-        decisions: Sequence[Action] = () if env.is_terminal() else env.decisions()
-        self.t_env += perf_counter() - t
+        decisions = self._decisions_at(node)
         have = {e.action.key for e in node.edges}
         rest = [a for a in decisions if a.kind is not INFO and a.key not in have]
         if not rest:

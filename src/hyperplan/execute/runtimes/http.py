@@ -54,7 +54,7 @@ from hyperplan.execute.runtimes.base import (
     ok_result,
     truncate,
 )
-from hyperplan.execute.runtimes.validation import validate_arguments
+from hyperplan.execute.runtimes.validation import rejected
 
 DEFAULT_TIMEOUT = 30.0
 _SECRET_NAME = re.compile(r"key|token|secret|passw|auth|sig|session|credential", re.IGNORECASE)
@@ -107,12 +107,10 @@ class OpenAPIRuntime(ClosingRuntime):
     def call(self, tool: ToolSpec, arguments: Mapping[str, Any], *,
              timeout: float | None = None) -> ToolResult:
         clock = Clock()
-        if not self.can_run(tool):
-            return fail_result(tool, arguments, ErrorKind.UNKNOWN_TOOL,
-                               f"{tool.name}: no HTTP method/path in the tool metadata", clock)
-        problem = validate_arguments(tool, arguments)
-        if problem is not None:
-            return fail_result(tool, arguments, ErrorKind.INVALID_ARGUMENTS, problem, clock)
+        refused = rejected(tool, arguments, None if self.can_run(tool) else
+                           "no HTTP method/path in the tool metadata", clock)
+        if refused is not None:
+            return refused
         base = self.resolve_base_url(tool)
         if base is None:
             return fail_result(tool, arguments, ErrorKind.TRANSPORT, self._no_url(tool), clock)

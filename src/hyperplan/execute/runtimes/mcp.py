@@ -51,7 +51,7 @@ from hyperplan.execute.runtimes.base import (
     ok_result,
     truncate,
 )
-from hyperplan.execute.runtimes.validation import validate_arguments
+from hyperplan.execute.runtimes.validation import rejected
 from hyperplan.importers.mcp import SOURCE, load_mcp_tools
 
 if TYPE_CHECKING:
@@ -119,12 +119,10 @@ class MCPRuntime(ClosingRuntime):
     def call(self, tool: ToolSpec, arguments: Mapping[str, Any], *,
              timeout: float | None = None) -> ToolResult:
         clock = Clock()
-        if not self.can_run(tool):
-            return fail_result(tool, arguments, ErrorKind.UNKNOWN_TOOL,
-                               f"{tool.name}: not a tool of this MCP server", clock)
-        problem = validate_arguments(tool, arguments)
-        if problem is not None:
-            return fail_result(tool, arguments, ErrorKind.INVALID_ARGUMENTS, problem, clock)
+        refused = rejected(tool, arguments, None if self.can_run(tool) else
+                           "not a tool of this MCP server", clock)
+        if refused is not None:
+            return refused
         limit = timeout if timeout is not None else self.timeout
         try:
             connection = self._connect()

@@ -38,7 +38,7 @@ from hyperplan.execute.runtimes.base import (
     ok_result,
     truncate,
 )
-from hyperplan.execute.runtimes.validation import validate_arguments
+from hyperplan.execute.runtimes.validation import rejected
 from hyperplan.importers.python_callables import get_callable
 
 DEFAULT_TIMEOUT = 30.0
@@ -73,12 +73,10 @@ class PythonRuntime(ClosingRuntime):
              timeout: float | None = None) -> ToolResult:
         clock = Clock()
         func = self.callables.get(tool.name)
-        if func is None:
-            return fail_result(tool, arguments, ErrorKind.UNKNOWN_TOOL,
-                               f"{tool.name}: no Python callable registered", clock)
-        problem = validate_arguments(tool, arguments)
-        if problem is not None:
-            return fail_result(tool, arguments, ErrorKind.INVALID_ARGUMENTS, problem, clock)
+        refused = rejected(tool, arguments, "no Python callable registered" if func is None
+                           else None, clock)
+        if refused is not None or func is None:
+            return refused or fail_result(tool, arguments, ErrorKind.UNKNOWN_TOOL, tool.name)
         limit = timeout if timeout is not None else self.timeout
         try:
             value = _run(func, dict(arguments)) if limit is None else _run_with_timeout(

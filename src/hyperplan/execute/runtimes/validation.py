@@ -22,9 +22,24 @@ from jsonschema.exceptions import SchemaError, ValidationError, best_match
 from jsonschema.protocols import Validator
 
 from hyperplan.catalog import ToolSpec
-from hyperplan.execute.runtimes.base import truncate
+from hyperplan.execute.results import ErrorKind, ToolResult
+from hyperplan.execute.runtimes.base import Clock, fail_result, truncate
 
 _MESSAGE_CHARS = 300
+
+
+def rejected(tool: ToolSpec, arguments: Any, unknown: str | None,
+             clock: Clock) -> ToolResult | None:
+    """The failed result of a call that may not run — an ``UNKNOWN_TOOL`` when ``unknown``
+    (the runtime's reason) is given, else ``INVALID_ARGUMENTS`` when the arguments do not
+    satisfy the input schema — or ``None`` when the call may go ahead."""
+    if unknown is not None:
+        return fail_result(tool, arguments, ErrorKind.UNKNOWN_TOOL, f"{tool.name}: {unknown}",
+                           clock)
+    problem = validate_arguments(tool, arguments)
+    if problem is not None:
+        return fail_result(tool, arguments, ErrorKind.INVALID_ARGUMENTS, problem, clock)
+    return None
 
 
 def validate_arguments(tool: ToolSpec, arguments: Any) -> str | None:
