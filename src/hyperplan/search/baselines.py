@@ -8,7 +8,8 @@ verified perfect one.
 * :func:`uct` -- HyperMCTS with lambda = 0 and no hypergraph: the same code path, so it differs
   from HyperMCTS only by the hypergraph (the policy's guidance is identical; with progressive
   widening, ``MCTSConfig.widen``, it adds the policy's next proposal where HyperMCTS adds the
-  decision with the best prior).
+  decision with the best prior; with in-tree rollouts, ``MCTSConfig.expand_rollout``, the
+  config is passed through, so UCT runs them too).
 * :func:`greedy` -- one trajectory taking the policy's first proposal at every step (1 rollout).
 * :func:`best_of_n` -- B independent rollouts of the policy from h_0.
 * :func:`beam` -- beam search of width w (default b): each beam history is extended by the
@@ -23,8 +24,9 @@ from dataclasses import replace
 from time import perf_counter
 from typing import Any
 
+from hyperplan.search.common import FAILED, MCTSConfig, SearchBase, SearchResult
 from hyperplan.search.env import Action, SearchEnv
-from hyperplan.search.mcts import FAILED, HyperMCTS, MCTSConfig, SearchBase, SearchResult
+from hyperplan.search.mcts import HyperMCTS
 from hyperplan.search.policies import Policy
 
 
