@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import random
 from collections.abc import Sequence
 from dataclasses import replace
@@ -25,58 +24,10 @@ from hyperplan.search.policies import HeuristicPolicy, LLMPolicy, Policy, Random
 from hyperplan.search.runner import paired_diff, wilson
 from hyperplan.search.toy import ToyShopEnv, make_toy_tasks
 from hyperplan.search.tree import HistoryTree, TreeError
+from search_reference import RefNode, ref_backup, ref_children, ref_descend
 
 # --------------------------------------------------------------------------------------------
 # a reference UCT, written independently of mcts.py (replays actions instead of snapshots)
-
-
-class _RefNode:
-    def __init__(self, action: Action | None, depth: int) -> None:
-        self.action = action
-        self.depth = depth
-        self.n = 0
-        self.w = 0.0
-        self.children: list[_RefNode] | None = None
-        self.widened = 0
-        self.saturated = False
-
-
-def _ref_widen(
-    env: SearchEnv, policy: Policy, node: _RefNode, widen: float, rng: random.Random
-) -> None:
-    """Progressive widening by policy order, written from MCTSConfig's docstring: a commit
-    decision point gets one more commit child whenever N(h) >= w (j + 1)^2."""
-    assert node.children
-    if (not widen or node.saturated or node.children[0].action is None
-            or node.children[0].action.kind is not ActionKind.COMMIT
-            or node.n < widen * (node.widened + 1) ** 2):
-        return
-    have = {ch.action.key for ch in node.children if ch.action is not None}
-    rest = [a for a in env.decisions() if a.kind is ActionKind.COMMIT and a.key not in have]
-    if not rest:
-        node.saturated = True
-        return
-    proposed = policy.propose(env, rest, 1, rng)
-    node.children.append(_RefNode(proposed[0] if proposed else rest[0], node.depth + 1))
-    node.widened += 1
-
-
-def _ref_children(
-    env: SearchEnv, policy: Policy, decisions: Sequence[Action], b: int, rng: random.Random
-) -> list[Action]:
-    """Branching at decision points, written from the seed's sentence: an information top
-    proposal is the single child; otherwise up to b commits (proposals without the
-    information ones, topped up from the remaining commits when some were dropped)."""
-    proposed = policy.propose(env, decisions, b, rng)
-    if proposed and proposed[0].kind is ActionKind.INFO:
-        return proposed[:1]
-    commits = [a for a in proposed if a.kind is ActionKind.COMMIT]
-    if len(commits) < len(proposed) and len(commits) < b:
-        have = {a.key for a in commits}
-        rest = [a for a in decisions if a.kind is ActionKind.COMMIT and a.key not in have]
-        if rest:
-            commits += policy.propose(env, rest, b - len(commits), rng)
-    return commits
 
 
 def reference_uct(
@@ -84,35 +35,18 @@ def reference_uct(
     branch_on: str = "all", widen: float = 0.0,
 ) -> list[tuple[str, ...]]:
     rng = random.Random(seed)
-    root = _RefNode(None, 0)
+    root = RefNode(None, 0)
     traces: list[tuple[str, ...]] = []
     horizon = env.horizon
     for _ in range(budget):
         env.reset()
-        node, path, keys = root, [], []
-        while node.children:
-            _ref_widen(env, policy, node, widen, rng)
-            unvisited = [ch for ch in node.children if ch.n == 0]
-            if unvisited:
-                child = unvisited[0]
-            else:
-                log_n = math.log(node.n)
-                child = max(node.children,
-                            key=lambda ch: ch.w / ch.n + c * math.sqrt(log_n / ch.n))
-            assert child.action is not None
-            env.step(child.action)
-            keys.append(child.action.key)
-            path.append(child)
-            node = child
+        node, path, keys = ref_descend(env, policy, root, widen, c, rng)
         while node.children is None and node.depth < horizon and not env.is_terminal():
             decisions = env.decisions()
             if not decisions:
                 break
-            if branch_on == "commit":
-                proposed = _ref_children(env, policy, decisions, b, rng)
-            else:
-                proposed = policy.propose(env, decisions, b, rng)
-            node.children = [_RefNode(a, node.depth + 1) for a in proposed]
+            proposed = ref_children(env, policy, decisions, b, rng, branch_on)
+            node.children = [RefNode(a, node.depth + 1) for a in proposed]
             child = node.children[0]
             assert child.action is not None
             env.step(child.action)
@@ -132,11 +66,7 @@ def reference_uct(
             env.step(action)
             keys.append(action.key)
             depth += 1
-        reward = env.verify().reward
-        root.n += 1
-        for ch in path:
-            ch.n += 1
-            ch.w += reward
+        ref_backup(root, path, env.verify().reward)
         traces.append(tuple(keys))
     return traces
 

@@ -10,69 +10,18 @@ rollouts, not errors.
 
 from __future__ import annotations
 
-import math
 import random
 from collections import Counter
-from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import replace
 
 import pytest
 
 from hyperplan.search.baselines import uct
-from hyperplan.search.env import Action, ActionKind, SearchEnv
-from hyperplan.search.hypergraph import Hypergraph
+from hyperplan.search.env import SearchEnv
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, hypermcts
 from hyperplan.search.policies import HeuristicPolicy, Policy, RandomPolicy
 from hyperplan.search.toy import ToyShopEnv
-
-
-class _Ref:
-    def __init__(self, action: Action | None, depth: int) -> None:
-        self.action = action
-        self.depth = depth
-        self.n = 0
-        self.w = 0.0
-        self.children: list[_Ref] | None = None
-        self.widened = 0
-        self.saturated = False
-
-
-def _ref_children(
-    env: SearchEnv, policy: Policy, decisions: Sequence[Action], b: int, rng: random.Random,
-    branch_on: str,
-) -> list[Action]:
-    """The expansion rule: the policy's b proposals; with "commit", an information top
-    proposal alone, else the commits topped up from the remaining commits."""
-    proposed = policy.propose(env, decisions, b, rng)
-    if branch_on != "commit" or not proposed:
-        return proposed
-    if proposed[0].kind is ActionKind.INFO:
-        return proposed[:1]
-    commits = [a for a in proposed if a.kind is ActionKind.COMMIT]
-    if len(commits) < len(proposed) and len(commits) < b:
-        have = {a.key for a in commits}
-        rest = [a for a in decisions if a.kind is ActionKind.COMMIT and a.key not in have]
-        if rest:
-            commits += policy.propose(env, rest, b - len(commits), rng)
-    return commits
-
-
-def _ref_widen(
-    env: SearchEnv, policy: Policy, node: _Ref, widen: float, rng: random.Random
-) -> None:
-    assert node.children
-    first = node.children[0].action
-    if (not widen or node.saturated or first is None or first.kind is not ActionKind.COMMIT
-            or node.n < widen * (node.widened + 1) ** 2):
-        return
-    have = {ch.action.key for ch in node.children if ch.action is not None}
-    rest = [a for a in env.decisions() if a.kind is ActionKind.COMMIT and a.key not in have]
-    if not rest:
-        node.saturated = True
-        return
-    proposed = policy.propose(env, rest, 1, rng)
-    node.children.append(_Ref(proposed[0] if proposed else rest[0], node.depth + 1))
-    node.widened += 1
+from search_reference import RefNode, Unreadable, ref_backup, ref_children, ref_descend
 
 
 def reference_in_tree_uct(
@@ -82,30 +31,16 @@ def reference_in_tree_uct(
     """UCT whose rollout expands every history it passes (b children by the expansion rule)
     and takes the policy's rollout action among the children (a single child as is)."""
     rng = random.Random(seed)
-    root = _Ref(None, 0)
+    root = RefNode(None, 0)
     horizon = env.horizon
     traces: list[tuple[str, ...]] = []
     for _ in range(budget):
         env.reset()
-        node, path, keys = root, [], []
-        while node.children:
-            _ref_widen(env, policy, node, widen, rng)
-            unvisited = [ch for ch in node.children if ch.n == 0]
-            if unvisited:
-                child = unvisited[0]
-            else:
-                log_n = math.log(node.n)
-                child = max(node.children,
-                            key=lambda ch: ch.w / ch.n + c * math.sqrt(log_n / ch.n))
-            assert child.action is not None
-            env.step(child.action)
-            keys.append(child.action.key)
-            path.append(child)
-            node = child
+        node, path, keys = ref_descend(env, policy, root, widen, c, rng)
         while node.children is None and node.depth < horizon and not env.is_terminal():
             decisions = env.decisions()
-            proposed = _ref_children(env, policy, decisions, b, rng, branch_on) if decisions else []
-            node.children = [_Ref(a, node.depth + 1) for a in proposed]
+            proposed = ref_children(env, policy, decisions, b, rng, branch_on) if decisions else []
+            node.children = [RefNode(a, node.depth + 1) for a in proposed]
             if not node.children:
                 break
             if len(node.children) == 1:
@@ -120,11 +55,7 @@ def reference_in_tree_uct(
             keys.append(child.action.key)
             path.append(child)
             node = child
-        reward = env.verify().reward
-        root.n += 1
-        for ch in path:
-            ch.n += 1
-            ch.w += reward
+        ref_backup(root, path, env.verify().reward)
         traces.append(tuple(keys))
     return traces
 
@@ -152,25 +83,6 @@ def test_lambda_zero_in_tree_rollouts_equal_reference_uct(
     off = HyperMCTS(ToyShopEnv(seed, 4, 5, info=info), policy,
                     replace(config, expand_rollout=False), seed).run()
     assert off.trace != ref
-
-
-class Unreadable(Hypergraph):
-    """A hypergraph that may be updated but never read."""
-
-    __slots__ = ()
-
-    def prior(self, v: Hashable) -> float:
-        raise AssertionError("the hypergraph was read at lam = 0")
-
-    def known(self, v: Hashable) -> bool:
-        raise AssertionError("the hypergraph was read at lam = 0")
-
-    def priors_of(self, ids: Iterable[Hashable | None]) -> list[float]:
-        raise AssertionError("the hypergraph was read at lam = 0")
-
-    @property
-    def empty(self) -> bool:
-        raise AssertionError("the hypergraph was read at lam = 0")
 
 
 @pytest.mark.parametrize("info", [False, True])

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Hashable, Iterable
 
 import pytest
 
 from hyperplan.search.baselines import uct
 from hyperplan.search.env import Action
-from hyperplan.search.hypergraph import Hypergraph, Observation
+from hyperplan.search.hypergraph import Observation
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig
 from hyperplan.search.policies import HeuristicPolicy
 from hyperplan.search.toy import ToyShopEnv
 from hyperplan.search.tree import HistoryTree, TreeError
+from search_reference import Unreadable
 
 
 @pytest.mark.parametrize("widen", [0.25, 1.0, 4.0])
@@ -77,25 +77,6 @@ def test_widening_adds_the_decision_with_the_best_prior() -> None:
     assert off.hypergraph is not None
     off.hypergraph.update([Observation(frozenset({favourite.key}), "item0", 0.9)])
     assert off.widen_choice(rest).key == first.key
-
-
-class Unreadable(Hypergraph):
-    """A hypergraph that may be updated but never read."""
-
-    __slots__ = ()
-
-    def prior(self, v: Hashable) -> float:
-        raise AssertionError("the hypergraph was read at lam = 0")
-
-    def known(self, v: Hashable) -> bool:
-        raise AssertionError("the hypergraph was read at lam = 0")
-
-    def priors_of(self, ids: Iterable[Hashable | None]) -> list[float]:
-        raise AssertionError("the hypergraph was read at lam = 0")
-
-    @property
-    def empty(self) -> bool:
-        raise AssertionError("the hypergraph was read at lam = 0")
 
 
 def test_lambda_zero_widening_never_reads_the_hypergraph() -> None:
