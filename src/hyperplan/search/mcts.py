@@ -296,12 +296,17 @@ class HyperMCTS(SearchBase):
                     and node.n >= widen * (node.widened + 1) ** 2):
                 self._widen(node)
             edge = edges[0] if len(edges) == 1 else select(node)
-            path.append(edge)
-            child = edge.child
-            if child.snapshot is None and not child.failed:
-                self._materialize(node, edge)
-            node = child
+            node = self._enter(node, edge, path)
         return node
+
+    def _enter(self, node: Node, edge: Edge, path: list[Edge]) -> Node:
+        """Take ``edge`` from ``node``: append it to ``path`` and materialise its child on
+        first entry (a failed child stays failed); returns the child."""
+        path.append(edge)
+        child = edge.child
+        if child.snapshot is None and not child.failed:
+            self._materialize(node, edge)
+        return child
 
     def _widen(self, node: Node) -> None:
         """Progressive widening (``MCTSConfig.widen``): add one commit decision of A_dec(h)
@@ -391,11 +396,7 @@ class HyperMCTS(SearchBase):
                 self.t_inner = self.t_inner_env = 0.0
                 key = action.key
                 edge = next(e for e in edges if e.action.key == key)
-            path.append(edge)
-            child = edge.child
-            if child.snapshot is None and not child.failed:
-                self._materialize(node, edge)
-            node = child
+            node = self._enter(node, edge, path)
         return node
 
     def _verify_at(self, node: Node) -> Verdict:
