@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
 from hyperplan.cli.common import console, fail, out, stage_progress
 from hyperplan.errors import HyperplanError
+from hyperplan.search.common import BRANCH_ON, DEFAULT_WIDEN, MCTSConfig
 from hyperplan.search.env import SearchEnv
 from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG
-from hyperplan.search.mcts import BRANCH_ON, DEFAULT_WIDEN, MCTSConfig
 from hyperplan.search.policies import POLICIES
 from hyperplan.search.runner import METHODS, evaluate, load_tasks, sweep, sweep_plot, sweep_table
 
@@ -25,6 +26,23 @@ DEFAULT_LAM = 0.5
 
 WIDEN_HELP = ("progressive widening w of commit decision points (0 = off, Algorithm 1 "
               "proper); default chosen on dev seeds")
+
+# Options the commands share (typer reads the Annotated metadata).
+Suite = Annotated[str, typer.Option(help="shopping | travel | toy")]
+Tasks = Annotated[int, typer.Option(help="number of generated tasks")]
+Seed = Annotated[int, typer.Option(help="task/search seed (0-999 is the dev range)")]
+Branching = Annotated[int, typer.Option(help="children per expansion b")]
+Level = Annotated[int | None, typer.Option(help="difficulty level (suite-defined)")]
+Agg = Annotated[str, typer.Option(help="prior aggregator: " + " | ".join(AGGREGATORS))]
+PolicyName = Annotated[str, typer.Option(help=" | ".join(POLICIES))]
+Guidance = Annotated[bool, typer.Option(
+    "--rollout-guidance/--no-rollout-guidance",
+    help="HyperMCTS rollouts also pick among the policy's b candidates by the prior "
+    "(inactive at lam = 0, i.e. for UCT)")]
+BranchOn = Annotated[str, typer.Option(
+    help="branch at commit decision points only (commit) or on every action (all)")]
+Widen = Annotated[float, typer.Option(help=WIDEN_HELP)]
+AsJson = Annotated[bool, typer.Option("--json", help="print only the JSON object")]
 
 
 def _config(
@@ -53,25 +71,21 @@ def _tasks(suite: str, n: int, seed: int, level: int | None) -> list[SearchEnv]:
 
 
 def mcts_cmd(
-    suite: str = typer.Option(..., help="shopping | travel | toy"),
-    tasks: int = typer.Option(50, help="number of generated tasks"),
-    seed: int = typer.Option(1000, help="task/search seed (0-999 is the dev range)"),
+    suite: Suite,
+    tasks: Tasks = 50,
+    seed: Seed = 1000,
     budget: int = typer.Option(32, help="rollout budget B per task and method"),
-    branching: int = typer.Option(3, help="children per expansion b"),
+    branching: Branching = 3,
     lam: float = typer.Option(DEFAULT_LAM, help="hypergraph prior weight lambda"),
     c: float = typer.Option(DEFAULT_C, help="UCT exploration constant c"),
-    level: int | None = typer.Option(None, help="difficulty level (suite-defined)"),
-    agg: str = typer.Option(DEFAULT_AGG, help="prior aggregator: " + " | ".join(AGGREGATORS)),
-    policy: str = typer.Option("heuristic", help=" | ".join(POLICIES)),
+    level: Level = None,
+    agg: Agg = DEFAULT_AGG,
+    policy: PolicyName = "heuristic",
     methods: str = typer.Option(",".join(METHODS), help="comma-separated subset of methods"),
-    rollout_guidance: bool = typer.Option(
-        True, "--rollout-guidance/--no-rollout-guidance",
-        help="HyperMCTS rollouts also pick among the policy's b candidates by the prior "
-        "(inactive at lam = 0, i.e. for UCT)"),
-    branch_on: str = typer.Option(
-        "commit", help="branch at commit decision points only (commit) or on every action (all)"),
-    widen: float = typer.Option(DEFAULT_WIDEN, help=WIDEN_HELP),
-    as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
+    rollout_guidance: Guidance = True,
+    branch_on: BranchOn = "commit",
+    widen: Widen = DEFAULT_WIDEN,
+    as_json: AsJson = False,
 ) -> None:
     """HyperMCTS vs UCT, best-of-N, greedy and beam search at equal rollout budget."""
     config = _config(budget, branching, lam, c, agg, rollout_guidance, branch_on, widen)
@@ -85,9 +99,13 @@ def mcts_cmd(
     with stage_progress() as progress:
         result = evaluate(envs, config, policy=policy, seed=seed, methods=chosen,
                           progress=progress)
-    payload = {"suite": suite, "seed": seed, "level": level, "policy": policy,
-               "rollout_guidance": rollout_guidance, "branch_on": branch_on, "widen": widen,
-               **result}
+    _emit({"suite": suite, "seed": seed, "level": level, "policy": policy,
+           "rollout_guidance": rollout_guidance, "branch_on": branch_on, "widen": widen,
+           **result}, as_json)
+
+
+def _emit(payload: dict[str, Any], as_json: bool) -> None:
+    """The benchmark object: one JSON line with ``--json``, else pretty-printed."""
     if as_json:
         print(json.dumps(payload))
         return
@@ -95,24 +113,20 @@ def mcts_cmd(
 
 
 def mcts_sweep_cmd(
-    suite: str = typer.Option(..., help="shopping | travel | toy"),
-    tasks: int = typer.Option(50, help="number of generated tasks"),
-    seed: int = typer.Option(1000, help="task/search seed (0-999 is the dev range)"),
+    suite: Suite,
+    tasks: Tasks = 50,
+    seed: Seed = 1000,
     budgets: str = typer.Option("8,16,32,64", help="comma-separated rollout budgets"),
     lams: str = typer.Option("0,0.3,0.7,1.0", help="comma-separated lambda values (0 = UCT)"),
-    branching: int = typer.Option(3, help="children per expansion b"),
+    branching: Branching = 3,
     c: float = typer.Option(DEFAULT_C, help="UCT exploration constant c"),
-    level: int | None = typer.Option(None, help="difficulty level (suite-defined)"),
-    agg: str = typer.Option(DEFAULT_AGG, help="prior aggregator: " + " | ".join(AGGREGATORS)),
-    policy: str = typer.Option("heuristic", help=" | ".join(POLICIES)),
+    level: Level = None,
+    agg: Agg = DEFAULT_AGG,
+    policy: PolicyName = "heuristic",
     out_dir: Path = typer.Option(Path("docs/figures"), "--out", help="directory for the PNG"),
-    rollout_guidance: bool = typer.Option(
-        True, "--rollout-guidance/--no-rollout-guidance",
-        help="HyperMCTS rollouts also pick among the policy's b candidates by the prior "
-        "(inactive at lam = 0, i.e. for UCT)"),
-    branch_on: str = typer.Option(
-        "commit", help="branch at commit decision points only (commit) or on every action (all)"),
-    widen: float = typer.Option(DEFAULT_WIDEN, help=WIDEN_HELP),
+    rollout_guidance: Guidance = True,
+    branch_on: BranchOn = "commit",
+    widen: Widen = DEFAULT_WIDEN,
     as_json: bool = typer.Option(False, "--json", help="print the JSON grid instead"),
 ) -> None:
     """Case accuracy vs budget and vs lambda: a Markdown table and a matplotlib PNG."""
@@ -164,15 +178,15 @@ def mcts_bench_cmd(
 
 
 def mcts_reasoners_cmd(
-    suite: str = typer.Option(..., help="shopping | travel | toy"),
-    tasks: int = typer.Option(50, help="number of generated tasks"),
-    seed: int = typer.Option(1000, help="task/search seed (0-999 is the dev range)"),
+    suite: Suite,
+    tasks: Tasks = 50,
+    seed: Seed = 1000,
     budget: int = typer.Option(32, help="rollout budget B per task and method"),
-    branching: int = typer.Option(3, help="children per expansion b"),
+    branching: Branching = 3,
     lam: float = typer.Option(DEFAULT_LAM, help="hypergraph prior weight lambda"),
     c: float = typer.Option(DEFAULT_C, help="exploration constant (llm-reasoners' w_exp)"),
     widen: float = typer.Option(DEFAULT_WIDEN, help=WIDEN_HELP + " (ours only)"),
-    as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
+    as_json: AsJson = False,
 ) -> None:
     """HyperMCTS and UCT beside llm-reasoners' MCTS (optional package 'reasoners') at equal
     rollouts, with the heuristic policy."""
@@ -184,8 +198,5 @@ def mcts_reasoners_cmd(
         result = compare(envs, config, seed=seed)
     except HyperplanError as exc:
         fail(str(exc))
-    payload = {"suite": suite, "seed": seed, "policy": "heuristic", "widen": widen, **result}
-    if as_json:
-        print(json.dumps(payload))
-        return
-    out.print_json(json.dumps(payload))
+    _emit({"suite": suite, "seed": seed, "policy": "heuristic", "widen": widen, **result},
+          as_json)

@@ -54,7 +54,7 @@ from hyperplan.execute.goal import StructuredGoal, SubGoal
 from hyperplan.execute.results import ErrorKind, ToolResult, ToolRuntime
 from hyperplan.execute.runtimes.base import Clock, ClosingRuntime, fail_result, ok_result
 from hyperplan.graph.build import build_graph
-from hyperplan.importers.gold import GoldTask
+from hyperplan.importers.gold import GoldCall, GoldTask
 from hyperplan.retrieve.context_graph import GraphIndex
 
 REPLAY_SUITES = {"nestools": "nestools/test_data_dev.jsonl", "nestful": "nestful/data"}
@@ -175,7 +175,7 @@ def matches_gold(gold: GoldTask, calls: Sequence[RecordedCall], values: Symbolic
     return True
 
 
-def _call_matches(want: Any, got: RecordedCall, sources: Mapping[tuple[str, str], set[Source]],
+def _call_matches(want: GoldCall, got: RecordedCall, sources: Mapping[tuple[str, str], set[Source]],
                   values: SymbolicValues) -> bool:
     if got.tool != want.tool:
         return False
