@@ -195,7 +195,8 @@ def mcts_reasoners_cmd(
     config = _config(budget, branching, lam, c, DEFAULT_AGG, True, "commit", widen)
     envs = _tasks(suite, tasks, seed, None)
     try:
-        result = compare(envs, config, seed=seed)
+        with stage_progress() as progress:
+            result = compare(envs, config, seed=seed, progress=progress)
     except HyperplanError as exc:
         fail(str(exc))
     _emit({"suite": suite, "seed": seed, "policy": "heuristic", "widen": widen, **result},

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import importlib
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from time import perf_counter
 from typing import Any
@@ -178,7 +178,8 @@ def reasoners_mcts(env: SearchEnv, policy: Policy, config: MCTSConfig,
 
 
 def compare(tasks: Sequence[SearchEnv], config: MCTSConfig, *, seed: int = 0,
-            methods: Sequence[str] = ("hypermcts", "uct")) -> dict[str, Any]:
+            methods: Sequence[str] = ("hypermcts", "uct"),
+            progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """``methods`` (ours) and llm-reasoners' MCTS on the same tasks, policy and budget; the
     JSON object of ``hyperplan eval mcts`` with ``reasoners_mcts`` added and the paired
     differences of each of ours against it."""
@@ -195,6 +196,8 @@ def compare(tasks: Sequence[SearchEnv], config: MCTSConfig, *, seed: int = 0,
                                                  run_seed(seed, i)))
         runs["reasoners_mcts"].append(reasoners_mcts(env, make_policy("heuristic"), config,
                                                      run_seed(seed, i)))
+        if progress is not None:
+            progress(f"task {i + 1}/{len(tasks)}", i + 1, len(tasks))
     theirs = [float(r.success) for r in runs["reasoners_mcts"]]
     return {
         "n_tasks": len(tasks), "budget": config.budget, "branching": config.branching,
