@@ -268,3 +268,74 @@ def test_weak_links_are_a_fallback_for_unsatisfiable_terminals() -> None:
     relevance[graph.tool_index["r"]] = 1.0
     result = expand(graph, graph.tool_index["u"], config=fallback, relevance=relevance)
     assert [names(graph, g.tools) for g in result.complete] == [["q", "u"]]
+
+
+def _typed_graph(links: list[tuple[str, str, float]]) -> Hypergraph:
+    """t needs ``a`` (a number); p outputs a number, q a string, s nothing; w outputs a
+    number too. Links as in :func:`make_graph`."""
+    def tool(name: str, ins: dict[str, str], outs: dict[str, str]) -> object:
+        obj = {"type": "object", "properties": {k: {"type": v} for k, v in ins.items()},
+               "required": list(ins)}
+        out = {"type": "object", "properties": {k: {"type": v} for k, v in outs.items()}}
+        return make_tool(name=name, input_schema=obj, output_schema=out if outs else None)
+
+    tools = [tool("t", {"a": "number"}, {"done": "string"}), tool("p", {}, {"n": "number"}),
+             tool("q", {}, {"label": "string"}), tool("s", {}, {}),
+             tool("w", {}, {"m": "number"})]
+    graph = Hypergraph.from_parts(*structure_from_catalog(build_catalog(tools)), [])
+    idx = graph.node_index
+    return graph.with_links(Link(idx[f"{s.replace('.', ':out:')}"],
+                                 idx[f"{d.replace('.', ':in:')}"], w) for s, d, w in links)
+
+
+def _relevance(graph: Hypergraph, **scores: float) -> np.ndarray:
+    relevance = np.zeros(graph.n_tools)
+    for name, value in scores.items():
+        relevance[graph.tool_index[name]] = value
+    return relevance
+
+
+def test_open_world_producers_supply_a_missing_link() -> None:
+    # no link into t.a at all: unsatisfiable, unless open-world producers are allowed and a
+    # relevance picks among them; s has no output and never offers
+    graph = _typed_graph([])
+    t = graph.tool_index["t"]
+    open_cfg = DOEConfig(min_link_weight=0.5, fallback_link_weight=0.1, open_world_weight=0.4)
+    relevance = _relevance(graph, q=0.9, s=1.0)
+    assert not expand(graph, t, config=DOEConfig(min_link_weight=0.5),
+                      relevance=relevance).ok
+    assert not expand(graph, t, config=open_cfg).ok  # no relevance: nothing to choose by
+    result = expand(graph, t, config=open_cfg, relevance=relevance)
+    best = best_support_graph(result.complete, relevance, 1.0, 2.0)
+    assert best is not None and names(graph, best.tools) == ["q", "t"]
+    # the resolution names q's output and weighs 0.4 x fit(string -> number) = 0.4 x 0.7
+    (res,) = best.resolutions
+    assert graph.node_name(res.source) == "q:out:label"
+    assert res.weight == pytest.approx(0.28)
+
+
+def test_open_world_offers_follow_type_fit_at_equal_relevance() -> None:
+    # p (number) fits t.a better than q (string): offer 0.4 vs 0.28
+    graph = _typed_graph([])
+    cfg = DOEConfig(open_world_weight=0.4)
+    relevance = _relevance(graph, p=0.5, q=0.5)
+    result = expand(graph, graph.tool_index["t"], config=cfg, relevance=relevance)
+    best = best_support_graph(result.complete, relevance, 1.0, 2.0)
+    assert best is not None and names(graph, best.tools) == ["p", "t"]
+
+
+def test_open_world_runs_only_when_links_fail_and_caps_weak_links() -> None:
+    # a trusted link from w (0.9) is kept even when q is far more relevant
+    strong = _typed_graph([("w.m", "t.a", 0.9)])
+    cfg = DOEConfig(min_link_weight=0.5, fallback_link_weight=0.1, open_world_weight=0.4)
+    relevance = _relevance(strong, q=1.0)
+    result = expand(strong, strong.tool_index["t"], config=cfg, relevance=relevance)
+    assert [names(strong, g.tools) for g in result.complete] == [["w", "t"]]
+    # a weak link (0.2) counts no more than an open offer (0.4 for a number output): the
+    # relevance decides between w and p
+    weak = _typed_graph([("w.m", "t.a", 0.2)])
+    for favourite in ("p", "w"):
+        relevance = _relevance(weak, **{favourite: 0.6})
+        result = expand(weak, weak.tool_index["t"], config=cfg, relevance=relevance)
+        best = best_support_graph(result.complete, relevance, 1.0, 2.0)
+        assert best is not None and names(weak, best.tools) == [favourite, "t"]

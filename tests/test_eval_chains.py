@@ -8,6 +8,7 @@ from hyperplan.embed import get_embedder
 from hyperplan.eval.chains import (
     LINK_FALLBACK,
     LINK_RETENTION,
+    OPEN_WORLD,
     backward_closure,
     chain_links,
     evaluate_chains,
@@ -47,12 +48,18 @@ def test_chain_graph_keeps_links_down_to_the_fallback() -> None:
     assert chain_links(DOEConfig()) == LinkConfig()
 
 
+def test_open_world_offers_stay_below_trusted_links() -> None:
+    # an open-world offer (OPEN_WORLD x type fit <= OPEN_WORLD) never outweighs a trusted link
+    assert LINK_FALLBACK < OPEN_WORLD < LINK_RETENTION
+
+
 def test_nestools_dev_split_measured_numbers() -> None:
     """Regression guard at the numbers of docs/benchmarks.md (NesTools dev split, MiniLM)."""
     doc = evaluate_chains("nestools", shared_path("nestools", "test_data_dev.jsonl"),
                           embedder=get_embedder("minilm"), split="dev")
     assert doc["n_tasks"] == 120
     assert doc["doe_config"]["min_link_weight"] == LINK_RETENTION
+    assert doc["doe_config"]["open_world_weight"] == OPEN_WORLD
     assert doc["exact"] >= 0.78
     methods = doc["methods"]
     assert doc["producer_precision"] > methods["semantic_topk"]["producer_precision"]

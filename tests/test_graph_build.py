@@ -11,7 +11,7 @@ from conftest import shared_path
 from hyperplan.catalog import build_catalog, make_tool
 from hyperplan.graph import LinkConfig, build_graph, infer_links, structure_from_catalog
 from hyperplan.graph.effects import namespace
-from hyperplan.graph.links import type_compatibility
+from hyperplan.graph.links import type_codes, type_compatibility, type_fit
 from hyperplan.graph.model import Hypergraph, NodeKind
 from hyperplan.importers.appworld import load_appworld
 from hyperplan.importers.openai_functions import load_openai_functions
@@ -144,6 +144,15 @@ def test_type_compatibility_table():
     assert type_compatibility("integer", "array", collected=True) == 1.0
     assert type_compatibility("boolean", "integer") == 0.3
     assert type_compatibility("weird", "string") == 0.9  # unknown -> any
+
+
+def test_type_fit_is_type_compatibility_vectorised():
+    outs = ["integer", "string", "array", "boolean", "weird", "object"]
+    collected = np.array([False, True, False, False, True, False])
+    for in_type in ("number", "string", "array", "integer", "weird"):
+        fit = type_fit(type_codes(outs), collected, in_type)
+        expected = [type_compatibility(t, in_type, c) for t, c in zip(outs, collected, strict=True)]
+        assert fit.tolist() == expected
 
 
 def test_link_config_threshold_and_cap(demo_catalog, demo):

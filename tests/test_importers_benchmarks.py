@@ -232,6 +232,24 @@ def test_nestful_edge_cases(tmp_path: Path) -> None:
     assert (non_dict.value.tool, non_dict.value.field) == ("f", "parameters")
 
 
+def test_nestful_requiredness_conventions(tmp_path: Path) -> None:
+    """A tool flagging ``required`` keeps exactly those; one flagging only ``optional`` makes
+    every unflagged parameter required; one flagging neither requires nothing."""
+    spec = _write(tmp_path / "r-spec.json", [
+        {"name": "flags_required", "parameters": {
+            "a": {"type": "string", "required": True}, "b": {"type": "string", "required": False},
+            "c": {"type": "string", "optional": True}, "d": {"type": "string"}}},
+        {"name": "flags_optional", "query_parameters": {
+            "q": {"type": "String"}, "token": {"type": "String", "optional": True},
+            "safe": {"type": "Boolean", "optional": False}}},
+        {"name": "flags_nothing", "query_parameters": {"x": {"type": "string"}}},
+    ])
+    catalog = load_nestful(spec)
+    assert catalog.get("flags_required").required_inputs == ("a",)
+    assert catalog.get("flags_optional").required_inputs == ("q", "safe")
+    assert catalog.get("flags_nothing").required_inputs == ()
+
+
 def test_nestful_reference_shapes() -> None:
     value = {"a": ["$var1.skyId$", "x $var2$ y"], "b": "5 * $var3.Exchange Rate$ - var4.k$"}
     assert list(references(value)) == [

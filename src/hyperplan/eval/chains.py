@@ -7,7 +7,9 @@ for each terminal over the graph built from the suite's whole tool pool (never f
 calls) and the chosen support graphs are united. DOE gets the cosine of each tool's text to
 the task text as its relevance (producer ranking, beam ranking and support-graph selection,
 :func:`hyperplan.plan.doe.expand`) and trusts links of weight >= ``LINK_RETENTION``, falling
-back to weaker inferred links only for a terminal that is otherwise unsatisfiable. ``exact``
+back to weaker inferred links and open-world producers (any tool's output, chosen by that
+relevance; :func:`hyperplan.plan.doe.expand`) only for a terminal that is otherwise
+unsatisfiable. ``exact``
 is the fraction of tasks whose predicted tool set equals the gold call tools; producer
 precision and recall compare the non-terminal tools, summed over tasks.
 
@@ -106,9 +108,12 @@ def doe_tools(graph: Hypergraph, terminals: list[str], grounding: Grounding,
 
 # Link policy of the chains benchmark, chosen on the NesTools dev split: DOE trusts links of
 # weight >= LINK_RETENTION and, for a terminal that is unsatisfiable with those, falls back to
-# every inferred link of weight >= LINK_FALLBACK (missing links: a weak link beats no plan).
+# every inferred link of weight >= LINK_FALLBACK (missing links: a weak link beats no plan)
+# together with open-world producers offering any output at OPEN_WORLD x type fit, ranked by
+# their relevance to the task (chosen on the NESTFUL dev split, NesTools dev unchanged).
 LINK_RETENTION = 0.5
 LINK_FALLBACK = 0.1
+OPEN_WORLD = 0.4
 
 
 def chain_links(config: DOEConfig) -> LinkConfig:
@@ -173,16 +178,18 @@ def evaluate_chains(
     progress: Callable[[str, int, int], None] | None = None,
     link_retention: float = LINK_RETENTION,
     link_fallback: float | None = LINK_FALLBACK,
+    open_world: float | None = OPEN_WORLD,
 ) -> dict[str, Any]:
     """Run the chains benchmark; returns the JSON contract of ``hyperplan eval chains``.
 
     The graph keeps every inferred link of weight >= ``link_fallback`` (unless ``link_config``
-    is given); DOE runs with ``min_link_weight = link_retention`` and
-    ``fallback_link_weight = link_fallback`` (these two override ``config``), and the
-    ``all_producers`` baseline follows links >= ``link_retention``."""
+    is given); DOE runs with ``min_link_weight = link_retention``,
+    ``fallback_link_weight = link_fallback`` and ``open_world_weight = open_world`` (these
+    override ``config``), and the ``all_producers`` baseline follows links >=
+    ``link_retention``."""
     started = time.perf_counter()
     cfg = replace(config or DOEConfig(), min_link_weight=link_retention,
-                  fallback_link_weight=link_fallback)
+                  fallback_link_weight=link_fallback, open_world_weight=open_world)
     tallies = {"doe": _Tally(), "all_producers": _Tally(), "semantic_topk": _Tally()}
     for catalog, tasks in load_suite(suite, data).parts:
         graph = build_graph(catalog, embedder=embedder, config=link_config or chain_links(cfg),
@@ -206,7 +213,8 @@ def evaluate_chains(
                        "max_depth": cfg.max_depth, "relevance_weight": cfg.relevance_weight,
                        "extra_depth": cfg.extra_depth, "size_cost": cfg.size_cost,
                        "min_link_weight": cfg.min_link_weight,
-                       "fallback_link_weight": cfg.fallback_link_weight},
+                       "fallback_link_weight": cfg.fallback_link_weight,
+                       "open_world_weight": cfg.open_world_weight},
         "embedder": getattr(embedder, "name", None),
         "seconds": round(time.perf_counter() - started, 2),
     }

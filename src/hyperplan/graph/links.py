@@ -104,6 +104,18 @@ def type_compatibility(out_type: str, in_type: str, collected: bool = False) -> 
     return float(_TYPE_COMPAT[_T.get(out_type, _T["any"]), _T.get(in_type, _T["any"])])
 
 
+def type_codes(types: Sequence[str]) -> np.ndarray:
+    """Row indices of JSON type names into the compatibility table (unknown: ``any``)."""
+    return np.array([_T.get(t, _T["any"]) for t in types], dtype=np.int64)
+
+
+def type_fit(out_codes: np.ndarray, collected: np.ndarray, in_type: str) -> np.ndarray:
+    """:func:`type_compatibility` of many outputs (``type_codes``, ``collected`` flags) to
+    one input type, vectorised."""
+    fit = _TYPE_COMPAT[out_codes, _T.get(in_type, _T["any"])]
+    return np.where(collected, 1.0, fit) if in_type == "array" else fit
+
+
 # --------------------------------------------------------------------------- features
 
 

@@ -116,18 +116,29 @@ def _metadata(entry: dict[str, Any], name: str) -> dict[str, Any]:
 def _input_schema(entry: dict[str, Any], file: str, tool: str) -> dict[str, Any]:
     props: dict[str, Any] = {}
     required: list[str] = []
-    for key in _INPUT_KEYS:
-        if key not in entry:
-            continue
-        params = _param_map(entry[key], file, tool, key)
-        for pname, spec in params.items():
-            props.setdefault(pname, _property(spec, file, tool, f"{key}.{pname}"))
-            if isinstance(spec, dict) and spec.get("required") is True and pname not in required:
-                required.append(pname)
+    params = [(key, pname, spec) for key in _INPUT_KEYS if key in entry
+              for pname, spec in _param_map(entry[key], file, tool, key).items()]
+    marks = _required_marks([spec for _, _, spec in params])
+    for (key, pname, spec), needed in zip(params, marks, strict=True):
+        props.setdefault(pname, _property(spec, file, tool, f"{key}.{pname}"))
+        if needed and pname not in required:
+            required.append(pname)
     schema: dict[str, Any] = {"type": "object", "properties": props}
     if required:
         schema["required"] = required
     return schema
+
+
+def _required_marks(specs: list[Any]) -> list[bool]:
+    """Which parameters of one tool are required. Most tools flag the required ones
+    (``"required": true``; the rest are optional); some flag only the optional ones
+    (``"optional": true``) and leave the required ones unflagged, so when no parameter of the
+    tool says ``required`` but one says ``optional``, every parameter not marked optional is
+    required. A tool flagging neither way states no requirement."""
+    flagged = [s if isinstance(s, dict) else {} for s in specs]
+    if any("required" in s for s in flagged) or not any("optional" in s for s in flagged):
+        return [s.get("required") is True for s in flagged]
+    return [s.get("optional") is not True for s in flagged]
 
 
 def _output_schema(entry: dict[str, Any], file: str, tool: str) -> dict[str, Any] | None:
