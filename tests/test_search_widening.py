@@ -69,14 +69,14 @@ def test_widening_adds_the_decision_with_the_best_prior() -> None:
     search = HyperMCTS(env, policy, config, 0)
     assert search.hypergraph is not None
     env.reset()
-    assert search.widen_choice(rest).key == first.key  # no evidence yet: policy order
+    assert rest[search.widen_choice(rest)].key == first.key  # no evidence yet: policy order
     search.hypergraph.update([Observation(frozenset({favourite.key}), "item0", 0.9),
                               Observation(frozenset({first.key}), "item0", 0.2)])
-    assert search.widen_choice(rest).key == favourite.key
+    assert rest[search.widen_choice(rest)].key == favourite.key
     off = HyperMCTS(env, policy, MCTSConfig(lam=0.5, widen=1.0, widen_prior=False), 0)
     assert off.hypergraph is not None
     off.hypergraph.update([Observation(frozenset({favourite.key}), "item0", 0.9)])
-    assert off.widen_choice(rest).key == first.key
+    assert rest[off.widen_choice(rest)].key == first.key
 
 
 def test_lambda_zero_widening_never_reads_the_hypergraph() -> None:

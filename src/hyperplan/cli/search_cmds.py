@@ -165,16 +165,30 @@ def mcts_sweep_cmd(
 
 
 def mcts_bench_cmd(
-    tasks: int = typer.Option(20, help="synthetic tasks"),
+    suite: str = typer.Option("toy", help="toy (synthetic, random policy), shopping or travel "
+                              "(generated, heuristic policy)"),
+    tasks: int = typer.Option(20, help="tasks"),
+    seed: Seed = 1,
     budget: int = typer.Option(256, help="iterations per task"),
     branching: int = typer.Option(3, help="children per expansion b"),
+    lam: float = typer.Option(DEFAULT_LAM, help="hypergraph prior weight lambda"),
     agg: str = typer.Option(DEFAULT_AGG, help="prior aggregator"),
+    widen: float = typer.Option(DEFAULT_WIDEN, help=WIDEN_HELP),
+    repeat: int = typer.Option(1, help="runs per task; a task's figure is their minimum"),
 ) -> None:
-    """Bookkeeping microseconds per iteration (policy and environment time excluded)."""
-    from hyperplan.search.bench import bench_bookkeeping
+    """Bookkeeping microseconds per iteration (policy and environment time excluded); the
+    JSON says whether the compiled search core ran (``HYPERPLAN_COMPILE=1 pip install .``)."""
+    from hyperplan.search.bench import BENCH_SUITES, bench_bookkeeping
 
+    if suite not in BENCH_SUITES:
+        fail(f"--suite must be one of {', '.join(BENCH_SUITES)}")
+    if widen < 0:
+        fail("--widen must be >= 0 (0 = off)")
+    if repeat < 1 or tasks < 1 or budget < 1:
+        fail("--repeat, --tasks and --budget must be >= 1")
     print(json.dumps(bench_bookkeeping(tasks=tasks, budget=budget, branching=branching,
-                                       agg=agg)))
+                                       lam=lam, agg=agg, widen=widen, suite=suite, seed=seed,
+                                       repeat=repeat)))
 
 
 def mcts_reasoners_cmd(

@@ -1,20 +1,52 @@
 """Bookkeeping overhead of HyperMCTS: microseconds per iteration, policy and environment time
-excluded (issue 5 target: <= 50 us), on the synthetic :class:`~hyperplan.search.toy.ToyShopEnv`
-whose steps cost next to nothing. Times are wall-clock (``perf_counter``), so the load average
-is reported too: with more runnable processes than cores every number inflates alike -- compare
-HyperMCTS with the UCT line of the same run."""
+excluded (issue 5 target: <= 50 us).
+
+Suites: ``toy`` (the synthetic :class:`~hyperplan.search.toy.ToyShopEnv` with a random policy,
+no early stop, so every run uses the whole budget) and the generated ``shopping`` and
+``travel`` suites with the heuristic policy (the ``hyperplan eval mcts`` setting: early stop
+on a verified perfect plan). Per task the search runs ``repeat`` times with the same seed --
+the same iterations each time, the search being deterministic -- and the task's figure is the
+minimum over the repeats (as :mod:`timeit` advises: scheduler noise only ever adds time); the
+report gives the median and mean over tasks. Times are wall-clock (``perf_counter``), so the
+load average is reported too: with more runnable processes than cores every number inflates
+alike -- compare HyperMCTS with the UCT line of the same run. ``compiled`` says which build of
+the search core ran (``HYPERPLAN_COMPILE=1 pip install .``, see setup.py)."""
 
 from __future__ import annotations
 
 import os
 import statistics
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
+from hyperplan.search import compiled_core
 from hyperplan.search.baselines import uct
-from hyperplan.search.mcts import HyperMCTS, MCTSConfig
-from hyperplan.search.policies import RandomPolicy
+from hyperplan.search.common import MCTSConfig, SearchResult
+from hyperplan.search.env import SearchEnv
+from hyperplan.search.mcts import HyperMCTS
+from hyperplan.search.policies import Policy, RandomPolicy, make_policy
 from hyperplan.search.toy import ToyShopEnv
+
+BENCH_SUITES = ("toy", "shopping", "travel")
+
+
+def _tasks(suite: str, tasks: int, seed: int, n_items: int, n_products: int) -> list[SearchEnv]:
+    if suite == "toy":
+        return [ToyShopEnv(i, n_items, n_products) for i in range(tasks)]
+    if suite not in BENCH_SUITES:
+        raise ValueError(f"unknown bench suite {suite!r}; choose one of {BENCH_SUITES}")
+    from hyperplan.search.runner import load_tasks
+
+    return load_tasks(suite, tasks, seed)
+
+
+def _per_task(
+    run: Callable[[SearchEnv, Policy, MCTSConfig, int], SearchResult], envs: list[SearchEnv],
+    policy: Callable[[], Policy], config: MCTSConfig, seeds: list[int], repeat: int,
+) -> list[float]:
+    return [min(run(env, policy(), config, s).us_per_iter for _ in range(repeat))
+            for env, s in zip(envs, seeds, strict=True)]
 
 
 def bench_bookkeeping(
@@ -26,27 +58,42 @@ def bench_bookkeeping(
     lam: float = 0.5,
     agg: str = "balanced",
     widen: float | None = None,
+    suite: str = "toy",
+    seed: int = 1,
+    repeat: int = 1,
 ) -> dict[str, Any]:
-    """Median and mean us/iteration of HyperMCTS and UCT over ``tasks`` synthetic tasks (no
-    early stop, so every run uses the full budget). ``widen`` (progressive widening) defaults
-    to :class:`MCTSConfig`'s; ``widen=0`` measures Algorithm 1's fixed-width tree."""
-    config = MCTSConfig(budget=budget, branching=branching, lam=lam, agg=agg, early_stop=False)
+    """Median and mean us/iteration of HyperMCTS and UCT over ``tasks`` tasks of ``suite``
+    (module doc). ``widen`` (progressive widening) defaults to :class:`MCTSConfig`'s;
+    ``widen=0`` measures Algorithm 1's fixed-width tree. ``seed`` picks the generated tasks
+    (shopping, travel) and their search seeds as ``hyperplan eval mcts --seed`` does."""
+    if repeat < 1:
+        raise ValueError("repeat must be at least 1")
+    from hyperplan.search.runner import task_seed
+
+    toy = suite == "toy"
+    config = MCTSConfig(budget=budget, branching=branching, lam=lam, agg=agg,
+                        early_stop=not toy)
     if widen is not None:
         config = replace(config, widen=widen)
-    out: dict[str, Any] = {"tasks": tasks, "budget": budget, "branching": branching,
-                           "items": n_items, "products": n_products, "agg": agg,
-                           "widen": config.widen}
-    for name in ("hypermcts", "uct"):
-        per_task: list[float] = []
-        for i in range(tasks):
-            env = ToyShopEnv(i, n_items, n_products)
-            if name == "uct":
-                result = uct(env, RandomPolicy(), config, seed=i)
-            else:
-                result = HyperMCTS(env, RandomPolicy(), config, seed=i).run()
-            per_task.append(result.us_per_iter)
+    envs = _tasks(suite, tasks, seed, n_items, n_products)
+    seeds = list(range(tasks)) if toy else [task_seed(seed, i) for i in range(tasks)]
+    policy: Callable[[], Policy] = RandomPolicy if toy else (lambda: make_policy("heuristic"))
+    out: dict[str, Any] = {"suite": suite, "tasks": tasks, "budget": budget,
+                           "branching": branching, "agg": agg, "widen": config.widen,
+                           "repeat": repeat}
+    if toy:
+        out.update(items=n_items, products=n_products)
+    else:
+        out["seed"] = seed
+
+    def hyper(env: SearchEnv, pol: Policy, cfg: MCTSConfig, s: int) -> SearchResult:
+        return HyperMCTS(env, pol, cfg, s).run()
+
+    for name, run in (("hypermcts", hyper), ("uct", uct)):
+        per_task = _per_task(run, envs, policy, config, seeds, repeat)
         out[name] = {"us_per_iter_median": statistics.median(per_task),
                      "us_per_iter_mean": statistics.fmean(per_task)}
+    out["compiled"] = compiled_core()
     # wall-clock timings: on a machine with more runnable processes than cores they inflate
     out["loadavg_1min"] = os.getloadavg()[0]
     out["cpus"] = os.cpu_count()

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from time import perf_counter
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from hyperplan.search.env import Action, ActionKind, SearchEnv, Verdict
 from hyperplan.search.hypergraph import DEFAULT_AGG
 from hyperplan.search.policies import Policy
@@ -150,6 +152,7 @@ class SearchResult:
         return self.timing.bookkeeping / self.rollouts * 1e6 if self.rollouts else 0.0
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class SearchBase:
     """Shared machinery: timed environment/policy calls, rollout to terminal, best-answer
     tracking and early stop. Subclasses implement :meth:`run`."""

@@ -26,6 +26,13 @@ class ActionKind(StrEnum):
     COMMIT = "commit"  # fixes part of the candidate solution
 
 
+class TreeError(RuntimeError):
+    """A search tree invariant was violated (second expansion, duplicate decisions, too many
+    children). Defined here, outside the modules the optional compiled build turns into C
+    (mypyc compiles no subclass of a built-in exception); :mod:`hyperplan.search.tree`
+    re-exports it."""
+
+
 @dataclass(frozen=True)
 class Action:
     """A search decision. ``key`` is unique among the decisions at one history; ``payload`` is

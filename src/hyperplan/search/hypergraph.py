@@ -39,7 +39,7 @@ Agg (the seed defers it to an appendix we do not have) is selectable by name -- 
 
 Bookkeeping (issue 5, <= 50 us per iteration): :meth:`Hypergraph.observe` fuses Psi and the
 update (no :class:`Observation` objects on the search's path); each observation updates its
-edge and, per decision v in S, one ``[count, sum, node]`` record found with a single dict
+edge and, per decision v in S, one :class:`Pooled` record found with a single dict
 lookup (records are indexed per label); prior(v) is not recomputed for every touched node
 after a rollout but when it is read, and cached until an observation touches v. All of this
 applies the same float operations in the same order as the plain update, so statistics,
@@ -49,7 +49,9 @@ priors and search decisions are bit-for-bit the same (``tests/test_search_golden
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import NamedTuple
+
+from mypy_extensions import mypyc_attr
 
 from hyperplan.search.env import Objective, Verdict
 
@@ -68,13 +70,16 @@ class Observation(NamedTuple):
 
 
 class EdgeStats:
-    """N_hyper(e) and Q_hyper(e) of one hyperedge."""
+    """N_hyper(e) and Q_hyper(e) of one hyperedge; ``records`` holds, per decision v in S_e,
+    v's :class:`Pooled` record for the label y_e (so a repeated observation of
+    e updates its decisions without looking each one up again)."""
 
-    __slots__ = ("mean", "n")
+    __slots__ = ("mean", "n", "records")
 
     def __init__(self) -> None:
         self.n = 0
         self.mean = 0.0
+        self.records: list[Pooled] = []
 
     def update(self, score: float) -> None:
         """The incremental mean: N <- N + 1, Q <- Q + (r - Q) / N."""
@@ -85,9 +90,21 @@ class EdgeStats:
         return f"EdgeStats(n={self.n}, mean={self.mean:.4f})"
 
 
+class Pooled:
+    """Decision v's pooled statistics under one label y: the count and score sum of the
+    observations (S, y, r) with v in S (``node`` is v's :class:`NodeStats`)."""
+
+    __slots__ = ("count", "node", "total")
+
+    def __init__(self, count: float, total: float, node: NodeStats) -> None:
+        self.count = count
+        self.total = total
+        self.node = node
+
+
 class NodeStats:
     """Per decision node v: per label y, the pooled count and score sum of the observations on
-    v's incident edges (``by_label[y] = [count, sum, node]``; sum_e N(e) Q(e) = the sum of their
+    v's incident edges (``by_label[y]``, a :class:`Pooled`; sum_e N(e) Q(e) = the sum of their
     scores), so the count-weighted means the aggregators need cost O(1) or O(#labels), not
     O(#edges). :meth:`Hypergraph._observe` updates them per observation (r scored under y):
     ``count <- count + 1; sum <- sum + r``.
@@ -100,7 +117,7 @@ class NodeStats:
 
     def __init__(self) -> None:
         self.incident: list[EdgeStats] = []
-        self.by_label: dict[str, list[Any]] = {}  # y -> [count, score sum, node]
+        self.by_label: dict[str, Pooled] = {}
         self.obj_mean_sum = 0.0
         self.obj_labels = 0
         self.value: float | None = None
@@ -113,12 +130,12 @@ def _agg_balanced(stats: NodeStats) -> float:
     pooled = stats.by_label.get(GLOBAL)
     if stats.obj_labels:
         objective = stats.obj_mean_sum / stats.obj_labels
-        return objective if pooled is None else 0.5 * (objective + pooled[1] / pooled[0])
-    return 0.0 if pooled is None else pooled[1] / pooled[0]
+        return objective if pooled is None else 0.5 * (objective + pooled.total / pooled.count)
+    return 0.0 if pooled is None else pooled.total / pooled.count
 
 
 def _agg_min(stats: NodeStats) -> float:
-    return min((p[1] / p[0] for p in stats.by_label.values()), default=0.0)
+    return min((p.total / p.count for p in stats.by_label.values()), default=0.0)
 
 
 def _agg_max(stats: NodeStats) -> float:
@@ -126,8 +143,8 @@ def _agg_max(stats: NodeStats) -> float:
 
 
 def _agg_pooled(stats: NodeStats) -> float:
-    n_total = sum(p[0] for p in stats.by_label.values())
-    return sum(p[1] for p in stats.by_label.values()) / n_total if n_total else 0.0
+    n_total = sum(p.count for p in stats.by_label.values())
+    return sum(p.total for p in stats.by_label.values()) / n_total if n_total else 0.0
 
 
 AGGREGATORS: Mapping[str, Aggregator] = {
@@ -169,6 +186,7 @@ def extract(
     return out
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Hypergraph:
     """E_k with pooled per-label statistics per decision node (module doc); prior(v) is
     computed when read and cached on the node until an observation touches it."""
@@ -183,8 +201,8 @@ class Hypergraph:
         self._track_incident = agg == "max"  # the only Agg that reads E_k(v) itself
         self.edges: dict[EdgeKey, EdgeStats] = {}
         self.nodes: dict[Hashable, NodeStats] = {}
-        # per label y: v -> the [count, score sum, node] record also in node.by_label[y]
-        self._pools: dict[str, dict[Hashable, list[Any]]] = {}
+        # per label y: v -> the Pooled record also in node.by_label[y]
+        self._pools: dict[str, dict[Hashable, Pooled]] = {}
         self.rollouts = 0
 
     def update(self, observations: Iterable[Observation]) -> None:
@@ -215,42 +233,68 @@ class Hypergraph:
             members = decisions if subset is None else frozenset(subset)
             if members:
                 score = scores.get(gid, reward)
-                observe(members, gid, 0.0 if score < 0.0 else (1.0 if score > 1.0 else score))
+                score = 0.0 if score < 0.0 else (1.0 if score > 1.0 else score)
+                observe(members, gid, score)
 
     def _observe(self, decisions: frozenset[Hashable], label: str, score: float) -> None:
         """One observation (S, y, r): N(e) <- N(e) + 1, Q(e) <- Q(e) + (r - Q(e)) / N(e) for
-        e = (S, y), then :meth:`NodeStats.add` for every v in S (inlined: the hot loop), which
-        also marks the cached prior stale."""
+        e = (S, y), then for every v in S its pooled record under y: count + 1, sum + r (the
+        hot loop), which also marks the cached prior stale. A known edge already holds its
+        decisions' records (:attr:`EdgeStats.records`); a new one finds or creates them."""
         key = (decisions, label)
         stats = self.edges.get(key)
+        objective = label != GLOBAL
         if stats is None:
             stats = self.edges[key] = EdgeStats()
-            if self._track_incident:
-                for v in decisions:
-                    self._node(v).incident.append(stats)
+            stats.n = 1
+            stats.mean = score  # 0 + (r - 0) / 1
+            self._first_observation(stats, decisions, label, score, objective)
+            return
         stats.n += 1
         stats.mean += (score - stats.mean) / stats.n
+        for pooled in stats.records:  # every record exists: e was observed before
+            n = pooled.count
+            total = pooled.total
+            node = pooled.node
+            pooled.count = n + 1.0
+            pooled.total = total + score
+            node.value = None
+            if objective:
+                node.obj_mean_sum += (total + score) / (n + 1.0) - total / n
+
+    def _first_observation(
+        self, stats: EdgeStats, decisions: frozenset[Hashable], label: str, score: float,
+        objective: bool,
+    ) -> None:
+        """The pooled update of a new edge's decisions (one dict lookup each, in the label's
+        pool), creating the records (and nodes) the label has not seen yet, and remembering
+        them on the edge."""
+        if self._track_incident:
+            for v in decisions:
+                self._node(v).incident.append(stats)
         pool = self._pools.get(label)
         if pool is None:
             pool = self._pools[label] = {}
-        objective = label != GLOBAL
+        records = stats.records
         for v in decisions:
             pooled = pool.get(v)
             if pooled is None:
                 node = self._node(v)
-                pooled = pool[v] = [0.0, 0.0, node]
-                node.by_label[label] = pooled
+                pooled = pool[v] = node.by_label[label] = Pooled(1.0, score, node)
+                node.value = None
                 if objective:
                     node.obj_labels += 1
                     node.obj_mean_sum += score
-                    node.value = None
-                    pooled[0], pooled[1] = 1.0, score
-                    continue
-            n, total, node = pooled
-            pooled[0] = n + 1.0
-            pooled[1] = total + score
+                records.append(pooled)
+                continue
+            records.append(pooled)
+            n = pooled.count
+            total = pooled.total
+            node = pooled.node
+            pooled.count = n + 1.0
+            pooled.total = total + score
             node.value = None
-            if objective and n:
+            if objective:
                 node.obj_mean_sum += (total + score) / (n + 1.0) - total / n
 
     def _node(self, v: Hashable) -> NodeStats:

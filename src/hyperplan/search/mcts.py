@@ -311,41 +311,70 @@ class HyperMCTS(SearchBase):
     def _widen(self, node: Node) -> None:
         """Progressive widening (``MCTSConfig.widen``): add one commit decision of A_dec(h)
         that is not yet a child of ``node`` (:meth:`widen_choice`); mark the node saturated
-        when none is left."""
+        when none is left. The candidates and their identities are listed once per node, at
+        its first widening (``Node.pending``; A_dec(h) and phi(a, h) are fixed for h), and
+        each widening takes its choice out of that list."""
+        pending = node.pending
+        if pending is None:
+            pending = node.pending = self._pending(node)
+        if not pending:
+            node.saturated = True
+            return
+        i = self.widen_choice([p[0] for p in pending], [p[1] for p in pending], node)
+        action, identity, recorded = pending.pop(i)
+        node.widen(action, identity, recorded)
+
+    def _pending(self, node: Node) -> list[tuple[Action, Hashable | None, bool]]:
+        """The commit decisions of A_dec(h) that are not children of ``node``, in the
+        environment's order, with phi(a, h) (None when not recorded) and the recorded flag."""
         env = self.env
         decisions = self._decisions_at(node)
         have = {e.action.key for e in node.edges}
         rest = [a for a in decisions if a.kind is not INFO and a.key not in have]
-        if not rest:
-            node.saturated = True
-            return
-        action = self.widen_choice(rest)
         t = perf_counter()
-        identity, recorded = env.identity(action), env.recorded(action)
+        flags = [env.recorded(a) for a in rest]
+        out = [(a, env.identity(a) if f else None, f) for a, f in zip(rest, flags, strict=True)]
         self.t_env += perf_counter() - t
-        node.widen(action, identity, recorded)
+        return out
 
-    def widen_choice(self, rest: Sequence[Action]) -> Action:
-        """The decision a widening adds (``MCTSConfig.widen``): with lam > 0 and
-        ``widen_prior``, the highest prior(phi(a, h)) among the recorded decisions of ``rest``
-        the hypergraph has seen (the policy breaks ties); otherwise, or when none was seen,
-        the policy's top proposal among ``rest``. The environment is at h."""
+    def widen_choice(
+        self, rest: Sequence[Action], ids: Sequence[Hashable | None] | None = None,
+        at: Node | None = None,
+    ) -> int:
+        """The index in ``rest`` of the decision a widening adds (``MCTSConfig.widen``): with
+        lam > 0 and ``widen_prior``, the highest prior(phi(a, h)) among the recorded decisions
+        the hypergraph has seen (the policy breaks ties); otherwise, or when none was seen, the
+        policy's top proposal. ``ids`` are phi(a, h) per decision (None: not recorded), read
+        from the environment when not given; the environment is at h, or is taken to ``at``
+        before the policy is asked."""
         hypergraph, env = self.hypergraph, self.env
         if self.config.lam > 0 and self.config.widen_prior and hypergraph is not None:
-            t = perf_counter()
-            ids = [(a, env.identity(a)) for a in rest if env.recorded(a)]
-            self.t_env += perf_counter() - t
+            if ids is None:
+                t = perf_counter()
+                ids = [env.identity(a) if env.recorded(a) else None for a in rest]
+                self.t_env += perf_counter() - t
             nodes = hypergraph.nodes
-            seen = [(a, v) for a, v in ids if v in nodes]
+            seen = [(i, v) for i, v in enumerate(ids) if v is not None and v in nodes]
             if seen:
                 values = hypergraph.priors_of([v for _, v in seen])
                 top = max(values)
-                tied = [a for (a, _), p in zip(seen, values, strict=True) if p == top]
+                tied = [i for (i, _), p in zip(seen, values, strict=True) if p == top]
                 if len(tied) == 1:
                     return tied[0]
-                rest = tied
-        proposed = self._propose(rest, 1)
-        return proposed[0] if proposed else rest[0]
+                return self._policy_pick(rest, tied, at)
+        return self._policy_pick(rest, range(len(rest)), at)
+
+    def _policy_pick(self, rest: Sequence[Action], among: Sequence[int], at: Node | None) -> int:
+        """The policy's top proposal among ``rest[i] for i in among``, as an index in
+        ``rest`` (the first of them when it proposes nothing)."""
+        if at is not None:
+            self._goto(at)
+        options = [rest[i] for i in among]
+        proposed = self._propose(options, 1)
+        if not proposed:
+            return among[0]
+        key = proposed[0].key
+        return next((i for i in among if rest[i].key == key), among[0])
 
     def _grow(self, node: Node, path: list[Edge]) -> Node:
         """Step 2, expansion (at most once per node; with ``info_chain``, through single

@@ -45,6 +45,7 @@ from dataclasses import dataclass, replace
 from time import perf_counter
 from typing import Any
 
+from hyperplan.search import compiled_core
 from hyperplan.search.baselines import beam, best_of_n, greedy, uct
 from hyperplan.search.env import SearchEnv
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, SearchResult
@@ -179,6 +180,7 @@ def evaluate(
         "c": config.c,
         "agg": config.agg,
         "methods": {name: MethodRuns(rs).summary() for name, rs in runs.items()},
+        "compiled": compiled_core(),  # which build timed us_per_iter (setup.py)
     }
     if "hypermcts" in runs and "uct" in runs:
         h = [float(r.success) for r in runs["hypermcts"]]

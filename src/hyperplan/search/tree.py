@@ -17,11 +17,9 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import Any
 
-from hyperplan.search.env import Action
+from hyperplan.search.env import Action, TreeError
 
-
-class TreeError(RuntimeError):
-    """A tree invariant was violated (second expansion, duplicate decisions, too many children)."""
+__all__ = ["Edge", "HistoryTree", "Node", "TreeError", "backup"]
 
 
 class Edge:
@@ -55,8 +53,8 @@ class Node:
     ``failed`` marks a history whose creating step raised (an invalid action): it is treated
     as terminal with reward 0."""
 
-    __slots__ = ("depth", "edges", "expanded", "failed", "n", "parent", "saturated", "snapshot",
-                 "terminal", "widened")
+    __slots__ = ("depth", "edges", "expanded", "failed", "n", "parent", "pending", "saturated",
+                 "snapshot", "terminal", "widened")
 
     def __init__(self, parent: Node | None, depth: int, snapshot: Any = None) -> None:
         self.parent = parent
@@ -69,6 +67,9 @@ class Node:
         self.failed = False
         self.widened = 0  # children added by progressive widening
         self.saturated = False  # widening found no decision left to add
+        # commit decisions of A_dec(h) not yet children, as (action, phi(a, h) or None when
+        # not recorded, recorded), listed at the first widening (h's decisions are fixed)
+        self.pending: list[tuple[Action, Hashable | None, bool]] | None = None
 
     @property
     def materialized(self) -> bool:
