@@ -130,7 +130,13 @@ class ReasonersMCTS(SearchBase):
     """llm-reasoners' MCTS (c as its exploration weight ``w_exp``, horizon as its depth limit)
     under our budget accounting (module doc)."""
 
-    method = "reasoners_mcts"
+    def __init__(
+        self, env: SearchEnv, policy: Policy, config: MCTSConfig, seed: int = 0
+    ) -> None:
+        super().__init__(env, policy, config, seed)
+        # set on the instance: a class attribute of a Python subclass does not reach the
+        # attribute the compiled base class reads (setup.py, HYPERPLAN_COMPILE)
+        self.method = "reasoners_mcts"
 
     def run(self) -> SearchResult:
         started = perf_counter()
