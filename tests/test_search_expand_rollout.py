@@ -10,12 +10,15 @@ rollouts, not errors.
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 from dataclasses import replace
 
 import pytest
+from typer.testing import CliRunner
 
+from hyperplan.cli import app
 from hyperplan.search.baselines import uct
 from hyperplan.search.env import SearchEnv
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, hypermcts
@@ -170,3 +173,15 @@ def test_failed_steps_recorded_not_fatal(lam: float) -> None:
     doomed = hypermcts(ToyShopEnv(1, 3, 4, fail_keys=everything), RandomPolicy(),
                        MCTSConfig(budget=5, lam=lam, expand_rollout=True), 0)
     assert doomed.rollouts == 5 and doomed.failures == 5 and doomed.reward == 0.0
+
+
+def test_cli_runs_in_tree_rollouts() -> None:
+    args = ["eval", "mcts", "--suite", "toy", "--tasks", "2", "--budget", "6", "--seed", "1",
+            "--methods", "hypermcts,uct", "--json"]
+    on = CliRunner().invoke(app, [*args, "--expand-rollout", "--branch-on", "all"])
+    assert on.exit_code == 0, on.output
+    payload = json.loads(on.stdout)
+    assert payload["expand_rollout"] is True and payload["branch_on"] == "all"
+    assert set(payload["methods"]) == {"hypermcts", "uct"}
+    off = json.loads(CliRunner().invoke(app, args).stdout)
+    assert off["expand_rollout"] is False

@@ -42,12 +42,16 @@ Guidance = Annotated[bool, typer.Option(
 BranchOn = Annotated[str, typer.Option(
     help="branch at commit decision points only (commit) or on every action (all)")]
 Widen = Annotated[float, typer.Option(help=WIDEN_HELP)]
+ExpandRollout = Annotated[bool, typer.Option(
+    "--expand-rollout/--no-expand-rollout",
+    help="run each rollout inside the tree, expanding every history it passes (llm-reasoners' "
+    "tree shape; off in Algorithm 1)")]
 AsJson = Annotated[bool, typer.Option("--json", help="print only the JSON object")]
 
 
 def _config(
     budget: int, branching: int, lam: float, c: float, agg: str, rollout_guidance: bool = True,
-    branch_on: str = "commit", widen: float = DEFAULT_WIDEN,
+    branch_on: str = "commit", widen: float = DEFAULT_WIDEN, expand_rollout: bool = False,
 ) -> MCTSConfig:
     if agg not in AGGREGATORS:
         fail(f"unknown --agg {agg!r}; choose one of {', '.join(sorted(AGGREGATORS))}")
@@ -58,7 +62,8 @@ def _config(
     if widen < 0:
         fail("--widen must be >= 0 (0 = off)")
     return MCTSConfig(budget=budget, branching=branching, c=c, lam=lam, agg=agg,
-                      rollout_guidance=rollout_guidance, branch_on=branch_on, widen=widen)
+                      rollout_guidance=rollout_guidance, branch_on=branch_on, widen=widen,
+                      expand_rollout=expand_rollout)
 
 
 def _tasks(suite: str, n: int, seed: int, level: int | None) -> list[SearchEnv]:
@@ -85,10 +90,12 @@ def mcts_cmd(
     rollout_guidance: Guidance = True,
     branch_on: BranchOn = "commit",
     widen: Widen = DEFAULT_WIDEN,
+    expand_rollout: ExpandRollout = False,
     as_json: AsJson = False,
 ) -> None:
     """HyperMCTS vs UCT, best-of-N, greedy and beam search at equal rollout budget."""
-    config = _config(budget, branching, lam, c, agg, rollout_guidance, branch_on, widen)
+    config = _config(budget, branching, lam, c, agg, rollout_guidance, branch_on, widen,
+                     expand_rollout)
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
     unknown = [m for m in chosen if m not in METHODS]
     if unknown or not chosen:
@@ -101,7 +108,7 @@ def mcts_cmd(
                           progress=progress)
     _emit({"suite": suite, "seed": seed, "level": level, "policy": policy,
            "rollout_guidance": rollout_guidance, "branch_on": branch_on, "widen": widen,
-           **result}, as_json)
+           "expand_rollout": expand_rollout, **result}, as_json)
 
 
 def _emit(payload: dict[str, Any], as_json: bool) -> None:
