@@ -247,7 +247,7 @@ class Hypergraph:
         if stats is None:
             stats = self.edges[key] = EdgeStats()
             stats.n = 1
-            stats.mean = score  # 0 + (r - 0) / 1
+            stats.mean += score - stats.mean  # the incremental mean at N = 1, as update()
             self._first_observation(stats, decisions, label, score, objective)
             return
         stats.n += 1
