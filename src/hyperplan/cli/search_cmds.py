@@ -42,6 +42,8 @@ Guidance = Annotated[bool, typer.Option(
 BranchOn = Annotated[str, typer.Option(
     help="branch at commit decision points only (commit) or on every action (all)")]
 Widen = Annotated[float, typer.Option(help=WIDEN_HELP)]
+Budget = Annotated[int, typer.Option(help="rollout budget B per task and method")]
+Lam = Annotated[float, typer.Option(help="hypergraph prior weight lambda")]
 ExpandRollout = Annotated[bool, typer.Option(
     "--expand-rollout/--no-expand-rollout",
     help="run each rollout inside the tree, expanding every history it passes (llm-reasoners' "
@@ -79,9 +81,9 @@ def mcts_cmd(
     suite: Suite,
     tasks: Tasks = 50,
     seed: Seed = 1000,
-    budget: int = typer.Option(32, help="rollout budget B per task and method"),
+    budget: Budget = 32,
     branching: Branching = 3,
-    lam: float = typer.Option(DEFAULT_LAM, help="hypergraph prior weight lambda"),
+    lam: Lam = DEFAULT_LAM,
     c: float = typer.Option(DEFAULT_C, help="UCT exploration constant c"),
     level: Level = None,
     agg: Agg = DEFAULT_AGG,
@@ -177,10 +179,10 @@ def mcts_bench_cmd(
     tasks: int = typer.Option(20, help="tasks"),
     seed: Seed = 1,
     budget: int = typer.Option(256, help="iterations per task"),
-    branching: int = typer.Option(3, help="children per expansion b"),
-    lam: float = typer.Option(DEFAULT_LAM, help="hypergraph prior weight lambda"),
-    agg: str = typer.Option(DEFAULT_AGG, help="prior aggregator"),
-    widen: float = typer.Option(DEFAULT_WIDEN, help=WIDEN_HELP),
+    branching: Branching = 3,
+    lam: Lam = DEFAULT_LAM,
+    agg: Agg = DEFAULT_AGG,
+    widen: Widen = DEFAULT_WIDEN,
     repeat: int = typer.Option(1, help="runs per task; a task's figure is their minimum"),
 ) -> None:
     """Bookkeeping microseconds per iteration (policy and environment time excluded); the
@@ -189,6 +191,8 @@ def mcts_bench_cmd(
 
     if suite not in BENCH_SUITES:
         fail(f"--suite must be one of {', '.join(BENCH_SUITES)}")
+    if agg not in AGGREGATORS:
+        fail(f"unknown --agg {agg!r}; choose one of {', '.join(sorted(AGGREGATORS))}")
     if widen < 0:
         fail("--widen must be >= 0 (0 = off)")
     if repeat < 1 or tasks < 1 or budget < 1:
@@ -202,9 +206,9 @@ def mcts_reasoners_cmd(
     suite: Suite,
     tasks: Tasks = 50,
     seed: Seed = 1000,
-    budget: int = typer.Option(32, help="rollout budget B per task and method"),
+    budget: Budget = 32,
     branching: Branching = 3,
-    lam: float = typer.Option(DEFAULT_LAM, help="hypergraph prior weight lambda"),
+    lam: Lam = DEFAULT_LAM,
     c: float = typer.Option(DEFAULT_C, help="exploration constant (llm-reasoners' w_exp)"),
     widen: float = typer.Option(DEFAULT_WIDEN, help=WIDEN_HELP + " (ours only)"),
     as_json: AsJson = False,

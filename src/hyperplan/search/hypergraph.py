@@ -186,6 +186,20 @@ def extract(
     return out
 
 
+def _add_score(records: list[Pooled], score: float, objective: bool) -> None:
+    """One observation scored ``score`` on existing pooled records: count + 1, sum + r, the
+    per-objective mean sum of an objective label updated, the cached prior marked stale."""
+    for pooled in records:
+        n = pooled.count
+        total = pooled.total
+        node = pooled.node
+        pooled.count = n + 1.0
+        pooled.total = total + score
+        node.value = None
+        if objective:
+            node.obj_mean_sum += (total + score) / (n + 1.0) - total / n
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Hypergraph:
     """E_k with pooled per-label statistics per decision node (module doc); prior(v) is
@@ -252,15 +266,7 @@ class Hypergraph:
             return
         stats.n += 1
         stats.mean += (score - stats.mean) / stats.n
-        for pooled in stats.records:  # every record exists: e was observed before
-            n = pooled.count
-            total = pooled.total
-            node = pooled.node
-            pooled.count = n + 1.0
-            pooled.total = total + score
-            node.value = None
-            if objective:
-                node.obj_mean_sum += (total + score) / (n + 1.0) - total / n
+        _add_score(stats.records, score, objective)  # every record exists: e was seen before
 
     def _first_observation(
         self, stats: EdgeStats, decisions: frozenset[Hashable], label: str, score: float,
@@ -276,6 +282,7 @@ class Hypergraph:
         if pool is None:
             pool = self._pools[label] = {}
         records = stats.records
+        known: list[Pooled] = []
         for v in decisions:
             pooled = pool.get(v)
             if pooled is None:
@@ -285,17 +292,10 @@ class Hypergraph:
                 if objective:
                     node.obj_labels += 1
                     node.obj_mean_sum += score
-                records.append(pooled)
-                continue
+            else:
+                known.append(pooled)
             records.append(pooled)
-            n = pooled.count
-            total = pooled.total
-            node = pooled.node
-            pooled.count = n + 1.0
-            pooled.total = total + score
-            node.value = None
-            if objective:
-                node.obj_mean_sum += (total + score) / (n + 1.0) - total / n
+        _add_score(known, score, objective)
 
     def _node(self, v: Hashable) -> NodeStats:
         node = self.nodes.get(v)

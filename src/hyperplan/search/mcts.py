@@ -81,7 +81,7 @@ from hyperplan.search.common import (
 from hyperplan.search.env import Action, SearchEnv, Verdict
 from hyperplan.search.hypergraph import Hypergraph
 from hyperplan.search.policies import Policy
-from hyperplan.search.tree import Edge, HistoryTree, Node, backup
+from hyperplan.search.tree import Edge, HistoryTree, Node, Pending, backup
 
 __all__ = ["BRANCH_ON", "DEFAULT_WIDEN", "FAILED", "HyperMCTS", "MCTSConfig", "SearchBase",
            "SearchResult", "Timing", "hypermcts"]
@@ -317,25 +317,24 @@ class HyperMCTS(SearchBase):
         pending = node.pending
         if pending is None:
             pending = node.pending = self._pending(node)
-        if not pending:
+        if not pending.actions:
             node.saturated = True
             return
-        i = self.widen_choice([p[0] for p in pending], [p[1] for p in pending], node)
-        action, identity, recorded = pending.pop(i)
-        node.widen(action, identity, recorded)
+        i = self.widen_choice(pending.actions, pending.ids, node)
+        node.widen(*pending.take(i))
 
-    def _pending(self, node: Node) -> list[tuple[Action, Hashable | None, bool]]:
-        """The commit decisions of A_dec(h) that are not children of ``node``, in the
-        environment's order, with phi(a, h) (None when not recorded) and the recorded flag."""
+    def _pending(self, node: Node) -> Pending:
+        """The commit decisions of A_dec(h) that are not children of ``node``
+        (:class:`~hyperplan.search.tree.Pending`)."""
         env = self.env
         decisions = self._decisions_at(node)
         have = {e.action.key for e in node.edges}
         rest = [a for a in decisions if a.kind is not INFO and a.key not in have]
         t = perf_counter()
         flags = [env.recorded(a) for a in rest]
-        out = [(a, env.identity(a) if f else None, f) for a, f in zip(rest, flags, strict=True)]
+        ids = [env.identity(a) if f else None for a, f in zip(rest, flags, strict=True)]
         self.t_env += perf_counter() - t
-        return out
+        return Pending(rest, ids, flags)
 
     def widen_choice(
         self, rest: Sequence[Action], ids: Sequence[Hashable | None] | None = None,
@@ -376,19 +375,25 @@ class HyperMCTS(SearchBase):
         key = proposed[0].key
         return next((i for i in among if rest[i].key == key), among[0])
 
+    def _open(self, node: Node) -> list[Edge]:
+        """The children of ``node``, expanding it first unless it already is (step 2); a
+        history without decisions (or none proposed) becomes terminal and has none."""
+        if not node.expanded:
+            children = self._candidates(node)
+            if children:
+                node.expand(children, self.config.branching)
+        if not node.edges:
+            node.terminal = True
+        return node.edges
+
     def _grow(self, node: Node, path: list[Edge]) -> Node:
         """Step 2, expansion (at most once per node; with ``info_chain``, through single
         information children down to the next commit decision point): expand, select one new
         child, materialise it; returns the history the simulation starts from."""
         chain = self.config.info_chain and self.config.branch_on == "commit"
-        b = self.config.branching
         while not node.terminal and not node.expanded:
-            children = self._candidates(node)
-            if children:
-                node.expand(children, b)
-            edges = node.edges
-            if not edges:  # no decisions (or none proposed): a terminal history
-                node.terminal = True
+            edges = self._open(node)
+            if not edges:
                 break
             edge = edges[0] if len(edges) == 1 else self.select(node)
             path.append(edge)
@@ -404,15 +409,10 @@ class HyperMCTS(SearchBase):
         (a single child as is), materialising it, until terminal / horizon / no decisions;
         the edges go to ``path``. Returns the final history."""
         pick = self._rollout_pick()
-        b, rng, env = self.config.branching, self.rng, self.env
+        rng, env = self.rng, self.env
         while not node.terminal:
-            if not node.expanded:
-                children = self._candidates(node)
-                if children:
-                    node.expand(children, b)
-            edges = node.edges
-            if not edges:  # no decisions (or none proposed): a terminal history
-                node.terminal = True
+            edges = self._open(node)
+            if not edges:
                 break
             if len(edges) == 1:
                 edge = edges[0]

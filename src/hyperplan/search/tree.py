@@ -19,7 +19,7 @@ from typing import Any
 
 from hyperplan.search.env import Action, TreeError
 
-__all__ = ["Edge", "HistoryTree", "Node", "TreeError", "backup"]
+__all__ = ["Edge", "HistoryTree", "Node", "Pending", "TreeError", "backup"]
 
 
 class Edge:
@@ -46,6 +46,26 @@ class Edge:
         return f"Edge({self.action.key!r}, n={self.n}, q={self.q:.3f})"
 
 
+class Pending:
+    """The decisions progressive widening may still add at one history h: the commit
+    decisions of A_dec(h) that are not children yet, in the environment's order, with
+    phi(a, h) (None when not recorded) and the recorded flag as parallel lists (A_dec(h) and
+    phi(a, h) are fixed for h, so they are listed once)."""
+
+    __slots__ = ("actions", "ids", "recorded")
+
+    def __init__(
+        self, actions: list[Action], ids: list[Hashable | None], recorded: list[bool]
+    ) -> None:
+        self.actions = actions
+        self.ids = ids
+        self.recorded = recorded
+
+    def take(self, i: int) -> tuple[Action, Hashable | None, bool]:
+        """Remove and return the i-th decision."""
+        return self.actions.pop(i), self.ids.pop(i), self.recorded.pop(i)
+
+
 class Node:
     """A history h: N(h), its snapshot (``None`` until first reached), depth (actions taken
     since h_0), terminal flag, and the child edges once expanded.
@@ -67,9 +87,8 @@ class Node:
         self.failed = False
         self.widened = 0  # children added by progressive widening
         self.saturated = False  # widening found no decision left to add
-        # commit decisions of A_dec(h) not yet children, as (action, phi(a, h) or None when
-        # not recorded, recorded), listed at the first widening (h's decisions are fixed)
-        self.pending: list[tuple[Action, Hashable | None, bool]] | None = None
+        # commit decisions of A_dec(h) not yet children, listed at the first widening
+        self.pending: Pending | None = None
 
     @property
     def materialized(self) -> bool:
