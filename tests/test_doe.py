@@ -14,6 +14,7 @@ from hyperplan.plan.doe import (
     best_support_graph,
     expand,
     omega,
+    rank_support_graphs,
     select_support_graph,
 )
 from hyperplan.plan.grounding import ground
@@ -88,6 +89,16 @@ def test_joint_producer_completes_in_one_step(graph_a: Hypergraph) -> None:
     assert {(graph_a.node_name(r.deficit), graph_a.node_name(r.source), r.weight)
             for r in best.resolutions} == {("t:in:a", "p1:out:oa", 0.9),
                                            ("t:in:b", "p1:out:ob", 0.8)}
+
+
+def test_support_graphs_ranked_fewest_tools_then_support(graph_a: Hypergraph) -> None:
+    # with a grounded, b has two producers: p1 (0.8) before q (0.5); the ranking's head is
+    # Support Graph Selection's choice
+    result = expand(graph_a, graph_a.tool_index["t"], ground(graph_a, ["a"]))
+    ranked = rank_support_graphs(result.complete)
+    assert [names(graph_a, g.tools) for g in ranked] == [["p1", "t"], ["q", "t"]]
+    assert best_support_graph(result.complete) == ranked[0]
+    assert rank_support_graphs([]) == [] and best_support_graph([]) is None
 
 
 def test_grounding_removes_deficits_and_producers(graph_a: Hypergraph) -> None:

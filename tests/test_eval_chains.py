@@ -64,3 +64,14 @@ def test_nestools_dev_split_measured_numbers() -> None:
     methods = doc["methods"]
     assert doc["producer_precision"] > methods["semantic_topk"]["producer_precision"]
     assert doc["producer_precision"] > methods["all_producers"]["producer_precision"]
+    # operating points: DOE's first point is its answer, widening never loses recall, and on
+    # NesTools dev DOE is more precise than semantic top-K wherever the two recalls meet
+    points = doc["operating_points"]
+    doe_points = points["doe"]
+    assert doe_points[0]["producer_recall"] == doc["producer_recall"]
+    recalls = [p["producer_recall"] for p in doe_points]
+    assert recalls == sorted(recalls)
+    assert {p["k"] for p in points["semantic_topk"]} >= {5}
+    semantic = doc["equal_recall"]["semantic_topk"]
+    assert semantic["doe_at_baseline_recall"]["doe_more_precise"]
+    assert semantic["baseline_at_doe_recall"]["doe_more_precise"]

@@ -16,6 +16,9 @@ precision and recall compare the non-terminal tools, summed over tasks.
 Baselines on the same graph and grounding: ``all_producers`` (the unpruned backward closure
 over producers of every ungrounded required input) and ``semantic_topk`` (the paper's
 Variant 2: the K tools whose descriptions are closest to the task text, plus the terminals).
+Each method's size knob is also swept (DOE's n best support graphs per terminal, K, the
+closure's depth) into ``operating_points``, and ``equal_recall`` compares DOE with each
+baseline where their recalls meet (:mod:`hyperplan.eval.operating_points`).
 """
 
 from __future__ import annotations
@@ -29,12 +32,18 @@ from typing import Any
 import numpy as np
 
 from hyperplan.eval.links import load_suite, split_tasks
+from hyperplan.eval.operating_points import (
+    CLOSURE_DEPTHS,
+    DOE_ALTERNATIVES,
+    SEMANTIC_KS,
+    equal_recall_comparison,
+)
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.links import LinkConfig, TextEmbedder
 from hyperplan.graph.model import Hypergraph
 from hyperplan.graph.text import name_tokens
 from hyperplan.importers.gold import GoldTask
-from hyperplan.plan.doe import DOEConfig, best_support_graph, expand
+from hyperplan.plan.doe import DOEConfig, expand, rank_support_graphs
 from hyperplan.plan.grounding import Grounding, ground
 
 
@@ -86,10 +95,13 @@ class _Tally:
 
 def doe_tools(graph: Hypergraph, terminals: list[str], grounding: Grounding,
               config: DOEConfig, timings: list[float],
-              relevance: np.ndarray | None = None) -> tuple[set[str], bool]:
-    """Union of the best support graph of each terminal (selected with the tools' relevance
-    to the task text), and whether all were satisfiable."""
-    tools: set[str] = set()
+              relevance: np.ndarray | None = None,
+              alternatives: int = 1) -> tuple[list[set[str]], bool]:
+    """Per n = 1..``alternatives``, the union over terminals of each terminal's n best support
+    graphs (:func:`~hyperplan.plan.doe.rank_support_graphs` with the tools' relevance to the
+    task text; n = 1 is DOE's answer, larger n trade precision for recall), and whether every
+    terminal was satisfiable (an unsatisfiable terminal contributes itself alone)."""
+    unions: list[set[str]] = [set() for _ in range(alternatives)]
     ok = True
     for name in terminals:
         started = time.perf_counter()
@@ -97,13 +109,15 @@ def doe_tools(graph: Hypergraph, terminals: list[str], grounding: Grounding,
         timings.append((time.perf_counter() - started) * 1000)
         if not result.ok:
             ok = False
-            tools.add(name)
+            for tools in unions:
+                tools.add(name)
             continue
-        best = best_support_graph(result.complete, relevance, config.relevance_weight,
-                                  config.size_cost)
-        assert best is not None
-        tools |= {graph.tools[t].name for t in best.tools}
-    return tools, ok
+        ranked = rank_support_graphs(result.complete, relevance, config.relevance_weight,
+                                     config.size_cost)
+        for n, tools in enumerate(unions, start=1):
+            for support_graph in ranked[:n]:
+                tools |= {graph.tools[t].name for t in support_graph.tools}
+    return unions, ok
 
 
 # Link policy of the chains benchmark, chosen on the NesTools dev split: DOE trusts links of
@@ -160,7 +174,10 @@ class SemanticRanker:
         return np.asarray(self.vectors @ self.embedder.embed([text])[0], dtype=np.float64)
 
     def top(self, text: str, k: int) -> list[str]:
-        scores = self.scores(text)
+        return self.ranking(self.scores(text), k)
+
+    def ranking(self, scores: np.ndarray | None, k: int) -> list[str]:
+        """The ``k`` best tool names by ``scores`` (:meth:`scores`; none without them)."""
         if scores is None:
             return []
         return [self.names[i] for i in np.argsort(-scores, kind="stable")[:k]]
@@ -191,12 +208,14 @@ def evaluate_chains(
     cfg = replace(config or DOEConfig(), min_link_weight=link_retention,
                   fallback_link_weight=link_fallback, open_world_weight=open_world)
     tallies = {"doe": _Tally(), "all_producers": _Tally(), "semantic_topk": _Tally()}
+    curves = _Curves()
     for catalog, tasks in load_suite(suite, data).parts:
         graph = build_graph(catalog, embedder=embedder, config=link_config or chain_links(cfg),
                             progress=progress)
         ranker = SemanticRanker(graph, embedder)
-        _run_tasks(graph, split_tasks(tasks, split), ranker, cfg, semantic_k, tallies)
+        _run_tasks(graph, split_tasks(tasks, split), ranker, cfg, semantic_k, tallies, curves)
     doe = tallies["doe"].summary()
+    methods = {name: tally.summary() for name, tally in tallies.items()}
     return {
         "suite": suite,
         **({"domain": str(data)} if suite == "tau2" else {}),
@@ -207,7 +226,9 @@ def evaluate_chains(
         "unsatisfiable": doe["unsatisfiable"],
         "doe_ms_p50": doe.get("ms_p50", 0.0),
         "doe_ms_p99": doe.get("ms_p99", 0.0),
-        "methods": {name: tally.summary() for name, tally in tallies.items()},
+        "methods": methods,
+        "operating_points": curves.points(),
+        "equal_recall": curves.comparison(methods),
         "split": split,
         "doe_config": {"top_k": cfg.top_k, "beam_width": cfg.beam_width,
                        "max_depth": cfg.max_depth, "relevance_weight": cfg.relevance_weight,
@@ -220,20 +241,64 @@ def evaluate_chains(
     }
 
 
+@dataclass
+class _Curves:
+    """The swept operating points (:mod:`hyperplan.eval.operating_points`): one tally per
+    knob value and method."""
+
+    doe: dict[int, _Tally] = field(default_factory=lambda: _tallies(DOE_ALTERNATIVES))
+    semantic_topk: dict[int, _Tally] = field(default_factory=lambda: _tallies(SEMANTIC_KS))
+    all_producers: dict[int, _Tally] = field(default_factory=lambda: _tallies(CLOSURE_DEPTHS))
+
+    def points(self) -> dict[str, list[dict[str, Any]]]:
+        return {"doe": _points(self.doe, "n"), "semantic_topk": _points(self.semantic_topk, "k"),
+                "all_producers": _points(self.all_producers, "depth")}
+
+    def comparison(self, methods: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        points = self.points()
+        return {name: equal_recall_comparison(points["doe"], methods[name], points[name], knob)
+                for name, knob in (("semantic_topk", "k"), ("all_producers", "depth"))}
+
+
+def _tallies(knobs: Sequence[int]) -> dict[int, _Tally]:
+    return {k: _Tally() for k in knobs}
+
+
+def _points(tallies: dict[int, _Tally], knob: str) -> list[dict[str, Any]]:
+    return [{knob: k, **tally.summary()} for k, tally in tallies.items()]
+
+
 def _run_tasks(graph: Hypergraph, tasks: Sequence[GoldTask], ranker: SemanticRanker,
-               cfg: DOEConfig, semantic_k: int, tallies: dict[str, _Tally]) -> None:
+               cfg: DOEConfig, semantic_k: int, tallies: dict[str, _Tally],
+               curves: _Curves) -> None:
     for task in tasks:
         terminals = [t for t in terminals_of(task) if t in graph.tool_index]
-        gold_tools = {c.tool for c in task.calls}
-        if not terminals or not gold_tools <= set(graph.tool_index):
-            continue
-        grounding = ground(graph, known_names(task))
-        term_set = set(terminals)
-        doe, ok = doe_tools(graph, terminals, grounding, cfg, tallies["doe"].ms,
-                            ranker.scores(task.text))
-        tallies["doe"].add(doe, gold_tools, term_set, ok)
-        closure = backward_closure(graph, terminals, grounding, cfg.max_depth,
-                                   cfg.min_link_weight)
-        tallies["all_producers"].add(closure, gold_tools, term_set)
-        semantic = set(ranker.top(task.text, semantic_k)) | term_set
-        tallies["semantic_topk"].add(semantic, gold_tools, term_set)
+        if terminals and {c.tool for c in task.calls} <= set(graph.tool_index):
+            _score_task(graph, task, terminals, ranker, cfg, semantic_k, tallies, curves)
+
+
+def _score_task(graph: Hypergraph, task: GoldTask, terminals: list[str],
+                ranker: SemanticRanker, cfg: DOEConfig, semantic_k: int,
+                tallies: dict[str, _Tally], curves: _Curves) -> None:
+    """DOE and both baselines on one task: the headline tallies and every operating point."""
+    gold_tools = {c.tool for c in task.calls}
+    grounding = ground(graph, known_names(task))
+    term_set = set(terminals)
+
+    def add(tally: _Tally, predicted: set[str], ok: bool = True) -> None:
+        tally.add(predicted, gold_tools, term_set, ok)
+
+    relevance = ranker.scores(task.text)
+    doe, ok = doe_tools(graph, terminals, grounding, cfg, tallies["doe"].ms, relevance,
+                        max(DOE_ALTERNATIVES))
+    add(tallies["doe"], doe[0], ok)
+    for n, tally in curves.doe.items():
+        add(tally, doe[n - 1], ok)
+    add(tallies["all_producers"], backward_closure(graph, terminals, grounding, cfg.max_depth,
+                                                   cfg.min_link_weight))
+    for depth, tally in curves.all_producers.items():
+        add(tally, backward_closure(graph, terminals, grounding, depth, cfg.min_link_weight))
+    ranking = ranker.ranking(relevance, max(semantic_k, *SEMANTIC_KS))
+    add(tallies["semantic_topk"], set(ranking[:semantic_k]) | term_set)
+    for k, tally in curves.semantic_topk.items():
+        add(tally, set(ranking[:k]) | term_set)

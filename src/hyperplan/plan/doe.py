@@ -440,20 +440,21 @@ def _search(graph: Hypergraph, terminal: int, grounding: Grounding | None, cfg: 
     return DOEResult(terminal, (), unsatisfiable=missing, expansions=expansions)
 
 
-def best_support_graph(graphs: Iterable[SupportGraph], relevance: np.ndarray | None = None,
-                       relevance_weight: float = 1.0,
-                       size_cost: float | None = None) -> SupportGraph | None:
-    """Support Graph Selection: fewest tools, then the highest total support — plus, when a
-    per-tool ``relevance`` to the subtask is given (e.g. cosine of tool and subtask text), that
-    relevance of the non-terminal tools times ``relevance_weight``, which separates producers
-    that support a deficit equally well. The paper leaves this choice to the LLM; this is the
-    deterministic stand-in.
+def rank_support_graphs(graphs: Iterable[SupportGraph], relevance: np.ndarray | None = None,
+                        relevance_weight: float = 1.0,
+                        size_cost: float | None = None) -> list[SupportGraph]:
+    """Support Graph Selection's order, best first: fewest tools, then the highest total
+    support — plus, when a per-tool ``relevance`` to the subtask is given (e.g. cosine of tool
+    and subtask text), that relevance of the non-terminal tools times ``relevance_weight``,
+    which separates producers that support a deficit equally well. The paper leaves this
+    choice to the LLM; this is the deterministic stand-in.
 
     With ``size_cost`` c and a ``relevance``, the fewest-tools rule becomes a price: the graph
-    with the highest ``support + relevance_weight * relevance - c * (tools - 1)`` wins (ties:
-    fewer tools), so a longer chain is chosen only when its extra producers are relevant
-    enough to pay for themselves (the request asked for that step). Without ``relevance``
-    nothing can justify a longer chain and the fewest-tools rule applies."""
+    with the highest ``support + relevance_weight * relevance - c * (tools - 1)`` comes first
+    (ties: fewer tools), so a longer chain is chosen only when its extra producers are
+    relevant enough to pay for themselves (the request asked for that step). Without
+    ``relevance`` nothing can justify a longer chain and the fewest-tools rule applies.
+    Remaining ties go by tool ids, so the order is total."""
 
     def score(g: SupportGraph) -> float:
         value = g.support
@@ -463,9 +464,18 @@ def best_support_graph(graphs: Iterable[SupportGraph], relevance: np.ndarray | N
         return value
 
     if size_cost is None or relevance is None:
-        return min(graphs, key=lambda g: (len(g.tools), -score(g), g.tools), default=None)
-    return min(graphs, key=lambda g: (-(score(g) - size_cost * (len(g.tools) - 1)),
-                                      len(g.tools), g.tools), default=None)
+        return sorted(graphs, key=lambda g: (len(g.tools), -score(g), g.tools))
+    return sorted(graphs, key=lambda g: (-(score(g) - size_cost * (len(g.tools) - 1)),
+                                         len(g.tools), g.tools))
+
+
+def best_support_graph(graphs: Iterable[SupportGraph], relevance: np.ndarray | None = None,
+                       relevance_weight: float = 1.0,
+                       size_cost: float | None = None) -> SupportGraph | None:
+    """Support Graph Selection: the first graph of :func:`rank_support_graphs` (None when
+    there is none)."""
+    ranked = rank_support_graphs(graphs, relevance, relevance_weight, size_cost)
+    return ranked[0] if ranked else None
 
 
 @dataclass(frozen=True)
