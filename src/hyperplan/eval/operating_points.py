@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-DOE_ALTERNATIVES = (1, 2, 3, 4)
+DOE_ALTERNATIVES = (1, 2, 3, 4, 6, 8)
 SEMANTIC_KS = (1, 2, 3, 4, 5, 6, 8, 10)
 CLOSURE_DEPTHS = (1, 2, 3, 4, 6, 8)
 
