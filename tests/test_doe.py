@@ -350,21 +350,3 @@ def test_open_world_runs_only_when_links_fail_and_caps_weak_links() -> None:
         result = expand(weak, weak.tool_index["t"], config=cfg, relevance=relevance)
         best = best_support_graph(result.complete, relevance, 1.0, 2.0)
         assert best is not None and names(weak, best.tools) == [favourite, "t"]
-
-
-def test_relevance_floor_keeps_an_unrelated_source_tool_out() -> None:
-    # junk (no inputs, unrelated to the request) links to t.a at 1.0, good at 0.6: by link and
-    # relevance (1.0 vs 0.6 + 0.3) junk wins; below the floor it produces nothing
-    graph = make_graph({"t": (["a"], []), "junk": ([], ["a"]), "good": ([], ["a2"])},
-                       [("junk.a", "t.a", 1.0), ("good.a2", "t.a", 0.6)])
-    t = graph.tool_index["t"]
-    relevance = _relevance(graph, junk=-0.1, good=0.3, t=0.5)
-    plain = expand(graph, t, config=DOEConfig(), relevance=relevance)
-    best = best_support_graph(plain.complete, relevance, 1.0, 2.0)
-    assert best is not None and names(graph, best.tools) == ["junk", "t"]
-    floored = expand(graph, t, config=DOEConfig(min_relevance=0.1), relevance=relevance)
-    assert [names(graph, g.tools) for g in floored.complete] == [["good", "t"]]
-    # no relevance: the floor cannot apply; a floor above every producer: unsatisfiable
-    assert expand(graph, t, config=DOEConfig(min_relevance=0.1)).ok
-    none = expand(graph, t, config=DOEConfig(min_relevance=0.5), relevance=relevance)
-    assert not none.ok and none.unsatisfiable == frozenset({graph.node_index["t:in:a"]})

@@ -9,7 +9,7 @@ the task text as its relevance (producer ranking, beam ranking and support-graph
 :func:`hyperplan.plan.doe.expand`) and trusts links of weight >= ``LINK_RETENTION``, falling
 back to weaker inferred links and open-world producers (any tool's output, chosen by that
 relevance; :func:`hyperplan.plan.doe.expand`) only for a terminal that is otherwise
-unsatisfiable; a tool whose relevance is below ``MIN_RELEVANCE`` produces nothing. ``exact``
+unsatisfiable. ``exact``
 is the fraction of tasks whose predicted tool set equals the gold call tools; producer
 precision and recall compare the non-terminal tools, summed over tasks.
 
@@ -124,13 +124,10 @@ def doe_tools(graph: Hypergraph, terminals: list[str], grounding: Grounding,
 # weight >= LINK_RETENTION and, for a terminal that is unsatisfiable with those, falls back to
 # every inferred link of weight >= LINK_FALLBACK (missing links: a weak link beats no plan)
 # together with open-world producers offering any output at OPEN_WORLD x type fit, ranked by
-# their relevance to the task (chosen on the NESTFUL dev split, NesTools dev unchanged); tools
-# whose relevance to the task is below MIN_RELEVANCE produce nothing (the middle of the
-# 0.0-0.17 plateau of the best mean dev exact of both suites).
+# their relevance to the task (chosen on the NESTFUL dev split, NesTools dev unchanged).
 LINK_RETENTION = 0.5
 LINK_FALLBACK = 0.1
 OPEN_WORLD = 0.4
-MIN_RELEVANCE = 0.1
 
 
 def chain_links(config: DOEConfig) -> LinkConfig:
@@ -199,19 +196,17 @@ def evaluate_chains(
     link_retention: float = LINK_RETENTION,
     link_fallback: float | None = LINK_FALLBACK,
     open_world: float | None = OPEN_WORLD,
-    min_relevance: float | None = MIN_RELEVANCE,
 ) -> dict[str, Any]:
     """Run the chains benchmark; returns the JSON contract of ``hyperplan eval chains``.
 
     The graph keeps every inferred link of weight >= ``link_fallback`` (unless ``link_config``
     is given); DOE runs with ``min_link_weight = link_retention``,
-    ``fallback_link_weight = link_fallback``, ``open_world_weight = open_world`` and
-    ``min_relevance`` (these override ``config``), and the ``all_producers`` baseline follows
-    links >= ``link_retention``."""
+    ``fallback_link_weight = link_fallback`` and ``open_world_weight = open_world`` (these
+    override ``config``), and the ``all_producers`` baseline follows links >=
+    ``link_retention``."""
     started = time.perf_counter()
     cfg = replace(config or DOEConfig(), min_link_weight=link_retention,
-                  fallback_link_weight=link_fallback, open_world_weight=open_world,
-                  min_relevance=min_relevance)
+                  fallback_link_weight=link_fallback, open_world_weight=open_world)
     tallies = {"doe": _Tally(), "all_producers": _Tally(), "semantic_topk": _Tally()}
     curves = _Curves()
     for catalog, tasks in load_suite(suite, data).parts:
@@ -240,8 +235,7 @@ def evaluate_chains(
                        "extra_depth": cfg.extra_depth, "size_cost": cfg.size_cost,
                        "min_link_weight": cfg.min_link_weight,
                        "fallback_link_weight": cfg.fallback_link_weight,
-                       "open_world_weight": cfg.open_world_weight,
-                       "min_relevance": cfg.min_relevance},
+                       "open_world_weight": cfg.open_world_weight},
         "embedder": getattr(embedder, "name", None),
         "seconds": round(time.perf_counter() - started, 2),
     }

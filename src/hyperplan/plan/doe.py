@@ -32,11 +32,7 @@ and, if the terminal is then unsatisfiable, retries with links down to
 output offer it for any deficit (open-world producers, :class:`_OpenProducers`), at that
 weight times the type fit, so the relevance to the request picks the producer of a value no
 inferred link explains (a generic input such as ``data`` or ``text`` fed by whatever the
-request computed before). With ``min_relevance``, a tool whose relevance is below it is never
-offered as a producer (by a link or open-world): the paper runs DOE inside the task's Tool
-Context Graph, whose tools all passed a relevance threshold (theta_e); over a whole pool this
-floor keeps a generic source tool the request has nothing to do with (a ``random_song`` whose
-``duration`` links to every ``duration``) from closing a chain.
+request computed before).
 """
 
 from __future__ import annotations
@@ -69,9 +65,6 @@ class DOEConfig:
     needs a relevance). Keep it below ``min_link_weight`` so an offer never outweighs a
     trusted link; the chains benchmark uses 0.4, chosen on the NESTFUL dev split (0.4-0.5
     tied, 0.6 and up override real links) with NesTools dev unchanged.
-    ``min_relevance``: producers below this relevance are not offered (None: no floor; needs a
-    relevance); the chains benchmark uses 0.1, the middle of the plateau (0.0-0.17) of the
-    best mean dev ``exact`` of NesTools and NESTFUL.
     """
 
     top_k: int = 5
@@ -86,7 +79,6 @@ class DOEConfig:
     min_link_weight: float = 0.0
     fallback_link_weight: float | None = None
     open_world_weight: float | None = None
-    min_relevance: float | None = None
 
 
 @dataclass(frozen=True, order=True)
@@ -150,18 +142,15 @@ class _Candidate:
 class _Rows:
     """Memoised rows of A_prod: ``rows(r)`` = {tool: ρ(tool, r)} for input node r, keeping
     only supports of at least ``min_weight`` (0: every link); with ``open_producers``, every
-    row also holds their offers (the larger of offer and link counts); with ``allowed`` (a
-    boolean per tool), only the allowed tools."""
+    row also holds their offers (the larger of offer and link counts)."""
 
     def __init__(self, graph: Hypergraph, min_weight: float = 0.0,
-                 open_producers: _OpenProducers | None = None,
-                 allowed: np.ndarray | None = None) -> None:
+                 open_producers: _OpenProducers | None = None) -> None:
         self.prod = graph.producer_matrix
         self.min_weight = min_weight
         self.dropped = False  # whether a row read so far had a lighter support left out
         self.cache: dict[int, dict[int, float]] = {}
         self.open = open_producers
-        self.allowed = allowed
 
     def __call__(self, r: int) -> dict[int, float]:
         row = self.cache.get(r)
@@ -178,9 +167,6 @@ class _Rows:
                 for t, w in row.items():
                     merged[t] = max(w, merged.get(t, 0.0))
                 row = merged
-            if self.allowed is not None:
-                allowed = self.allowed
-                row = {t: w for t, w in row.items() if allowed[t]}
             self.cache[r] = row
         return row
 
@@ -194,7 +180,7 @@ class _Rows:
 
     def omega(self, graph: Hypergraph, deficits: Iterable[int]) -> tuple[np.ndarray, np.ndarray]:
         """Ω(e, M) over the kept supports (:func:`omega` when nothing is filtered)."""
-        if self.min_weight <= 0 and self.open is None and self.allowed is None:
+        if self.min_weight <= 0 and self.open is None:
             return omega(graph, deficits)
         tools: list[int] = []
         weights: list[float] = []
@@ -384,23 +370,18 @@ def expand(graph: Hypergraph, terminal: int, grounding: Grounding | None = None,
     the weaker links too (a link too weak to trust by default is better than no plan). With
     ``open_world_weight`` and a relevance, that second search also opens every deficit to
     every tool with an output (:class:`_OpenProducers`): a missing link must not leave the
-    terminal unsatisfiable when the request itself points at the producer. With
-    ``min_relevance`` and a relevance, tools below that relevance produce nothing in either
-    search."""
+    terminal unsatisfiable when the request itself points at the producer."""
     cfg = config or DOEConfig()
-    allowed = None
-    if cfg.min_relevance is not None and relevance is not None:
-        allowed = np.asarray(relevance, dtype=np.float64) >= cfg.min_relevance
-    rows = _Rows(graph, cfg.min_link_weight, allowed=allowed)
+    rows = _Rows(graph, cfg.min_link_weight)
     result = _search(graph, terminal, grounding, cfg, relevance, rows)
     if result.ok:
         return result
     fallback = cfg.fallback_link_weight
     floor = cfg.min_link_weight if fallback is None else min(fallback, cfg.min_link_weight)
     if cfg.open_world_weight and cfg.relevance_weight and relevance is not None:
-        retry_rows = _Rows(graph, floor, _OpenProducers(graph, cfg.open_world_weight), allowed)
+        retry_rows = _Rows(graph, floor, _OpenProducers(graph, cfg.open_world_weight))
     elif rows.dropped and floor < rows.min_weight:
-        retry_rows = _Rows(graph, floor, allowed=allowed)
+        retry_rows = _Rows(graph, floor)
     else:
         return result
     retry = _search(graph, terminal, grounding, cfg, relevance, retry_rows)
