@@ -38,27 +38,33 @@ Agg (the seed defers it to an appendix we do not have) is selectable by name -- 
     The count-weighted mean over all incident edges regardless of label.
 
 Bookkeeping (issue 5, <= 50 us per iteration): :meth:`Hypergraph.observe` fuses Psi and the
-update (no :class:`Observation` objects on the search's path); each observation updates its
-edge and, per decision v in S, one :class:`Pooled` record found with a single dict
-lookup (records are indexed per label); prior(v) is not recomputed for every touched node
-after a rollout but when it is read, and cached until an observation touches v. All of this
-applies the same float operations in the same order as the plain update, so statistics,
-priors and search decisions are bit-for-bit the same (``tests/test_search_golden.py``).
+update (no :class:`Observation` objects on the search's path; the verdict's decision sets key
+their edges as they are, not copied); each observation updates its edge and, per decision v in
+S, v's :class:`Pooled` record under y, found in v's :class:`NodeStats` (``nodes[v]``, then
+``by_label[y]``, keyed by the label string). An edge keeps only N and Q -- most edges are
+observed once, so a new edge allocates nothing per decision but the records of (v, y) pairs not
+seen before. prior(v) is not recomputed for every touched node after a rollout but when it is
+read, and cached until an observation touches v. All of this applies the same float operations
+in the same order as the plain update, so statistics, priors and search decisions are
+bit-for-bit the same (``tests/test_search_golden.py``,
+``tests/test_search_hypergraph_perf.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import NamedTuple
+from typing import Final, NamedTuple, TypeVar
 
 from mypy_extensions import mypyc_attr
 
 from hyperplan.search.env import Objective, Verdict
 
-GLOBAL = "global"
+GLOBAL: Final = "global"
 """The label y_e of trajectory-level hyperedges."""
 
 EdgeKey = tuple[frozenset[Hashable], str]
+KT = TypeVar("KT")
+VT = TypeVar("VT")
 
 
 class Observation(NamedTuple):
@@ -70,16 +76,13 @@ class Observation(NamedTuple):
 
 
 class EdgeStats:
-    """N_hyper(e) and Q_hyper(e) of one hyperedge; ``records`` holds, per decision v in S_e,
-    v's :class:`Pooled` record for the label y_e (so a repeated observation of
-    e updates its decisions without looking each one up again)."""
+    """N_hyper(e) and Q_hyper(e) of one hyperedge."""
 
-    __slots__ = ("mean", "n", "records")
+    __slots__ = ("mean", "n")
 
     def __init__(self) -> None:
         self.n = 0
         self.mean = 0.0
-        self.records: list[Pooled] = []
 
     def update(self, score: float) -> None:
         """The incremental mean: N <- N + 1, Q <- Q + (r - Q) / N."""
@@ -92,21 +95,20 @@ class EdgeStats:
 
 class Pooled:
     """Decision v's pooled statistics under one label y: the count and score sum of the
-    observations (S, y, r) with v in S (``node`` is v's :class:`NodeStats`)."""
+    observations (S, y, r) with v in S."""
 
-    __slots__ = ("count", "node", "total")
+    __slots__ = ("count", "total")
 
-    def __init__(self, count: float, total: float, node: NodeStats) -> None:
+    def __init__(self, count: float, total: float) -> None:
         self.count = count
         self.total = total
-        self.node = node
 
 
 class NodeStats:
     """Per decision node v: per label y, the pooled count and score sum of the observations on
     v's incident edges (``by_label[y]``, a :class:`Pooled`; sum_e N(e) Q(e) = the sum of their
     scores), so the count-weighted means the aggregators need cost O(1) or O(#labels), not
-    O(#edges). :meth:`Hypergraph._observe` updates them per observation (r scored under y):
+    O(#edges). :meth:`Hypergraph._pool_score` updates them per observation (r scored under y):
     ``count <- count + 1; sum <- sum + r``.
     ``obj_mean_sum`` / ``obj_labels`` keep the sum and number of the per-objective-label pooled
     means incrementally (for ``balanced``). ``value`` caches prior(v) (Agg, clipped; ``None``
@@ -186,18 +188,10 @@ def extract(
     return out
 
 
-def _add_score(records: list[Pooled], score: float, objective: bool) -> None:
-    """One observation scored ``score`` on existing pooled records: count + 1, sum + r, the
-    per-objective mean sum of an objective label updated, the cached prior marked stale."""
-    for pooled in records:
-        n = pooled.count
-        total = pooled.total
-        node = pooled.node
-        pooled.count = n + 1.0
-        pooled.total = total + score
-        node.value = None
-        if objective:
-            node.obj_mean_sum += (total + score) / (n + 1.0) - total / n
+def _as_dict(mapping: Mapping[KT, VT]) -> dict[KT, VT]:
+    """``mapping`` itself when it is a dict (whose ``get`` compiles to a direct call), else
+    a dict copy of it."""
+    return mapping if isinstance(mapping, dict) else dict(mapping)
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
@@ -205,7 +199,7 @@ class Hypergraph:
     """E_k with pooled per-label statistics per decision node (module doc); prior(v) is
     computed when read and cached on the node until an observation touches it."""
 
-    __slots__ = ("_agg", "_pools", "_track_incident", "agg_name", "edges", "nodes", "rollouts")
+    __slots__ = ("_agg", "_track_incident", "agg_name", "edges", "nodes", "rollouts")
 
     def __init__(self, agg: str = DEFAULT_AGG) -> None:
         if agg not in AGGREGATORS:
@@ -215,8 +209,6 @@ class Hypergraph:
         self._track_incident = agg == "max"  # the only Agg that reads E_k(v) itself
         self.edges: dict[EdgeKey, EdgeStats] = {}
         self.nodes: dict[Hashable, NodeStats] = {}
-        # per label y: v -> the Pooled record also in node.by_label[y]
-        self._pools: dict[str, dict[Hashable, Pooled]] = {}
         self.rollouts = 0
 
     def update(self, observations: Iterable[Observation]) -> None:
@@ -238,70 +230,68 @@ class Hypergraph:
         reward = 0.0 if reward < 0.0 else (1.0 if reward > 1.0 else reward)
         if len(decisions) >= 2:
             self._observe(decisions, GLOBAL, reward)
-        subsets = verdict.objective_decisions
-        scores = verdict.objective_scores
-        observe = self._observe
+        subsets = _as_dict(verdict.objective_decisions)
+        scores = _as_dict(verdict.objective_scores)
         for objective in objectives:
             gid = objective.id
             subset = subsets.get(gid)
-            members = decisions if subset is None else frozenset(subset)
+            if subset is None:
+                members = decisions
+            else:  # the verdict's own frozenset when it is one (no copy, its hash cached)
+                members = subset if type(subset) is frozenset else frozenset(subset)
             if members:
                 score = scores.get(gid, reward)
                 score = 0.0 if score < 0.0 else (1.0 if score > 1.0 else score)
-                observe(members, gid, score)
+                self._observe(members, gid, score)
 
     def _observe(self, decisions: frozenset[Hashable], label: str, score: float) -> None:
         """One observation (S, y, r): N(e) <- N(e) + 1, Q(e) <- Q(e) + (r - Q(e)) / N(e) for
-        e = (S, y), then for every v in S its pooled record under y: count + 1, sum + r (the
-        hot loop), which also marks the cached prior stale. A known edge already holds its
-        decisions' records (:attr:`EdgeStats.records`); a new one finds or creates them."""
+        e = (S, y) (a new edge: N = 1 and Q = 0 + (r - 0)), then the pooled records of S under
+        y (:meth:`_pool_score`)."""
         key = (decisions, label)
         stats = self.edges.get(key)
-        objective = label != GLOBAL
         if stats is None:
             stats = self.edges[key] = EdgeStats()
             stats.n = 1
             stats.mean += score - stats.mean  # the incremental mean at N = 1, as update()
-            self._first_observation(stats, decisions, label, score, objective)
+            self._pool_score(decisions, label, score, stats if self._track_incident else None)
             return
         stats.n += 1
         stats.mean += (score - stats.mean) / stats.n
-        _add_score(stats.records, score, objective)  # every record exists: e was seen before
+        self._pool_score(decisions, label, score, None)
 
-    def _first_observation(
-        self, stats: EdgeStats, decisions: frozenset[Hashable], label: str, score: float,
-        objective: bool,
+    def _pool_score(
+        self, decisions: frozenset[Hashable], label: str, score: float,
+        new_edge: EdgeStats | None,
     ) -> None:
-        """The pooled update of a new edge's decisions (one dict lookup each, in the label's
-        pool), creating the records (and nodes) the label has not seen yet, and remembering
-        them on the edge."""
-        if self._track_incident:
-            for v in decisions:
-                self._node(v).incident.append(stats)
-        pool = self._pools.get(label)
-        if pool is None:
-            pool = self._pools[label] = {}
-        records = stats.records
-        known: list[Pooled] = []
+        """The hot loop: per v in S, v's pooled record under y (``nodes[v].by_label[y]``; the
+        node is made on v's first observation, the record on the first one labelled y, as
+        count 1, sum r): count + 1, sum + r, and for an objective label the per-objective mean
+        sum updated by new mean - old mean; v's cached prior is marked stale. ``new_edge``
+        (given for ``max`` only) is appended to each node's incident list."""
+        nodes = self.nodes
+        objective = label != GLOBAL
         for v in decisions:
-            pooled = pool.get(v)
+            node = nodes.get(v)
+            if node is None:
+                node = nodes[v] = NodeStats()
+            if new_edge is not None:
+                node.incident.append(new_edge)
+            node.value = None
+            by_label = node.by_label
+            pooled = by_label.get(label)
             if pooled is None:
-                node = self._node(v)
-                pooled = pool[v] = node.by_label[label] = Pooled(1.0, score, node)
-                node.value = None
+                by_label[label] = Pooled(1.0, score)
                 if objective:
                     node.obj_labels += 1
                     node.obj_mean_sum += score
-            else:
-                known.append(pooled)
-            records.append(pooled)
-        _add_score(known, score, objective)
-
-    def _node(self, v: Hashable) -> NodeStats:
-        node = self.nodes.get(v)
-        if node is None:
-            node = self.nodes[v] = NodeStats()
-        return node
+                continue
+            n = pooled.count
+            total = pooled.total
+            pooled.count = n_new = n + 1.0
+            pooled.total = total_new = total + score
+            if objective:
+                node.obj_mean_sum += total_new / n_new - total / n
 
     def prior(self, v: Hashable) -> float:
         """prior(v) = Agg over E_k(v), clipped to [0, 1]; 0 when v has no incident edge.
