@@ -184,6 +184,9 @@ def mcts_bench_cmd(
     agg: Agg = DEFAULT_AGG,
     widen: Widen = DEFAULT_WIDEN,
     repeat: int = typer.Option(1, help="runs per task; a task's figure is their minimum"),
+    isolate: bool = typer.Option(
+        False, help="time replays of a recorded run (environment and policy answered from a "
+        "log): the search's own work with warm caches"),
 ) -> None:
     """Bookkeeping microseconds per iteration (policy and environment time excluded); the
     JSON says whether the compiled search core ran (``HYPERPLAN_COMPILE=1 pip install .``)."""
@@ -199,7 +202,7 @@ def mcts_bench_cmd(
         fail("--repeat, --tasks and --budget must be >= 1")
     print(json.dumps(bench_bookkeeping(tasks=tasks, budget=budget, branching=branching,
                                        lam=lam, agg=agg, widen=widen, suite=suite, seed=seed,
-                                       repeat=repeat)))
+                                       repeat=repeat, isolate=isolate)))
 
 
 def mcts_reasoners_cmd(

@@ -10,7 +10,13 @@ minimum over the repeats (as :mod:`timeit` advises: scheduler noise only ever ad
 report gives the median and mean over tasks. Times are wall-clock (``perf_counter``), so the
 load average is reported too: with more runnable processes than cores every number inflates
 alike -- compare HyperMCTS with the UCT line of the same run. ``compiled`` says which build of
-the search core ran (``HYPERPLAN_COMPILE=1 pip install .``, see setup.py)."""
+the search core ran (``HYPERPLAN_COMPILE=1 pip install .``, see setup.py).
+
+``isolate`` measures the search's own work with warm caches instead: per task one run is
+recorded and the ``repeat`` timed runs replay its environment and policy answers from the log
+(:mod:`hyperplan.search.replay`; the replayed runs must take the recorded decisions). In situ,
+the bookkeeping between environment and policy calls runs with caches those calls have just
+filled with their own data; the gap between the two figures is that effect."""
 
 from __future__ import annotations
 
@@ -26,7 +32,10 @@ from hyperplan.search.common import MCTSConfig, SearchResult
 from hyperplan.search.env import SearchEnv
 from hyperplan.search.mcts import HyperMCTS
 from hyperplan.search.policies import Policy, RandomPolicy, make_policy
+from hyperplan.search.replay import Recorder, ReplayError, replay_env, replay_policy
 from hyperplan.search.toy import ToyShopEnv
+
+Run = Callable[[SearchEnv, Policy, MCTSConfig, int], SearchResult]
 
 BENCH_SUITES = ("toy", "shopping", "travel")
 
@@ -42,11 +51,29 @@ def _tasks(suite: str, tasks: int, seed: int, n_items: int, n_products: int) -> 
 
 
 def _per_task(
-    run: Callable[[SearchEnv, Policy, MCTSConfig, int], SearchResult], envs: list[SearchEnv],
-    policy: Callable[[], Policy], config: MCTSConfig, seeds: list[int], repeat: int,
+    run: Run, envs: list[SearchEnv], policy: Callable[[], Policy], config: MCTSConfig,
+    seeds: list[int], repeat: int, isolate: bool = False,
 ) -> list[float]:
+    if isolate:
+        return [_isolated(run, env, policy(), config, s, repeat)
+                for env, s in zip(envs, seeds, strict=True)]
     return [min(run(env, policy(), config, s).us_per_iter for _ in range(repeat))
             for env, s in zip(envs, seeds, strict=True)]
+
+
+def _isolated(run: Run, env: SearchEnv, policy: Policy, config: MCTSConfig, seed: int,
+              repeat: int) -> float:
+    """The minimum us/iteration of ``repeat`` replays of one recorded run (module doc)."""
+    recorder = Recorder(env, policy)
+    recorded = run(*recorder.wrapped(), config, seed)
+    keys = [a.key for a in recorded.actions]
+    best = float("inf")
+    for _ in range(repeat):
+        result = run(replay_env(recorder), replay_policy(recorder), config, seed)
+        if [a.key for a in result.actions] != keys or result.rollouts != recorded.rollouts:
+            raise ReplayError("the replayed search took other decisions than the recorded run")
+        best = min(best, result.us_per_iter)
+    return best
 
 
 def bench_bookkeeping(
@@ -61,6 +88,7 @@ def bench_bookkeeping(
     suite: str = "toy",
     seed: int = 1,
     repeat: int = 1,
+    isolate: bool = False,
 ) -> dict[str, Any]:
     """Median and mean us/iteration of HyperMCTS and UCT over ``tasks`` tasks of ``suite``
     (module doc). ``widen`` (progressive widening) defaults to :class:`MCTSConfig`'s;
@@ -80,7 +108,7 @@ def bench_bookkeeping(
     policy: Callable[[], Policy] = RandomPolicy if toy else (lambda: make_policy("heuristic"))
     out: dict[str, Any] = {"suite": suite, "tasks": tasks, "budget": budget,
                            "branching": branching, "agg": agg, "widen": config.widen,
-                           "repeat": repeat}
+                           "repeat": repeat, "isolate": isolate}
     if toy:
         out.update(items=n_items, products=n_products)
     else:
@@ -90,7 +118,7 @@ def bench_bookkeeping(
         return HyperMCTS(env, pol, cfg, s).run()
 
     for name, run in (("hypermcts", hyper), ("uct", uct)):
-        per_task = _per_task(run, envs, policy, config, seeds, repeat)
+        per_task = _per_task(run, envs, policy, config, seeds, repeat, isolate)
         out[name] = {"us_per_iter_median": statistics.median(per_task),
                      "us_per_iter_mean": statistics.fmean(per_task)}
     out["compiled"] = compiled_core()
