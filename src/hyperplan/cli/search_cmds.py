@@ -194,12 +194,9 @@ def mcts_bench_cmd(
 
     if suite not in BENCH_SUITES:
         fail(f"--suite must be one of {', '.join(BENCH_SUITES)}")
-    if agg not in AGGREGATORS:
-        fail(f"unknown --agg {agg!r}; choose one of {', '.join(sorted(AGGREGATORS))}")
-    if widen < 0:
-        fail("--widen must be >= 0 (0 = off)")
-    if repeat < 1 or tasks < 1 or budget < 1:
-        fail("--repeat, --tasks and --budget must be >= 1")
+    _config(budget, branching, lam, DEFAULT_C, agg, widen=widen)  # the mcts commands' checks
+    if repeat < 1 or tasks < 1:
+        fail("--repeat and --tasks must be >= 1")
     print(json.dumps(bench_bookkeeping(tasks=tasks, budget=budget, branching=branching,
                                        lam=lam, agg=agg, widen=widen, suite=suite, seed=seed,
                                        repeat=repeat, isolate=isolate)))

@@ -114,9 +114,11 @@ def doe_tools(graph: Hypergraph, terminals: list[str], grounding: Grounding,
             continue
         ranked = rank_support_graphs(result.complete, relevance, config.relevance_weight,
                                      config.size_cost)
-        for n, tools in enumerate(unions, start=1):
-            for support_graph in ranked[:n]:
-                tools |= {graph.tools[t].name for t in support_graph.tools}
+        widened: set[str] = set()  # this terminal's n best graphs, growing with n
+        for n, tools in enumerate(unions):
+            if n < len(ranked):
+                widened |= {graph.tools[t].name for t in ranked[n].tools}
+            tools |= widened
     return unions, ok
 
 

@@ -208,11 +208,16 @@ class _OpenProducers:
         self.out_tools = np.array([n.tool for n in outs], dtype=np.int64)
         self.out_types = type_codes([n.type for n in outs])
         self.collected = np.array(["[]" in n.path for n in outs], dtype=bool)
+        self._offers: dict[int, np.ndarray] = {}
 
     def offers(self, deficit: int) -> np.ndarray:
-        """The offer of every output node for ``deficit``."""
-        fit = type_fit(self.out_types, self.collected, self.graph.nodes[deficit].type)
-        return self.weight * np.asarray(fit, dtype=np.float64)
+        """The offer of every output node for ``deficit`` (memoised: a deficit's row and each
+        of its resolutions read the same offers)."""
+        offers = self._offers.get(deficit)
+        if offers is None:
+            fit = type_fit(self.out_types, self.collected, self.graph.nodes[deficit].type)
+            offers = self._offers[deficit] = self.weight * np.asarray(fit, dtype=np.float64)
+        return offers
 
     def row(self, deficit: int) -> dict[int, float]:
         """{tool: its best offer} for ``deficit``."""
