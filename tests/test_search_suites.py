@@ -14,6 +14,7 @@ from conftest import shared_path
 from hyperplan.errors import HyperplanError
 from hyperplan.search.env import Action, ActionKind, SearchEnv
 from hyperplan.search.suites import SUITES, make_tasks
+from hyperplan.search.suites.base import decision_id
 from hyperplan.search.suites.deepplanning import (
     DeepPlanningShoppingEnv,
     load_deepplanning_shopping,
@@ -134,9 +135,9 @@ def test_shopping_valid_plan_succeeds_with_reward_one() -> None:
     assert set(v.objective_scores) == {o.id for o in env.objectives}
     assert set(v.objective_scores) == {"item0.attrs", "item0.reviews", "item1.attrs",
                                        "item1.delivery", "budget"}
-    assert v.objective_decisions["item0.reviews"] == {("choose", 0, "p1")}
-    assert v.objective_decisions["budget"] == {("choose", 0, "p1"), ("choose", 1, "c1"),
-                                               ("coupon", "Cross-store: ¥60 off every ¥500")}
+    assert v.objective_decisions["item0.reviews"] == {"choose:0:p1"}
+    assert v.objective_decisions["budget"] == {"choose:0:p1", "choose:1:c1",
+                                               "coupon:Cross-store: ¥60 off every ¥500"}
     assert env.is_terminal() and not env.decisions()
 
 
@@ -252,8 +253,8 @@ def test_travel_valid_plan_succeeds_with_reward_one() -> None:
     assert v.success and v.reward == 1.0
     assert v.metrics["cost"] == 840 and v.metrics["cs_score"] == 1.0
     assert v.metrics["ps_score"] == 1.0
-    assert v.objective_decisions["ps.must_visit"] == {("slot", 0, "morning", "A1"),
-                                                      ("slot", 0, "afternoon", "A2")}
+    assert v.objective_decisions["ps.must_visit"] == {"slot:0:morning:A1",
+                                                      "slot:0:afternoon:A2"}
 
 
 def test_travel_one_broken_constraint_fails_the_case_with_partial_reward() -> None:
@@ -317,7 +318,7 @@ def test_identity_drops_tree_position() -> None:
     run(env, ["search:cap", "search:sneakers", "view:p2"])
     first = env.identity(act(env, "choose:0:p1"))
     run(env, ["search:sneakers", "view:p3", "search:cap", "choose:1:c1"])
-    assert env.identity(act(env, "choose:0:p1")) == first == ("choose", 0, "p1")
+    assert env.identity(act(env, "choose:0:p1")) == first == "choose:0:p1"
     assert env.recorded(act(env, "choose:0:p1"))
     assert not env.recorded(act(env, "view:p1"))
 
@@ -349,6 +350,36 @@ def test_random_play_terminates_within_the_horizon(suite: str) -> None:
         v = env.verify()
         assert 0.0 <= v.reward <= 1.0 and set(v.objective_scores) <= ids
         assert v.success == (v.reward == 1.0)
+
+
+def _keys_are_identities_along(env: SearchEnv, rng: random.Random) -> None:
+    """Every listed decision's key is ``decision_id`` of its payload and its identity, and
+    the verifier's objective_decisions name identities of recorded steps taken."""
+    taken: set[object] = set()
+    while not env.is_terminal():
+        decisions = list(env.decisions())
+        for a in decisions:
+            assert a.key == decision_id(a.payload) == env.identity(a)
+        action = rng.choice(decisions)
+        if env.recorded(action):
+            taken.add(env.identity(action))
+        env.step(action)
+    for ids in env.verify().objective_decisions.values():
+        assert set(ids) <= taken
+
+
+@pytest.mark.parametrize("suite", SUITES)
+def test_action_keys_are_the_identities_the_verifier_names(suite: str) -> None:
+    rng = random.Random(11)
+    for env in make_tasks(suite, 10, 3):
+        _keys_are_identities_along(env, rng)
+
+
+def test_deepplanning_keys_are_the_identities_the_verifier_names() -> None:
+    rng = random.Random(12)
+    for _ in range(5):
+        for env in load_deepplanning_shopping(FIXTURE, 1):
+            _keys_are_identities_along(env, rng)
 
 
 def test_hints_are_in_unit_interval_along_random_play() -> None:

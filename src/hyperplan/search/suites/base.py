@@ -5,7 +5,8 @@ and ``trace`` fields, so a snapshot is the state object itself and restoring is 
 assignment. :class:`StateEnv` implements the parts of the
 :class:`~hyperplan.search.env.SearchEnv` protocol that follow from that: snapshots, reset,
 the horizon check, decisions cached per state object, validated steps that count the step and
-record the observation, and identities (the action's payload tuple). A suite supplies the
+record the observation, and identities (:func:`decision_id`, which is also the action's
+key). A suite supplies the
 initial state, :meth:`StateEnv._compute_decisions` and :meth:`StateEnv._apply`.
 """
 
@@ -16,6 +17,15 @@ from dataclasses import replace
 from typing import Any
 
 from hyperplan.search.env import Action, Objective
+
+
+def decision_id(payload: Sequence[Any]) -> str:
+    """phi(a, h) of a suite decision and its action key: the payload's parts joined by ":"
+    (``("slot", 0, "lunch", "R1")`` -> ``"slot:0:lunch:R1"``). It names the plan component and
+    choice, not the tree position. A string rather than the payload tuple because the search
+    hashes identities constantly (tree, hypergraph, priors) and a string caches its hash
+    while a tuple recomputes it on every lookup."""
+    return ":".join([str(x) for x in payload])
 
 
 class StateEnv:
@@ -71,7 +81,9 @@ class StateEnv:
         return obs
 
     def identity(self, action: Action) -> Hashable:
-        return tuple(action.payload)
+        """phi(a, h) = :func:`decision_id` of the payload, which every suite also uses as the
+        action's key (``tests/test_search_suites.py`` checks it on every decision listed)."""
+        return action.key
 
     def _compute_decisions(self) -> list[Action]:
         raise NotImplementedError

@@ -56,7 +56,7 @@ from typing import Any
 
 from hyperplan.errors import HyperplanError
 from hyperplan.search.env import Action, ActionKind, Objective, Verdict
-from hyperplan.search.suites.base import StateEnv
+from hyperplan.search.suites.base import StateEnv, decision_id
 
 _COUPON_TERMS = re.compile(r"¥([\d,]+)\s+off\s+every\s+¥([\d,]+)")
 _WORD = re.compile(r"[a-z0-9']+")
@@ -286,12 +286,12 @@ class DeepPlanningShoppingEnv(StateEnv):
         cart = set(st.cart)
         scores: dict[str, float] = {}
         about: dict[str, frozenset[Hashable]] = {}
-        adds = frozenset(("add", pid) for pid in st.cart)
+        adds = frozenset(decision_id(("add", pid)) for pid in st.cart)
         for pid in self.case.gold_products:
             scores[f"gt:{pid}"] = float(pid in cart)
-            about[f"gt:{pid}"] = frozenset({("add", pid)}) if pid in cart else adds
+            about[f"gt:{pid}"] = frozenset({decision_id(("add", pid))}) if pid in cart else adds
         used = {name: st.coupons.count(name) for name in set(st.coupons)}
-        uses = frozenset(("coupon", n, k + 1) for n in used for k in range(used[n]))
+        uses = frozenset(decision_id(("coupon", n, k + 1)) for n in used for k in range(used[n]))
         for name, q in self.case.gold_coupons:
             scores[f"coupon:{name}"] = float(used.get(name, 0) == q)
             about[f"coupon:{name}"] = uses

@@ -35,9 +35,10 @@ else 0. Reward ``R = (sum_i mean_groups(i) + rho_budget) / (n_items + 1)`` (each
 budget weigh the same). ``success`` = every requirement and the budget hold (R = 1).
 ``metrics["match_score"]`` = fraction of items whose product satisfies all its requirements
 (DeepPlanning's match score analogue). ``objective_decisions`` maps item objectives to that
-item's choose identity and the budget to every recorded identity. Identities:
-``("search", cat)``, ``("view", pid)``, ``("choose", item, pid)``, ``("coupon", name)``,
-``("finish",)``; :meth:`ShoppingEnv.recorded` is true for choose and coupon commits.
+item's choose identity and the budget to every recorded identity. Identities (and
+action keys, ``decision_id`` of the payload): ``search:cat``, ``view:pid``,
+``choose:item:pid``, ``coupon:name``, ``finish``; :meth:`ShoppingEnv.recorded` is true for
+choose and coupon commits.
 ``metrics`` also carries ``final_price``, ``budget``, ``over_budget``, ``chosen`` and ``level``.
 
 :meth:`ShoppingEnv.hint` reads only the query and the revealed attributes: for a choice,
@@ -63,7 +64,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from hyperplan.search.env import Action, ActionKind, Objective, Verdict
-from hyperplan.search.suites.base import StateEnv
+from hyperplan.search.suites.base import StateEnv, decision_id
 
 # category -> (price range, size choices)
 CATEGORIES: dict[str, tuple[tuple[int, int], tuple[str, ...]]] = {
@@ -596,7 +597,7 @@ class ShoppingEnv(StateEnv):
             ident: frozenset[Hashable] = frozenset()
             product = self._products[pid] if pid is not None else None
             if pid is not None:
-                ident = frozenset({("choose", it.index, pid)})
+                ident = frozenset({decision_id(("choose", it.index, pid))})
                 recorded |= ident
             group_scores = []
             for grp in it.groups():
@@ -608,7 +609,7 @@ class ShoppingEnv(StateEnv):
             item_scores.append(sum(group_scores) / len(group_scores))
             if product is not None and not _violations(product, it.requirements):
                 matched += 1
-        recorded |= {("coupon", n) for n in st.coupons}
+        recorded |= {decision_id(("coupon", n)) for n in st.coupons}
         complete = all(pid is not None for pid in st.chosen)
         price = self.final_price()
         budget_ok = complete and price <= self.task.budget

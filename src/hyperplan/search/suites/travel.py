@@ -43,7 +43,8 @@ optional, committing blind is allowed). Commit ``("out", tid)``, ``("back", tid)
 ``("hotel", hid)``, ``("slot", day, slot, option_id | "skip")`` in any order, and
 ``("finish",)`` once every component is decided. Horizon = components + categories + 2 +
 4 views per day + 1 (room to view one candidate per slot and the hotel). Identities are the
-payload tuples (they name the plan component, not the tree position); every commit except
+payloads joined by ":" (``decision_id``, also the action keys: they name the plan component,
+not the tree position); every commit except
 ``finish`` is recorded.
 
 :meth:`TravelEnv.hint` uses the query, the listings and only the details already viewed: hard
@@ -63,7 +64,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from hyperplan.search.env import Action, ActionKind, Objective, Verdict
-from hyperplan.search.suites.base import StateEnv
+from hyperplan.search.suites.base import StateEnv, decision_id
 
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
 SLOTS: tuple[tuple[str, int, int], ...] = (  # name, start minute, latest end
@@ -561,7 +562,7 @@ class TravelEnv(StateEnv):
             if comp in plan:
                 continue
             for payload, label in self._options(comp):
-                out.append(Action(":".join(str(x) for x in payload), ActionKind.COMMIT,
+                out.append(Action(decision_id(payload), ActionKind.COMMIT,
                                   payload, label))
         if len(plan) == len(self._components):
             out.append(Action("finish", ActionKind.COMMIT, ("finish",), "finish the plan"))
@@ -633,7 +634,7 @@ class TravelEnv(StateEnv):
     def verify(self) -> Verdict:
         plan = self._plan()
         scores, metrics = evaluate(self.task, plan)
-        ident: dict[tuple[Any, ...], Hashable] = {c: (*c, v) for c, v in plan.items()}
+        ident: dict[tuple[Any, ...], Hashable] = {c: decision_id((*c, v)) for c, v in plan.items()}
         sl = [(c, i) for c, i in ident.items() if c[0] == "slot"]
         last_day = self.task.days - 1
         slots: list[Hashable] = [i for _, i in sl]
@@ -772,7 +773,7 @@ class TravelEnv(StateEnv):
         """The hidden gold plan as actions (queries first, then every gold commit, finish)."""
         acts = [Action(f"query:{c}", ActionKind.INFO, ("query", c))
                 for c in self.task.categories()]
-        acts += [Action(":".join(str(x) for x in g), ActionKind.COMMIT, tuple(g))
+        acts += [Action(decision_id(g), ActionKind.COMMIT, tuple(g))
                  for g in self.task.gold]
         acts.append(Action("finish", ActionKind.COMMIT, ("finish",)))
         return acts
