@@ -20,7 +20,7 @@ from hyperplan.search.hypergraph import Observation
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig
 from hyperplan.search.policies import HeuristicPolicy
 from hyperplan.search.toy import ToyShopEnv
-from hyperplan.search.tree import HistoryTree, TreeError
+from hyperplan.search.tree import HistoryTree, Pending, TreeError
 from search_reference import Unreadable
 
 
@@ -101,3 +101,57 @@ def test_node_widen_guards() -> None:
     assert edge.child.depth == 1 and tree.root.widened == 1 and len(tree.root.edges) == 2
     with pytest.raises(ValueError, match="widen"):
         MCTSConfig(widen=-1.0)
+
+
+def _action(key: str) -> Action:
+    return Action(key)
+
+
+def test_pending_sync_reads_only_the_ids_born_since_the_last_call() -> None:
+    ids: list[object] = ["a", "b", None, "c"]
+    pending = Pending([_action(k) for k in "abxc"], ids, [True, True, False, True])
+    nodes: set[object] = set()
+    born: list[object] = []
+    assert pending.sync(nodes, born) == set()
+    for v in ("z", "b"):
+        nodes.add(v)
+        born.append(v)
+    assert pending.sync(nodes, born) == {"b"} and pending.cursor == 2
+    nodes.add("a")
+    born.append("a")
+    assert pending.sync(nodes, born) == {"a", "b"}
+    assert pending.take(1)[0].key == "b"  # taken: no longer pending, nor seen
+    assert pending.sync(nodes, born) == {"a"} and pending.ids == ["a", None, "c"]
+    nodes.add("c")
+    born.append("c")
+    assert pending.sync(nodes, born) == {"a", "c"} and not pending.unseen
+
+
+def test_pending_keeps_an_identity_listed_twice_until_both_are_taken() -> None:
+    pending = Pending([_action(k) for k in ("a1", "a2", "b")], ["a", "a", "b"],
+                      [True, True, True])
+    assert not pending.distinct
+    assert pending.sync({"a"}, ["a"]) == {"a"}
+    pending.take(0)
+    assert pending.sync({"a"}, ["a"]) == {"a"}
+    pending.take(0)
+    assert pending.sync({"a"}, ["a"]) == set()
+
+
+def test_incremental_seen_index_equals_a_full_scan_after_a_search() -> None:
+    config = MCTSConfig(budget=80, branching=2, early_stop=False, widen=0.25, lam=0.5)
+    checked = 0
+    for seed in range(3):
+        search = HyperMCTS(ToyShopEnv(seed, 3, 8), HeuristicPolicy(temperature=0.5), config, seed)
+        search.run()
+        hg = search.hypergraph
+        assert search.tree is not None and hg is not None
+        for node in search.tree.nodes():
+            pending = node.pending
+            if pending is None:
+                continue
+            full = {v for v in pending.ids if v is not None and v in hg.nodes}
+            assert pending.sync(hg.nodes, hg.born) == full
+            assert pending.unseen == {v for v in pending.ids if v is not None} - full
+            checked += 1
+    assert checked > 10

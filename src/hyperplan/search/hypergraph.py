@@ -199,7 +199,7 @@ class Hypergraph:
     """E_k with pooled per-label statistics per decision node (module doc); prior(v) is
     computed when read and cached on the node until an observation touches it."""
 
-    __slots__ = ("_agg", "_track_incident", "agg_name", "edges", "nodes", "rollouts")
+    __slots__ = ("_agg", "_track_incident", "agg_name", "born", "edges", "nodes", "rollouts")
 
     def __init__(self, agg: str = DEFAULT_AGG) -> None:
         if agg not in AGGREGATORS:
@@ -209,6 +209,9 @@ class Hypergraph:
         self._track_incident = agg == "max"  # the only Agg that reads E_k(v) itself
         self.edges: dict[EdgeKey, EdgeStats] = {}
         self.nodes: dict[Hashable, NodeStats] = {}
+        # the node ids in order of creation (append-only; progressive widening reads the
+        # ids born since it last looked, tree.Pending.sync)
+        self.born: list[Hashable] = []
         self.rollouts = 0
 
     def update(self, observations: Iterable[Observation]) -> None:
@@ -275,6 +278,7 @@ class Hypergraph:
             node = nodes.get(v)
             if node is None:
                 node = nodes[v] = NodeStats()
+                self.born.append(v)
             if new_edge is not None:
                 node.incident.append(new_edge)
             node.value = None

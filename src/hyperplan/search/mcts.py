@@ -320,8 +320,31 @@ class HyperMCTS(SearchBase):
         if not pending.actions:
             node.saturated = True
             return
-        i = self.widen_choice(pending.actions, pending.ids, node)
+        hypergraph = self.hypergraph
+        if self.config.lam > 0 and self.config.widen_prior and hypergraph is not None:
+            i = self._widen_by_prior(pending, hypergraph, node)
+        else:
+            i = self._policy_pick(pending.actions, range(len(pending.actions)), node)
         node.widen(*pending.take(i))
+
+    def _widen_by_prior(self, pending: Pending, hypergraph: Hypergraph, at: Node) -> int:
+        """:meth:`widen_choice` over ``pending`` (the same index), reading only the pending
+        identities the hypergraph has seen (:meth:`Pending.sync`) instead of testing them
+        all at every widening."""
+        rest, ids = pending.actions, pending.ids
+        seen = list(pending.sync(hypergraph.nodes, hypergraph.born))
+        if not seen:
+            return self._policy_pick(rest, range(len(rest)), at)
+        values = hypergraph.priors_of(seen)
+        top = max(values)
+        best = [v for v, p in zip(seen, values, strict=True) if p == top]
+        if len(best) == 1 and pending.distinct:
+            return ids.index(best[0])
+        tops = set(best)
+        tied = [i for i, v in enumerate(ids) if v is not None and v in tops]
+        if len(tied) == 1:
+            return tied[0]
+        return self._policy_pick(rest, tied, at)
 
     def _pending(self, node: Node) -> Pending:
         """The commit decisions of A_dec(h) that are not children of ``node``

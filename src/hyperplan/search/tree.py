@@ -14,7 +14,7 @@ single children to an expanded decision point later with :meth:`Node.widen`.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Container, Hashable, Iterable, Sequence
 from typing import Any
 
 from hyperplan.search.env import Action, TreeError
@@ -50,9 +50,14 @@ class Pending:
     """The decisions progressive widening may still add at one history h: the commit
     decisions of A_dec(h) that are not children yet, in the environment's order, with
     phi(a, h) (None when not recorded) and the recorded flag as parallel lists (A_dec(h) and
-    phi(a, h) are fixed for h, so they are listed once)."""
+    phi(a, h) are fixed for h, so they are listed once).
 
-    __slots__ = ("actions", "ids", "recorded")
+    ``seen`` / ``unseen`` split the pending identities by whether the hypergraph has a node
+    for them; :meth:`sync` moves identities to ``seen`` as the hypergraph grows, reading only
+    the node ids it created since the last call (its ``born`` log), so a widening does not
+    test every pending identity again (a node only ever joins V_k, never leaves it)."""
+
+    __slots__ = ("actions", "cursor", "distinct", "ids", "recorded", "seen", "unseen")
 
     def __init__(
         self, actions: list[Action], ids: list[Hashable | None], recorded: list[bool]
@@ -60,9 +65,34 @@ class Pending:
         self.actions = actions
         self.ids = ids
         self.recorded = recorded
+        known = [v for v in ids if v is not None]
+        self.unseen: set[Hashable] = set(known)
+        self.distinct = len(self.unseen) == len(known)  # no identity listed twice
+        self.seen: set[Hashable] = set()
+        self.cursor = 0  # how much of the hypergraph's born log sync has read
+
+    def sync(self, nodes: Container[Hashable], born: Sequence[Hashable]) -> set[Hashable]:
+        """The pending identities the hypergraph has seen (``nodes``: its node ids, ``born``:
+        the same ids in order of creation, append-only), updated from the ids born since the
+        last call, or by testing the unseen ones when those are fewer."""
+        unseen, start, end = self.unseen, self.cursor, len(born)
+        if unseen and end > start:
+            if end - start < len(unseen):
+                found = [born[j] for j in range(start, end) if born[j] in unseen]
+            else:
+                found = [v for v in unseen if v in nodes]
+            for v in found:
+                unseen.discard(v)
+                self.seen.add(v)
+        self.cursor = end
+        return self.seen
 
     def take(self, i: int) -> tuple[Action, Hashable | None, bool]:
         """Remove and return the i-th decision."""
+        v = self.ids[i]
+        if v is not None and (self.distinct or v not in self.ids[:i] + self.ids[i + 1:]):
+            self.seen.discard(v)
+            self.unseen.discard(v)
         return self.actions.pop(i), self.ids.pop(i), self.recorded.pop(i)
 
 
