@@ -110,7 +110,9 @@ class SearchEnv(Protocol):
     def is_terminal(self) -> bool: ...
 
     def identity(self, action: Action) -> Hashable:
-        """phi(a, h): the canonical decision identity of ``action`` at the current history."""
+        """phi(a, h): the canonical decision identity of ``action`` at the current history.
+        Any hashable; a string is the cheapest for the search, which looks identities up
+        constantly (CPython caches a string's hash, not a tuple's)."""
         ...
 
     def recorded(self, action: Action) -> bool:
