@@ -310,7 +310,7 @@ class HyperMCTS(SearchBase):
 
     def _widen(self, node: Node) -> None:
         """Progressive widening (``MCTSConfig.widen``): add one commit decision of A_dec(h)
-        that is not yet a child of ``node`` (:meth:`widen_choice`); mark the node saturated
+        that is not yet a child of ``node`` (:meth:`_widen_index`); mark the node saturated
         when none is left. The candidates and their identities are listed once per node, at
         its first widening (``Node.pending``; A_dec(h) and phi(a, h) are fixed for h), and
         each widening takes its choice out of that list."""
@@ -320,31 +320,7 @@ class HyperMCTS(SearchBase):
         if not pending.actions:
             node.saturated = True
             return
-        hypergraph = self.hypergraph
-        if self.config.lam > 0 and self.config.widen_prior and hypergraph is not None:
-            i = self._widen_by_prior(pending, hypergraph, node)
-        else:
-            i = self._policy_pick(pending.actions, range(len(pending.actions)), node)
-        node.widen(*pending.take(i))
-
-    def _widen_by_prior(self, pending: Pending, hypergraph: Hypergraph, at: Node) -> int:
-        """:meth:`widen_choice` over ``pending`` (the same index), reading only the pending
-        identities the hypergraph has seen (:meth:`Pending.sync`) instead of testing them
-        all at every widening."""
-        rest, ids = pending.actions, pending.ids
-        seen = list(pending.sync(hypergraph.nodes, hypergraph.born))
-        if not seen:
-            return self._policy_pick(rest, range(len(rest)), at)
-        values = hypergraph.priors_of(seen)
-        top = max(values)
-        best = [v for v, p in zip(seen, values, strict=True) if p == top]
-        if len(best) == 1 and pending.distinct:
-            return ids.index(best[0])
-        tops = set(best)
-        tied = [i for i, v in enumerate(ids) if v is not None and v in tops]
-        if len(tied) == 1:
-            return tied[0]
-        return self._policy_pick(rest, tied, at)
+        node.widen(*pending.take(self._widen_index(pending, node)))
 
     def _pending(self, node: Node) -> Pending:
         """The commit decisions of A_dec(h) that are not children of ``node``
@@ -363,28 +339,41 @@ class HyperMCTS(SearchBase):
         self, rest: Sequence[Action], ids: Sequence[Hashable | None] | None = None,
         at: Node | None = None,
     ) -> int:
-        """The index in ``rest`` of the decision a widening adds (``MCTSConfig.widen``): with
-        lam > 0 and ``widen_prior``, the highest prior(phi(a, h)) among the recorded decisions
-        the hypergraph has seen (the policy breaks ties); otherwise, or when none was seen, the
-        policy's top proposal. ``ids`` are phi(a, h) per decision (None: not recorded), read
-        from the environment when not given; the environment is at h, or is taken to ``at``
-        before the policy is asked."""
-        hypergraph, env = self.hypergraph, self.env
-        if self.config.lam > 0 and self.config.widen_prior and hypergraph is not None:
-            if ids is None:
-                t = perf_counter()
-                ids = [env.identity(a) if env.recorded(a) else None for a in rest]
-                self.t_env += perf_counter() - t
-            nodes = hypergraph.nodes
-            seen = [(i, v) for i, v in enumerate(ids) if v is not None and v in nodes]
-            if seen:
-                values = hypergraph.priors_of([v for _, v in seen])
-                top = max(values)
-                tied = [i for (i, _), p in zip(seen, values, strict=True) if p == top]
-                if len(tied) == 1:
-                    return tied[0]
-                return self._policy_pick(rest, tied, at)
-        return self._policy_pick(rest, range(len(rest)), at)
+        """The index in ``rest`` of the decision a widening adds (:meth:`_widen_index` over
+        ``rest``). ``ids`` are phi(a, h) per decision (None: not recorded), read from the
+        environment when not given; the environment is at h, or is taken to ``at`` before the
+        policy is asked."""
+        if ids is None:
+            env = self.env
+            t = perf_counter()
+            ids = [env.identity(a) if env.recorded(a) else None for a in rest]
+            self.t_env += perf_counter() - t
+        pending = Pending(list(rest), list(ids), [v is not None for v in ids])
+        return self._widen_index(pending, at)
+
+    def _widen_index(self, pending: Pending, at: Node | None) -> int:
+        """The index in ``pending`` of the decision a widening adds (``MCTSConfig.widen``):
+        with lam > 0 and ``widen_prior``, the highest prior(phi(a, h)) among the recorded
+        decisions the hypergraph has seen (the policy breaks ties); otherwise, or when none
+        was seen, the policy's top proposal. Only the pending identities the hypergraph has
+        seen are read (:meth:`Pending.sync`), not every one at every widening."""
+        rest, hypergraph = pending.actions, self.hypergraph
+        if not (self.config.lam > 0 and self.config.widen_prior and hypergraph is not None):
+            return self._policy_pick(rest, range(len(rest)), at)
+        seen = list(pending.sync(hypergraph.nodes, hypergraph.born))
+        if not seen:
+            return self._policy_pick(rest, range(len(rest)), at)
+        values = hypergraph.priors_of(seen)
+        top = max(values)
+        best = [v for v, p in zip(seen, values, strict=True) if p == top]
+        ids = pending.ids
+        if len(best) == 1 and pending.distinct:
+            return ids.index(best[0])
+        tops = set(best)
+        tied = [i for i, v in enumerate(ids) if v is not None and v in tops]
+        if len(tied) == 1:
+            return tied[0]
+        return self._policy_pick(rest, tied, at)
 
     def _policy_pick(self, rest: Sequence[Action], among: Sequence[int], at: Node | None) -> int:
         """The policy's top proposal among ``rest[i] for i in among``, as an index in
