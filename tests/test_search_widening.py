@@ -103,13 +103,9 @@ def test_node_widen_guards() -> None:
         MCTSConfig(widen=-1.0)
 
 
-def _action(key: str) -> Action:
-    return Action(key)
-
-
 def test_pending_sync_reads_only_the_ids_born_since_the_last_call() -> None:
     ids: list[object] = ["a", "b", None, "c"]
-    pending = Pending([_action(k) for k in "abxc"], ids, [True, True, False, True])
+    pending = Pending([Action(k) for k in "abxc"], ids, [True, True, False, True])
     nodes: set[object] = set()
     born: list[object] = []
     assert pending.sync(nodes, born) == set()
@@ -128,7 +124,7 @@ def test_pending_sync_reads_only_the_ids_born_since_the_last_call() -> None:
 
 
 def test_pending_keeps_an_identity_listed_twice_until_both_are_taken() -> None:
-    pending = Pending([_action(k) for k in ("a1", "a2", "b")], ["a", "a", "b"],
+    pending = Pending([Action(k) for k in ("a1", "a2", "b")], ["a", "a", "b"],
                       [True, True, True])
     assert not pending.distinct
     assert pending.sync({"a"}, ["a"]) == {"a"}

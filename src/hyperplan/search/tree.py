@@ -78,7 +78,7 @@ class Pending:
         unseen, start, end = self.unseen, self.cursor, len(born)
         if unseen and end > start:
             if end - start < len(unseen):
-                found = [born[j] for j in range(start, end) if born[j] in unseen]
+                found = [v for v in born[start:end] if v in unseen]
             else:
                 found = [v for v in unseen if v in nodes]
             for v in found:
@@ -90,7 +90,7 @@ class Pending:
     def take(self, i: int) -> tuple[Action, Hashable | None, bool]:
         """Remove and return the i-th decision."""
         v = self.ids[i]
-        if v is not None and (self.distinct or v not in self.ids[:i] + self.ids[i + 1:]):
+        if v is not None and (self.distinct or self.ids.count(v) == 1):
             self.seen.discard(v)
             self.unseen.discard(v)
         return self.actions.pop(i), self.ids.pop(i), self.recorded.pop(i)
