@@ -13,6 +13,7 @@ from hyperplan.plan.doe import (
     DOEConfig,
     best_support_graph,
     expand,
+    goal_relevance,
     omega,
     rank_support_graphs,
     select_support_graph,
@@ -350,3 +351,21 @@ def test_open_world_runs_only_when_links_fail_and_caps_weak_links() -> None:
         result = expand(weak, weak.tool_index["t"], config=cfg, relevance=relevance)
         best = best_support_graph(result.complete, relevance, 1.0, 2.0)
         assert best is not None and names(weak, best.tools) == [favourite, "t"]
+
+
+def test_goal_relevance_explains_away_the_other_goals() -> None:
+    # t and p are two independent goals of one request; q is a third tool. p's relevance
+    # (0.9) would make it t's open-world producer (offer 0.4 x fit 1.0 + 0.9 = 1.3 against
+    # q's 0.4 x 0.7 + 0.5 = 0.78); with p's relevance explained away q wins (0.4 vs 0.78)
+    graph = _typed_graph([])
+    t, p = graph.tool_index["t"], graph.tool_index["p"]
+    cfg = DOEConfig(open_world_weight=0.4)
+    relevance = _relevance(graph, p=0.9, q=0.5, t=0.7)
+    own = goal_relevance(relevance, [t, p], t)
+    assert own.tolist() == _relevance(graph, q=0.5, t=0.7).tolist()
+    assert relevance[p] == 0.9  # a copy: the caller's relevance is untouched
+    assert goal_relevance(relevance, [t], t).tolist() == relevance.tolist()
+    for rel, producer in ((relevance, "p"), (own, "q")):
+        result = expand(graph, t, config=cfg, relevance=rel)
+        best = best_support_graph(result.complete, rel, 1.0, 2.0)
+        assert best is not None and names(graph, best.tools) == [producer, "t"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from conftest import shared_path
 from hyperplan.catalog import build_catalog, make_tool
 from hyperplan.embed import get_embedder
@@ -11,6 +13,7 @@ from hyperplan.eval.chains import (
     OPEN_WORLD,
     backward_closure,
     chain_links,
+    doe_tools,
     evaluate_chains,
 )
 from hyperplan.graph.build import structure_from_catalog
@@ -51,6 +54,29 @@ def test_chain_graph_keeps_links_down_to_the_fallback() -> None:
 def test_open_world_offers_stay_below_trusted_links() -> None:
     # an open-world offer (OPEN_WORLD x type fit <= OPEN_WORLD) never outweighs a trusted link
     assert LINK_FALLBACK < OPEN_WORLD < LINK_RETENTION
+
+
+def test_independent_terminals_do_not_lend_each_other_relevance() -> None:
+    # terminals t and p; t needs a number that no link supplies, so DOE's open-world retry
+    # picks its producer by relevance. p, the other terminal, is the most relevant tool: with
+    # independent terminals its relevance is explained away and q (an output of the wrong type,
+    # but relevant) feeds t; with dependent ones (τ²'s write actions) p does
+    def tool(name: str, ins: dict[str, str], outs: dict[str, str]) -> object:
+        schema = {"type": "object", "properties": {k: {"type": v} for k, v in ins.items()},
+                  "required": list(ins)}
+        out = {"type": "object", "properties": {k: {"type": v} for k, v in outs.items()}}
+        return make_tool(name=name, input_schema=schema, output_schema=out)
+
+    tools = [tool("t", {"a": "number"}, {"done": "string"}), tool("p", {}, {"n": "number"}),
+             tool("q", {}, {"label": "string"})]
+    graph = Hypergraph.from_parts(*structure_from_catalog(build_catalog(tools)), [])
+    relevance = np.array([0.7, 0.9, 0.5])  # t, p, q
+    cfg = DOEConfig(open_world_weight=OPEN_WORLD)
+    state = empty_grounding(graph)
+    apart, ok = doe_tools(graph, ["t", "p"], state, cfg, [], relevance)
+    assert ok and apart == [{"t", "p", "q"}]
+    joint, ok = doe_tools(graph, ["t", "p"], state, cfg, [], relevance, independent=False)
+    assert ok and joint == [{"t", "p"}]
 
 
 def test_nestools_dev_split_measured_numbers() -> None:

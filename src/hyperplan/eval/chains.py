@@ -6,9 +6,11 @@ saying which tool they belong to (:func:`hyperplan.plan.grounding.ground`, rule 
 for each terminal over the graph built from the suite's whole tool pool (never from the gold
 calls) and the chosen support graphs are united. DOE gets the cosine of each tool's text to
 the task text as its relevance (producer ranking, beam ranking and support-graph selection,
-:func:`hyperplan.plan.doe.expand`) and trusts links of weight >= ``LINK_RETENTION``, falling
-back to weaker inferred links and open-world producers (any tool's output, chosen by that
-relevance; :func:`hyperplan.plan.doe.expand`) only for a terminal that is otherwise
+:func:`hyperplan.plan.doe.expand`); while one of several independent terminals is planned, the
+others' relevance is 0 (:func:`hyperplan.plan.doe.goal_relevance`; τ²'s terminals, its write
+actions, feed each other and keep theirs). DOE trusts links of weight >= ``LINK_RETENTION``,
+falling back to weaker inferred links and open-world producers (any tool's output, chosen by
+that relevance; :func:`hyperplan.plan.doe.expand`) only for a terminal that is otherwise
 unsatisfiable. ``exact``
 is the fraction of tasks whose predicted tool set equals the gold call tools; producer
 precision and recall compare the non-terminal tools, summed over tasks.
@@ -43,7 +45,7 @@ from hyperplan.graph.links import LinkConfig, TextEmbedder
 from hyperplan.graph.model import Hypergraph
 from hyperplan.graph.text import name_tokens
 from hyperplan.importers.gold import GoldTask
-from hyperplan.plan.doe import DOEConfig, expand, rank_support_graphs
+from hyperplan.plan.doe import DOEConfig, expand, goal_relevance, rank_support_graphs
 from hyperplan.plan.grounding import Grounding, ground
 
 
@@ -95,24 +97,30 @@ class _Tally:
 
 def doe_tools(graph: Hypergraph, terminals: list[str], grounding: Grounding,
               config: DOEConfig, timings: list[float],
-              relevance: np.ndarray | None = None,
-              alternatives: int = 1) -> tuple[list[set[str]], bool]:
+              relevance: np.ndarray | None = None, alternatives: int = 1,
+              independent: bool = True) -> tuple[list[set[str]], bool]:
     """Per n = 1..``alternatives``, the union over terminals of each terminal's n best support
     graphs (:func:`~hyperplan.plan.doe.rank_support_graphs` with the tools' relevance to the
     task text; n = 1 is DOE's answer, larger n trade precision for recall), and whether every
-    terminal was satisfiable (an unsatisfiable terminal contributes itself alone)."""
+    terminal was satisfiable (an unsatisfiable terminal contributes itself alone). With
+    ``independent`` terminals (no terminal consumes another's output, as when terminals are
+    the calls whose outputs nothing consumes) each one's DOE reads
+    :func:`~hyperplan.plan.doe.goal_relevance`: the other terminals' relevance is 0."""
     unions: list[set[str]] = [set() for _ in range(alternatives)]
     ok = True
-    for name in terminals:
+    goals = [graph.tool_index[name] for name in terminals]
+    for name, goal in zip(terminals, goals, strict=True):
         started = time.perf_counter()
-        result = expand(graph, graph.tool_index[name], grounding, config, relevance=relevance)
+        own = (goal_relevance(relevance, goals, goal) if relevance is not None and independent
+               else relevance)
+        result = expand(graph, goal, grounding, config, relevance=own)
         timings.append((time.perf_counter() - started) * 1000)
         if not result.ok:
             ok = False
             for tools in unions:
                 tools.add(name)
             continue
-        ranked = rank_support_graphs(result.complete, relevance, config.relevance_weight,
+        ranked = rank_support_graphs(result.complete, own, config.relevance_weight,
                                      config.size_cost)
         widened: set[str] = set()  # this terminal's n best graphs, growing with n
         for n, tools in enumerate(unions):
@@ -292,7 +300,7 @@ def _score_task(graph: Hypergraph, task: GoldTask, terminals: list[str],
 
     relevance = ranker.scores(task.text)
     doe, ok = doe_tools(graph, terminals, grounding, cfg, tallies["doe"].ms, relevance,
-                        max(DOE_ALTERNATIVES))
+                        max(DOE_ALTERNATIVES), independent=not task.terminals)
     add(tallies["doe"], doe[0], ok)
     for n, tally in curves.doe.items():
         add(tally, doe[n - 1], ok)

@@ -32,7 +32,8 @@ and, if the terminal is then unsatisfiable, retries with links down to
 output offer it for any deficit (open-world producers, :class:`_OpenProducers`), at that
 weight times the type fit, so the relevance to the request picks the producer of a value no
 inferred link explains (a generic input such as ``data`` or ``text`` fed by whatever the
-request computed before).
+request computed before). When one request has several independent goals, each goal's DOE
+reads :func:`goal_relevance`: the other goals' relevance is explained away (set to 0).
 """
 
 from __future__ import annotations
@@ -443,6 +444,18 @@ def _search(graph: Hypergraph, terminal: int, grounding: Grounding | None, cfg: 
     # the blocked candidate with the fewest blocking deficits, else the best of the last beam
     missing = min(blocked)[2] if blocked else beam[0].deficits
     return DOEResult(terminal, (), unsatisfiable=missing, expansions=expansions)
+
+
+def goal_relevance(relevance: np.ndarray, goals: Sequence[int], goal: int) -> np.ndarray:
+    """The relevance DOE uses for ``goal`` when it is one of several independent ``goals`` of
+    one request (tool ids; our design, issue 3): a copy of ``relevance`` with every other
+    goal's entry set to 0. The request text that makes another goal relevant is explained by
+    that goal's own role in the plan, so it is no evidence that the goal also produces this
+    goal's inputs; a link can still make it a producer, only the relevance bonus is gone."""
+    out = np.array(relevance, dtype=np.float64)
+    others = [g for g in goals if g != goal]
+    out[others] = 0.0
+    return out
 
 
 def rank_support_graphs(graphs: Iterable[SupportGraph], relevance: np.ndarray | None = None,
