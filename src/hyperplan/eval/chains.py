@@ -11,9 +11,11 @@ others' relevance is 0 (:func:`hyperplan.plan.doe.goal_relevance`; τ²'s termin
 actions, feed each other and keep theirs). DOE trusts links of weight >= ``LINK_RETENTION``,
 falling back to weaker inferred links and open-world producers (any tool's output, chosen by
 that relevance; :func:`hyperplan.plan.doe.expand`) only for a terminal that is otherwise
-unsatisfiable. ``exact``
-is the fraction of tasks whose predicted tool set equals the gold call tools; producer
-precision and recall compare the non-terminal tools, summed over tasks.
+unsatisfiable. When the answer leaves a stated value unused, the plan's inputs that share a
+stated name with the tool that value was probably stated for are released and DOE runs once
+more (:func:`plan_terminals`, :mod:`hyperplan.plan.stated`). ``exact`` is the fraction of
+tasks whose predicted tool set equals the gold call tools; producer precision and recall
+compare the non-terminal tools, summed over tasks.
 
 Baselines on the same graph and grounding: ``all_producers`` (the unpruned backward closure
 over producers of every ungrounded required input) and ``semantic_topk`` (the paper's
@@ -47,6 +49,7 @@ from hyperplan.graph.text import name_tokens
 from hyperplan.importers.gold import GoldTask
 from hyperplan.plan.doe import DOEConfig, expand, goal_relevance, rank_support_graphs
 from hyperplan.plan.grounding import Grounding, ground
+from hyperplan.plan.stated import contested_names, release, unused_values
 
 
 def terminals_of(task: GoldTask) -> list[str]:
@@ -129,6 +132,28 @@ def doe_tools(graph: Hypergraph, terminals: list[str], grounding: Grounding,
             tools |= widened
     return unions, ok
 
+
+
+def plan_terminals(graph: Hypergraph, terminals: list[str], known: set[str],
+                   grounding: Grounding, config: DOEConfig, timings: list[float],
+                   relevance: np.ndarray | None = None, alternatives: int = 1,
+                   independent: bool = True) -> tuple[list[set[str]], bool]:
+    """:func:`doe_tools`, repaired once when its answer leaves stated values unused
+    (:mod:`hyperplan.plan.stated`): the answer's inputs whose stated names a tool with an
+    input for an unused value also takes are released and DOE runs again; the new plan is
+    kept when it leaves fewer of the ``known`` names unused."""
+    unions, ok = doe_tools(graph, terminals, grounding, config, timings, relevance,
+                           alternatives, independent)
+    tools = [graph.tool_index[name] for name in unions[0]]
+    contested = contested_names(graph, tools, known)
+    if not contested:
+        return unions, ok
+    retry, retry_ok = doe_tools(graph, terminals, release(graph, grounding, tools, contested),
+                                config, timings, relevance, alternatives, independent)
+    retried = [graph.tool_index[name] for name in retry[0]]
+    if len(unused_values(graph, retried, known)) < len(unused_values(graph, tools, known)):
+        return retry, retry_ok
+    return unions, ok
 
 # Link policy of the chains benchmark, chosen on the NesTools dev split: DOE trusts links of
 # weight >= LINK_RETENTION and, for a terminal that is unsatisfiable with those, falls back to
@@ -292,15 +317,16 @@ def _score_task(graph: Hypergraph, task: GoldTask, terminals: list[str],
                 tallies: dict[str, _Tally], curves: _Curves) -> None:
     """DOE and both baselines on one task: the headline tallies and every operating point."""
     gold_tools = {c.tool for c in task.calls}
-    grounding = ground(graph, known_names(task))
+    known = known_names(task)
+    grounding = ground(graph, known)
     term_set = set(terminals)
 
     def add(tally: _Tally, predicted: set[str], ok: bool = True) -> None:
         tally.add(predicted, gold_tools, term_set, ok)
 
     relevance = ranker.scores(task.text)
-    doe, ok = doe_tools(graph, terminals, grounding, cfg, tallies["doe"].ms, relevance,
-                        max(DOE_ALTERNATIVES), independent=not task.terminals)
+    doe, ok = plan_terminals(graph, terminals, known, grounding, cfg, tallies["doe"].ms,
+                             relevance, max(DOE_ALTERNATIVES), independent=not task.terminals)
     add(tallies["doe"], doe[0], ok)
     for n, tally in curves.doe.items():
         add(tally, doe[n - 1], ok)

@@ -1,0 +1,68 @@
+"""Stated values are there to be used (our design, issue 3).
+
+A value the user states without saying which call it is for (a known value given as a bare
+parameter name, grounding rule 2 of :mod:`hyperplan.plan.grounding`) is normally meant for
+some call of the plan. When no input of a planned tool takes a stated name, the plan probably
+misses the call the value was stated for, and that call often produces a value the plan now
+reads from a literal of the same name stated for the missing call: in "the sales tax on a
+$500 purchase at 7%, and how much that is in euros", `amount` 500 belongs to the tax
+calculation, while the conversion's `amount` is the tax; the plan that grounds the
+conversion's `amount` with 500 leaves `tax_rate` unused.
+
+* :func:`unused_values`: the stated names no input of the plan's tools takes;
+* :func:`contested_names`: the stated names the plan's inputs take that a tool outside the
+  plan also takes, where that tool has an input for an unused stated value (the call the
+  values were stated for);
+* :func:`release`: the grounding with the plan's inputs of those names ungrounded, so a
+  re-plan can feed them from a producer.
+
+The caller re-plans with the released grounding and keeps the new plan only if it leaves
+fewer stated values unused (:func:`hyperplan.eval.chains.plan_terminals`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+
+from hyperplan.graph.model import Hypergraph, NodeKind
+from hyperplan.plan.grounding import Grounding, inputs_by_name
+
+
+def consumed_names(graph: Hypergraph, tools: Iterable[int]) -> set[str]:
+    """The bare names of every input (required or optional; not preconditions) of ``tools``."""
+    return {graph.nodes[i].path for t in tools for i in graph.tools[t].inputs
+            if graph.nodes[i].kind is NodeKind.INPUT}
+
+
+def unused_values(graph: Hypergraph, tools: Iterable[int], known: Collection[str]) -> set[str]:
+    """The stated names (``known``) no input of ``tools`` takes."""
+    return set(known) - consumed_names(graph, tools)
+
+
+def contested_names(graph: Hypergraph, tools: Collection[int], known: Collection[str],
+                    by_name: dict[str, list[int]] | None = None) -> set[str]:
+    """The stated names that inputs of ``tools`` take and that a tool outside ``tools`` also
+    takes, when that tool has an input (required or optional) for a stated name no tool of
+    ``tools`` takes. ``by_name``: :func:`~hyperplan.plan.grounding.inputs_by_name` of the
+    graph, when the caller has it."""
+    taken = consumed_names(graph, tools)
+    unused = set(known) - taken
+    if not unused:
+        return set()
+    index = by_name if by_name is not None else inputs_by_name(graph)
+    shared = taken & set(known)
+    claimants = {graph.nodes[i].tool for name in unused for i in index.get(name, ())}
+    return {name for c in claimants - set(tools)
+            for name in consumed_names(graph, [c]) & shared}
+
+
+def release(graph: Hypergraph, grounding: Grounding, tools: Iterable[int],
+            names: Collection[str]) -> Grounding:
+    """``grounding`` with the inputs of ``tools`` named in ``names`` ungrounded."""
+    vector = grounding.grounded.copy()
+    for t in tools:
+        for i in graph.tools[t].inputs:
+            if graph.nodes[i].kind is NodeKind.INPUT and graph.nodes[i].path in names:
+                vector[i] = False
+    vector.setflags(write=False)
+    return Grounding(vector)

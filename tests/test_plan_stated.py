@@ -1,0 +1,75 @@
+"""Stated values are there to be used (plan/stated.py), on the sales-tax example of its doc."""
+
+from __future__ import annotations
+
+from hyperplan.catalog import build_catalog, make_tool
+from hyperplan.eval.chains import plan_terminals
+from hyperplan.graph.build import structure_from_catalog
+from hyperplan.graph.model import Hypergraph, Link
+from hyperplan.plan.doe import DOEConfig
+from hyperplan.plan.grounding import ground
+from hyperplan.plan.stated import consumed_names, contested_names, release, unused_values
+
+KNOWN = {"amount", "tax_rate", "from", "to"}  # "tax on $500 at 7%, in euros"
+
+
+def _graph(links: list[tuple[str, str, float]]) -> Hypergraph:
+    """tax(amount, tax_rate) -> tax_amount; convert(amount, from, to; optional note) ->
+    converted; other(amount) -> total. Links as ``(tool:out:x, tool:in:y, weight)``."""
+    def tool(name: str, required: list[str], out: str, optional: tuple[str, ...] = ()) -> object:
+        props = {k: {"type": "string"} for k in (*required, *optional)}
+        return make_tool(name=name,
+                         input_schema={"type": "object", "properties": props,
+                                       "required": required},
+                         output_schema={"type": "object",
+                                        "properties": {out: {"type": "string"}}})
+
+    tools = [tool("tax", ["amount", "tax_rate"], "tax_amount"),
+             tool("convert", ["amount", "from", "to"], "converted", ("note",)),
+             tool("other", ["amount"], "total")]
+    graph = Hypergraph.from_parts(*structure_from_catalog(build_catalog(tools)), [])
+    idx = graph.node_index
+    return graph.with_links(Link(idx[s], idx[d], w) for s, d, w in links)
+
+
+def _ids(graph: Hypergraph, *names: str) -> list[int]:
+    return [graph.tool_index[n] for n in names]
+
+
+def test_unused_and_contested_names() -> None:
+    graph = _graph([])
+    convert = _ids(graph, "convert")
+    assert consumed_names(graph, convert) == {"amount", "from", "to", "note"}
+    assert unused_values(graph, convert, KNOWN) == {"tax_rate"}
+    # tax takes the unused tax_rate and also amount, which the plan takes from the literal
+    assert contested_names(graph, convert, KNOWN) == {"amount"}
+    # nothing is contested once every stated value is used, or when no tool claims it
+    assert contested_names(graph, _ids(graph, "tax", "convert"), KNOWN) == set()
+    assert contested_names(graph, convert, {"amount", "from", "to", "colour"}) == set()
+
+
+def test_release_ungrounds_only_the_plans_inputs_of_the_names() -> None:
+    graph = _graph([])
+    state = ground(graph, KNOWN)
+    released = release(graph, state, _ids(graph, "convert"), {"amount"})
+    idx = graph.node_index
+    assert not released.grounded[idx["convert:in:amount"]]
+    assert released.grounded[idx["tax:in:amount"]] and released.grounded[idx["other:in:amount"]]
+    assert released.grounded[idx["convert:in:from"]]
+    assert state.grounded[idx["convert:in:amount"]]  # the original is untouched
+    assert released.count == state.count - 1
+
+
+def test_plan_is_repaired_only_when_it_uses_more_stated_values() -> None:
+    cfg = DOEConfig()
+    linked = _graph([("tax:out:tax_amount", "convert:in:amount", 0.9)])
+    state = ground(linked, KNOWN)
+    # the plain plan grounds convert's amount with the literal; the repair feeds it from tax
+    plain, _ = plan_terminals(linked, ["convert"], set(), state, cfg, [])
+    assert plain == [{"convert"}]
+    repaired, ok = plan_terminals(linked, ["convert"], KNOWN, state, cfg, [])
+    assert ok and repaired == [{"tax", "convert"}]
+    # when the only producer of amount leaves tax_rate unused too, the plain plan is kept
+    decoy = _graph([("other:out:total", "convert:in:amount", 0.9)])
+    kept, ok = plan_terminals(decoy, ["convert"], KNOWN, ground(decoy, KNOWN), cfg, [])
+    assert ok and kept == [{"convert"}]
