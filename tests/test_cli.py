@@ -117,3 +117,10 @@ def test_plan_context_json(demo_graph: Path) -> None:
     names = [t["name"] for t in doc["tools"]]
     assert len(names) <= 5 and "music.like_song" in names
     assert doc["prompt_tokens"] > 0
+
+
+def test_python_dash_m_runs_the_same_cli() -> None:
+    result = subprocess.run([sys.executable, "-m", "hyperplan", "graph", "stats", "/nonexistent"],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1
+    assert "/nonexistent" in result.stderr and "Traceback" not in result.stderr
