@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from hyperplan.catalog import build_catalog, make_tool
 from hyperplan.eval.chains import plan_terminals
 from hyperplan.graph.build import structure_from_catalog
 from hyperplan.graph.model import Hypergraph, Link
 from hyperplan.plan.doe import DOEConfig
 from hyperplan.plan.grounding import ground
-from hyperplan.plan.stated import consumed_names, contested_names, release, unused_values
+from hyperplan.plan.stated import (
+    claimants,
+    consumed_names,
+    contested_names,
+    favour,
+    release,
+    unused_values,
+)
 
 KNOWN = {"amount", "tax_rate", "from", "to"}  # "tax on $500 at 7%, in euros"
 
@@ -30,6 +39,28 @@ def _graph(links: list[tuple[str, str, float]]) -> Hypergraph:
     graph = Hypergraph.from_parts(*structure_from_catalog(build_catalog(tools)), [])
     idx = graph.node_index
     return graph.with_links(Link(idx[s], idx[d], w) for s, d, w in links)
+
+
+def _sound_graph() -> Hypergraph:
+    """record(location, duration) -> clip; process(sound_clip; optional effects, volume) ->
+    processed; sculpture(name, clip) -> done. record's clip links to both process.sound_clip
+    and sculpture.clip, process's output to sculpture.clip: the direct chain is shorter."""
+    def tool(name: str, required: list[str], out: str, optional: tuple[str, ...] = ()) -> object:
+        props = {k: {"type": "string"} for k in (*required, *optional)}
+        return make_tool(name=name,
+                         input_schema={"type": "object", "properties": props,
+                                       "required": required},
+                         output_schema={"type": "object",
+                                        "properties": {out: {"type": "string"}}})
+
+    tools = [tool("record", ["location", "duration"], "clip"),
+             tool("process", ["sound_clip"], "processed", ("effects", "volume")),
+             tool("sculpture", ["name", "clip"], "done")]
+    graph = Hypergraph.from_parts(*structure_from_catalog(build_catalog(tools)), [])
+    idx = graph.node_index
+    links = [("record:out:clip", "process:in:sound_clip"), ("record:out:clip", "sculpture:in:clip"),
+             ("process:out:processed", "sculpture:in:clip")]
+    return graph.with_links(Link(idx[a], idx[b], 0.9) for a, b in links)
 
 
 def _ids(graph: Hypergraph, *names: str) -> list[int]:
@@ -73,3 +104,25 @@ def test_plan_is_repaired_only_when_it_uses_more_stated_values() -> None:
     decoy = _graph([("other:out:total", "convert:in:amount", 0.9)])
     kept, ok = plan_terminals(decoy, ["convert"], KNOWN, ground(decoy, KNOWN), cfg, [])
     assert ok and kept == [{"convert"}]
+
+
+def test_claimants_are_favoured_when_releasing_is_not_enough() -> None:
+    # effects and volume are stated for process, which the shortest plan skips; process
+    # shares no stated name with the plan, so only favouring it brings it in
+    graph = _sound_graph()
+    known = {"location", "duration", "effects", "volume", "name"}
+    plan = _ids(graph, "record", "sculpture")
+    assert unused_values(graph, plan, known) == {"effects", "volume"}
+    assert claimants(graph, plan, known) == set(_ids(graph, "process"))
+    assert contested_names(graph, plan, known) == set()
+    relevance = np.array([0.3, 0.2, 0.4])
+    raised = favour(relevance, _ids(graph, "process"), 2.0)
+    assert raised.tolist() == [0.3, 2.2, 0.4] and relevance[1] == 0.2
+    state, cfg = ground(graph, known), DOEConfig(relevance_weight=1.0, size_cost=2.0)
+    plain, _ = plan_terminals(graph, ["sculpture"], set(), state, cfg, [], relevance)
+    assert plain == [{"record", "sculpture"}]
+    repaired, ok = plan_terminals(graph, ["sculpture"], known, state, cfg, [], relevance)
+    assert ok and repaired == [{"record", "process", "sculpture"}]
+    # without a relevance there is nothing to favour: the plan stays
+    kept, _ = plan_terminals(graph, ["sculpture"], known, state, cfg, [])
+    assert kept == [{"record", "sculpture"}]

@@ -10,19 +10,26 @@ calculation, while the conversion's `amount` is the tax; the plan that grounds t
 conversion's `amount` with 500 leaves `tax_rate` unused.
 
 * :func:`unused_values`: the stated names no input of the plan's tools takes;
-* :func:`contested_names`: the stated names the plan's inputs take that a tool outside the
-  plan also takes, where that tool has an input for an unused stated value (the call the
-  values were stated for);
+* :func:`claimants`: the tools outside the plan with an input for an unused stated value
+  (the calls the values were probably stated for);
+* :func:`contested_names`: the stated names the plan's inputs take that a claimant also
+  takes;
 * :func:`release`: the grounding with the plan's inputs of those names ungrounded, so a
-  re-plan can feed them from a producer.
+  re-plan can feed them from a producer;
+* :func:`favour`: a relevance raised for the claimants, so a re-plan prefers them as
+  producers (``process_sound_clip``, which takes the stated ``effects`` and ``volume``,
+  between the recording and the sculpture that reads the processed clip).
 
-The caller re-plans with the released grounding and keeps the new plan only if it leaves
-fewer stated values unused (:func:`hyperplan.eval.chains.plan_terminals`).
+The caller re-plans with the released grounding, then, if values are still unused, with the
+claimants favoured too, and keeps a new plan only if it leaves fewer stated values unused
+(:func:`hyperplan.eval.chains.plan_terminals`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+
+import numpy as np
 
 from hyperplan.graph.model import Hypergraph, NodeKind
 from hyperplan.plan.grounding import Grounding, inputs_by_name
@@ -39,21 +46,33 @@ def unused_values(graph: Hypergraph, tools: Iterable[int], known: Collection[str
     return set(known) - consumed_names(graph, tools)
 
 
-def contested_names(graph: Hypergraph, tools: Collection[int], known: Collection[str],
-                    by_name: dict[str, list[int]] | None = None) -> set[str]:
-    """The stated names that inputs of ``tools`` take and that a tool outside ``tools`` also
-    takes, when that tool has an input (required or optional) for a stated name no tool of
-    ``tools`` takes. ``by_name``: :func:`~hyperplan.plan.grounding.inputs_by_name` of the
-    graph, when the caller has it."""
-    taken = consumed_names(graph, tools)
-    unused = set(known) - taken
+def claimants(graph: Hypergraph, tools: Collection[int], known: Collection[str],
+              by_name: dict[str, list[int]] | None = None) -> set[int]:
+    """The tools outside ``tools`` with an input (required or optional) for a stated name
+    that no tool of ``tools`` takes: the calls the unused values were probably stated for.
+    ``by_name``: :func:`~hyperplan.plan.grounding.inputs_by_name` of the graph, when the
+    caller has it."""
+    unused = unused_values(graph, tools, known)
     if not unused:
         return set()
     index = by_name if by_name is not None else inputs_by_name(graph)
-    shared = taken & set(known)
-    claimants = {graph.nodes[i].tool for name in unused for i in index.get(name, ())}
-    return {name for c in claimants - set(tools)
+    return {graph.nodes[i].tool for name in unused for i in index.get(name, ())} - set(tools)
+
+
+def contested_names(graph: Hypergraph, tools: Collection[int], known: Collection[str],
+                    by_name: dict[str, list[int]] | None = None) -> set[str]:
+    """The stated names that inputs of ``tools`` take and that one of their
+    :func:`claimants` also takes."""
+    shared = consumed_names(graph, tools) & set(known)
+    return {name for c in claimants(graph, tools, known, by_name)
             for name in consumed_names(graph, [c]) & shared}
+
+
+def favour(relevance: np.ndarray, tools: Iterable[int], bonus: float) -> np.ndarray:
+    """A copy of ``relevance`` with ``bonus`` added for each of ``tools``."""
+    out = np.array(relevance, dtype=np.float64)
+    out[list(tools)] += bonus
+    return out
 
 
 def release(graph: Hypergraph, grounding: Grounding, tools: Iterable[int],
