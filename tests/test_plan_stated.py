@@ -11,6 +11,7 @@ from hyperplan.graph.model import Hypergraph, Link
 from hyperplan.plan.doe import DOEConfig
 from hyperplan.plan.grounding import ground
 from hyperplan.plan.stated import (
+    best_claimants,
     claimants,
     consumed_names,
     contested_names,
@@ -126,3 +127,18 @@ def test_claimants_are_favoured_when_releasing_is_not_enough() -> None:
     # without a relevance there is nothing to favour: the plan stays
     kept, _ = plan_terminals(graph, ["sculpture"], known, state, cfg, [])
     assert kept == [{"record", "sculpture"}]
+
+
+def test_best_claimant_is_the_most_relevant_tool_per_unused_value() -> None:
+    # tax_rate is unused by convert; tax is its only claimant. amount is used, so "other",
+    # which takes only amount, claims nothing
+    graph = _graph([])
+    convert = _ids(graph, "convert")
+    tax, other = _ids(graph, "tax", "other")
+    assert claimants(graph, convert, KNOWN) == {tax}
+    relevance = np.array([0.1, 0.2, 0.9])  # tax, convert, other
+    assert best_claimants(graph, convert, KNOWN, relevance) == {tax}
+    # with "amount" unused too (a plan of nothing but other's consumers), per name the most
+    # relevant claimant: other for amount (0.9 > 0.1), tax for tax_rate
+    assert best_claimants(graph, [], {"amount", "tax_rate"}, relevance) == {tax, other}
+    assert best_claimants(graph, convert, {"amount", "from", "to"}, relevance) == set()

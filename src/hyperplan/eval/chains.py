@@ -50,7 +50,7 @@ from hyperplan.importers.gold import GoldTask
 from hyperplan.plan.doe import DOEConfig, expand, goal_relevance, rank_support_graphs
 from hyperplan.plan.grounding import Grounding, ground
 from hyperplan.plan.stated import (
-    claimants,
+    best_claimants,
     contested_names,
     favour,
     release,
@@ -147,18 +147,18 @@ def plan_terminals(graph: Hypergraph, terminals: list[str], known: set[str],
     """:func:`doe_tools`, repaired when its answer leaves stated values (``known``) unused
     (:mod:`hyperplan.plan.stated`): DOE runs again with the answer's contested inputs
     released, then, if values are still unused and a relevance is given, once more with the
-    claimants' relevance raised by ``CLAIMANT_BONUS``; each new plan is kept only if it leaves
-    fewer stated names unused."""
+    relevance of the most relevant claimant of each unused value raised by
+    ``CLAIMANT_BONUS``; each new plan is kept only if it leaves fewer stated names unused."""
     unions, ok = doe_tools(graph, terminals, grounding, config, timings, relevance,
                            alternatives, independent)
     for bonus in (0.0, CLAIMANT_BONUS):
         tools = [graph.tool_index[name] for name in unions[0]]
         unused = unused_values(graph, tools, known)
-        wanted = claimants(graph, tools, known) if unused else set()
-        contested = contested_names(graph, tools, known) if wanted else set()
+        contested = contested_names(graph, tools, known) if unused else set()
         rel = relevance
-        if relevance is not None and bonus > 0 and wanted:
-            rel = favour(relevance, wanted, bonus)
+        if relevance is not None and bonus > 0 and unused:
+            wanted = best_claimants(graph, tools, known, relevance)
+            rel = favour(relevance, wanted, bonus) if wanted else relevance
         if not contested and rel is relevance:
             continue
         retry = doe_tools(graph, terminals, release(graph, grounding, tools, contested), config,

@@ -16,12 +16,13 @@ conversion's `amount` with 500 leaves `tax_rate` unused.
   takes;
 * :func:`release`: the grounding with the plan's inputs of those names ungrounded, so a
   re-plan can feed them from a producer;
-* :func:`favour`: a relevance raised for the claimants, so a re-plan prefers them as
-  producers (``process_sound_clip``, which takes the stated ``effects`` and ``volume``,
-  between the recording and the sculpture that reads the processed clip).
+* :func:`favour`: a relevance raised for the :func:`best_claimants` (per unused value, the
+  most relevant claimant), so a re-plan prefers them as producers (``process_sound_clip``,
+  which takes the stated ``effects`` and ``volume``, between the recording and the sculpture
+  that reads the processed clip).
 
 The caller re-plans with the released grounding, then, if values are still unused, with the
-claimants favoured too, and keeps a new plan only if it leaves fewer stated values unused
+best claimants favoured too, and keeps a new plan only if it leaves fewer stated values unused
 (:func:`hyperplan.eval.chains.plan_terminals`).
 """
 
@@ -57,6 +58,21 @@ def claimants(graph: Hypergraph, tools: Collection[int], known: Collection[str],
         return set()
     index = by_name if by_name is not None else inputs_by_name(graph)
     return {graph.nodes[i].tool for name in unused for i in index.get(name, ())} - set(tools)
+
+
+def best_claimants(graph: Hypergraph, tools: Collection[int], known: Collection[str],
+                   relevance: np.ndarray, by_name: dict[str, list[int]] | None = None) -> set[int]:
+    """Per stated name no tool of ``tools`` takes, the most relevant tool outside ``tools``
+    with an input for it (the lowest tool id on ties): the one call each unused value was
+    most probably stated for."""
+    index = by_name if by_name is not None else inputs_by_name(graph)
+    plan = set(tools)
+    best: set[int] = set()
+    for name in sorted(unused_values(graph, tools, known)):
+        options = sorted({graph.nodes[i].tool for i in index.get(name, ())} - plan)
+        if options:
+            best.add(max(options, key=lambda t: float(relevance[t])))
+    return best
 
 
 def contested_names(graph: Hypergraph, tools: Collection[int], known: Collection[str],
