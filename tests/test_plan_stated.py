@@ -23,20 +23,20 @@ from hyperplan.plan.stated import (
 KNOWN = {"amount", "tax_rate", "from", "to"}  # "tax on $500 at 7%, in euros"
 
 
+def _tool(name: str, required: list[str], out: str, optional: tuple[str, ...] = ()) -> object:
+    """A tool with string inputs (``required`` and ``optional``) and one string output."""
+    props = {k: {"type": "string"} for k in (*required, *optional)}
+    return make_tool(name=name,
+                     input_schema={"type": "object", "properties": props, "required": required},
+                     output_schema={"type": "object", "properties": {out: {"type": "string"}}})
+
+
 def _graph(links: list[tuple[str, str, float]]) -> Hypergraph:
     """tax(amount, tax_rate) -> tax_amount; convert(amount, from, to; optional note) ->
     converted; other(amount) -> total. Links as ``(tool:out:x, tool:in:y, weight)``."""
-    def tool(name: str, required: list[str], out: str, optional: tuple[str, ...] = ()) -> object:
-        props = {k: {"type": "string"} for k in (*required, *optional)}
-        return make_tool(name=name,
-                         input_schema={"type": "object", "properties": props,
-                                       "required": required},
-                         output_schema={"type": "object",
-                                        "properties": {out: {"type": "string"}}})
-
-    tools = [tool("tax", ["amount", "tax_rate"], "tax_amount"),
-             tool("convert", ["amount", "from", "to"], "converted", ("note",)),
-             tool("other", ["amount"], "total")]
+    tools = [_tool("tax", ["amount", "tax_rate"], "tax_amount"),
+             _tool("convert", ["amount", "from", "to"], "converted", ("note",)),
+             _tool("other", ["amount"], "total")]
     graph = Hypergraph.from_parts(*structure_from_catalog(build_catalog(tools)), [])
     idx = graph.node_index
     return graph.with_links(Link(idx[s], idx[d], w) for s, d, w in links)
@@ -46,17 +46,9 @@ def _sound_graph() -> Hypergraph:
     """record(location, duration) -> clip; process(sound_clip; optional effects, volume) ->
     processed; sculpture(name, clip) -> done. record's clip links to both process.sound_clip
     and sculpture.clip, process's output to sculpture.clip: the direct chain is shorter."""
-    def tool(name: str, required: list[str], out: str, optional: tuple[str, ...] = ()) -> object:
-        props = {k: {"type": "string"} for k in (*required, *optional)}
-        return make_tool(name=name,
-                         input_schema={"type": "object", "properties": props,
-                                       "required": required},
-                         output_schema={"type": "object",
-                                        "properties": {out: {"type": "string"}}})
-
-    tools = [tool("record", ["location", "duration"], "clip"),
-             tool("process", ["sound_clip"], "processed", ("effects", "volume")),
-             tool("sculpture", ["name", "clip"], "done")]
+    tools = [_tool("record", ["location", "duration"], "clip"),
+             _tool("process", ["sound_clip"], "processed", ("effects", "volume")),
+             _tool("sculpture", ["name", "clip"], "done")]
     graph = Hypergraph.from_parts(*structure_from_catalog(build_catalog(tools)), [])
     idx = graph.node_index
     links = [("record:out:clip", "process:in:sound_clip"), ("record:out:clip", "sculpture:in:clip"),
