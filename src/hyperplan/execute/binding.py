@@ -5,7 +5,10 @@ ambiguity remains).
 For each input parameter p of tool e (input node r = ``e:in:p``), in order:
 
 1. **User value**: a known value under the node key ``e:in:p``, else under the bare name
-   ``p`` (sub-goal values take precedence over goal values).
+   ``p`` (sub-goal values take precedence over goal values) -- unless DOE chose a producer for
+   r (the support graph released r's bare-name value as stated for another call,
+   :mod:`hyperplan.plan.stated`): then rule 2 comes first and the bare-name value is the
+   fallback.
 2. **Linked outputs** (required inputs only): the values the state holds on the output node
    that DOE's resolution used for r, else on the highest-weight linked output node (weight at
    least ``min_weight``) that has values. Only the latest call of a producer counts. Values of
@@ -90,20 +93,23 @@ def bind_arguments(
         if node.kind is not NodeKind.INPUT:
             continue
         key = node_key(tool.name, node.kind, node.path)
-        if key in values or node.path in values:
+        producer = (resolved_by or {}).get(key)
+        user = key in values or (node.path in values and producer is None)
+        if user:
             bound[node.path] = values[key] if key in values else values[node.path]
             sources[node.path] = "user"
             continue
-        if not node.required:
+        if not node.required and producer is None:
             continue
-        candidates = linked_candidates(graph, nid, state, (resolved_by or {}).get(key),
-                                       min_weight)
-        chosen = narrow(candidates, values)
+        chosen = narrow(linked_candidates(graph, nid, state, producer, min_weight), values)
         if len(chosen) == 1:
             bound[node.path] = chosen[0].value
             sources[node.path] = chosen[0].source
         elif chosen:
             ambiguous[node.path] = tuple(chosen)
+        elif node.path in values:  # the producer gave nothing: the stated value after all
+            bound[node.path] = values[node.path]
+            sources[node.path] = "user"
         else:
             missing.append(node.path)
     return ArgumentPlan(tool.name, bound, sources, ambiguous, tuple(missing))

@@ -2,6 +2,9 @@
 
 1. DOE over the current state: the grounding comes from the state's known values, bound output
    nodes and achieved effects; Support Graph Selection picks among the candidate terminals.
+   When the chosen graph leaves a stated value unused and the tool it was probably stated for
+   shares a stated name with the graph, DOE runs once more with those inputs released, and the
+   new graph is kept if it uses more stated values (:mod:`hyperplan.plan.stated`).
 2. Realisation: the support graph's tools run in order, arguments bound deterministically
    (:mod:`hyperplan.execute.binding`); what remains open goes to one LLM call per tool, or,
    without an LLM, the subtask stops *blocked* with the candidates listed.
@@ -28,6 +31,7 @@ from hyperplan.llm.budget import Accounting, BudgetExceeded
 from hyperplan.llm.types import LLM, LLMError
 from hyperplan.plan.doe import DOEConfig, SupportGraph, select_support_graph
 from hyperplan.plan.grounding import ground
+from hyperplan.plan.stated import release_unused, uses_more
 from hyperplan.plan.taskdag import Subtask
 
 
@@ -140,7 +144,15 @@ def _select(ctx: RunContext, graph: Hypergraph, subtask: Subtask,
     values = list(known) + sorted(state.scoped(known).bound_nodes())
     grounding = ground(graph, values, state.effects, min_weight=ctx.config.min_weight)
     selection = select_support_graph(graph, terminals, grounding, ctx.config.doe)
-    return selection.chosen, selection.reason
+    chosen = selection.chosen
+    stated = {name for name in known if ":" not in name}  # bare names, not node keys
+    released = (release_unused(graph, chosen.tools, stated, grounding)
+                if chosen is not None else None)
+    if chosen is not None and released is not None:
+        retry = select_support_graph(graph, terminals, released, ctx.config.doe).chosen
+        if retry is not None and uses_more(graph, retry.tools, chosen.tools, stated):
+            chosen = retry
+    return chosen, selection.reason
 
 
 def _trace_support(ctx: RunContext, graph: Hypergraph, subtask: Subtask, sg: SupportGraph,

@@ -21,7 +21,9 @@ conversion's `amount` with 500 leaves `tax_rate` unused.
   which takes the stated ``effects`` and ``volume``, between the recording and the sculpture
   that reads the processed clip).
 
-The caller re-plans with the released grounding, then, if values are still unused, with the
+The agent (:mod:`hyperplan.execute.subtask`) re-plans once with the released grounding
+(:func:`release_unused`) and keeps the new plan if it :func:`uses_more` stated values; the
+chains benchmark re-plans with the released grounding, then, if values are still unused, with the
 best claimants favoured too, and keeps a new plan only if it leaves fewer stated values unused
 (:func:`hyperplan.eval.chains.plan_terminals`).
 """
@@ -101,3 +103,17 @@ def release(graph: Hypergraph, grounding: Grounding, tools: Iterable[int],
                 vector[i] = False
     vector.setflags(write=False)
     return Grounding(vector)
+
+
+def release_unused(graph: Hypergraph, tools: Collection[int], known: Collection[str],
+                   grounding: Grounding) -> Grounding | None:
+    """The grounding to plan again with when the plan ``tools`` leaves stated values unused:
+    ``grounding`` with the plan's :func:`contested_names` released; None when none is."""
+    contested = contested_names(graph, tools, known)
+    return release(graph, grounding, tools, contested) if contested else None
+
+
+def uses_more(graph: Hypergraph, new: Iterable[int], old: Iterable[int],
+              known: Collection[str]) -> bool:
+    """Whether the plan ``new`` leaves fewer stated values unused than ``old``."""
+    return len(unused_values(graph, new, known)) < len(unused_values(graph, old, known))
