@@ -92,3 +92,93 @@ def test_every_stated_value_used_keeps_the_shortest_plan() -> None:
     result, shop = _run({"amount": 500, "currency": "EUR"})
     assert result.status == "success"
     assert shop.calls == [("convert_currency", {"amount": 500, "currency": "EUR"})]
+
+
+class Till:
+    """Quote an item, apply a discount, pay; ``add_gift_note`` writes. Records every call."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def quote(self, item: str) -> Due:
+        """Quote the price of an item.
+
+        Args:
+            item: The item to price.
+
+        Returns:
+            The price.
+        """
+        self.calls.append("quote")
+        return Due(amount=100.0)
+
+    def apply_discount(self, amount: float, percent: float) -> Due:
+        """Apply a percentage discount to a price.
+
+        Args:
+            amount: The price before the discount.
+            percent: The discount in percent.
+
+        Returns:
+            The discounted price.
+        """
+        self.calls.append("apply_discount")
+        return Due(amount=amount * (1 - percent / 100))
+
+    def pay(self, amount: float, card: str) -> Converted:
+        """Pay an amount with a card.
+
+        Args:
+            amount: The amount to pay.
+            card: The card to charge.
+
+        Returns:
+            The payment.
+        """
+        self.calls.append(f"pay {amount}")
+        return Converted(converted=amount, currency="USD")
+
+    def add_gift_note(self, amount: float, note: str) -> Due:
+        """Add a gift note to an order of the given amount.
+
+        Args:
+            amount: The amount of the order.
+            note: The text of the note.
+
+        Returns:
+            The amount of the order.
+        """
+        self.calls.append("add_gift_note")
+        return Due(amount=amount)
+
+    def tools(self) -> dict[str, Any]:
+        return {f"till.{f.__name__}": f
+                for f in (self.quote, self.apply_discount, self.pay, self.add_gift_note)}
+
+
+def _run_till(values: dict[str, Any], relevance: bool) -> Till:
+    till = Till()
+    raw = load_python_callables(list(till.tools().values()), source="toy")
+    catalog = build_catalog([t.model_copy(update={"name": f"till.{t.name}"}) for t in raw.tools],
+                            source="toy")
+    graph = build_graph(catalog, embedder=get_embedder("hashing"))
+    ctx = RunContext(graph=graph, catalog=catalog, runtime=PythonRuntime(till.tools()),
+                     accounting=Accounting(None), tracer=TraceWriter(None),
+                     relevance={t.name: 0.5 for t in graph.tools} if relevance else None)
+    goal = StructuredGoal.from_dict({"terminals": ["till.pay"], "values": values})
+    assert run_goal(ctx, goal).status == "success"
+    return till
+
+
+def test_a_read_only_claimant_is_favoured_given_a_relevance() -> None:
+    # the 10 percent has no use in quote -> pay; apply_discount shares no stated name with that
+    # plan, so only favouring it (which needs the request relevance) brings it in
+    values = {"item": "lamp", "percent": 10, "card": "visa"}
+    assert _run_till(values, relevance=False).calls == ["quote", "pay 100.0"]
+    assert _run_till(values, relevance=True).calls == ["quote", "apply_discount", "pay 90.0"]
+
+
+def test_a_writing_claimant_is_never_added_to_use_a_value() -> None:
+    # add_gift_note could sit between quote and pay and use the note, but it changes state
+    values = {"item": "lamp", "card": "visa", "note": "Happy birthday"}
+    assert _run_till(values, relevance=True).calls == ["quote", "pay 100.0"]

@@ -51,6 +51,7 @@ from hyperplan.importers.gold import GoldTask
 from hyperplan.plan.doe import DOEConfig, expand, goal_relevance, rank_support_graphs
 from hyperplan.plan.grounding import Grounding, ground
 from hyperplan.plan.stated import (
+    CLAIMANT_BONUS,
     best_claimants,
     contested_names,
     favour,
@@ -148,11 +149,6 @@ def doe_tools(graph: Hypergraph, terminals: list[str], grounding: Grounding,
 LINK_RETENTION = 0.5
 LINK_FALLBACK = 0.1
 OPEN_WORLD = 0.4
-# Relevance added to the tools that take a stated value the plan leaves unused, in the last
-# re-plan of plan_terminals (chosen on the NesTools and NESTFUL dev splits: 0.5 / 1 / 2 / 3 /
-# 5 / 10 gave a dev mean exact of 0.814 / 0.822 / 0.827 / 0.827 / 0.827 / 0.827; 2 is where the
-# plateau starts).
-CLAIMANT_BONUS = 2.0
 
 
 def chain_links(config: DOEConfig) -> LinkConfig:

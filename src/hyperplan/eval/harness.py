@@ -16,9 +16,10 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from hyperplan.embed.base import l2_normalize
 from hyperplan.errors import HyperplanError
 from hyperplan.eval.agent_suites import EvalTask, SuiteSession, get_suite
 from hyperplan.eval.store import RunStore
@@ -138,7 +139,8 @@ def _dispatch(agent: str, ctx: RunContext, task: EvalTask,
     if agent == "hyperagent-goal":
         if task.goal is None:
             raise HyperplanError(f"task {task.id} has no structured goal")
-        return run_goal(ctx, task.goal)
+        return run_goal(replace(ctx, relevance=request_relevance(session, task.request)),
+                        task.goal)
     if agent == "react":
         return run_react(ctx, task.request)
     if agent == "variant1":
@@ -146,6 +148,17 @@ def _dispatch(agent: str, ctx: RunContext, task: EvalTask,
     if agent == "variant2":
         return run_variant2(ctx, task.request, session.embedder, session.index)
     return run_plan_and_execute(ctx, task.request)
+
+
+def request_relevance(session: SuiteSession, text: str) -> dict[str, float] | None:
+    """The cosine of every tool of the session's graph to ``text`` (None for an empty text):
+    the relevance the agent's stated-value repair favours claimants by
+    (``RunContext.relevance``)."""
+    if not text.strip():
+        return None
+    query = l2_normalize(session.embedder.embed([text]))[0]
+    scores = session.index.tool_vecs @ query
+    return {tool.name: float(x) for tool, x in zip(session.graph.tools, scores, strict=True)}
 
 
 def _metrics(result: RunResult | None, accounting: Accounting, events: list[dict[str, Any]],

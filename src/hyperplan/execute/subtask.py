@@ -2,9 +2,11 @@
 
 1. DOE over the current state: the grounding comes from the state's known values, bound output
    nodes and achieved effects; Support Graph Selection picks among the candidate terminals.
-   When the chosen graph leaves a stated value unused and the tool it was probably stated for
-   shares a stated name with the graph, DOE runs once more with those inputs released, and the
-   new graph is kept if it uses more stated values (:mod:`hyperplan.plan.stated`).
+   When the chosen graph leaves a stated value unused, DOE runs again with the inputs released
+   that share a stated name with the tool the value was probably stated for, then, given the
+   tools' relevance to the request (``RunContext.relevance``), with the most relevant such tool
+   favoured; a new graph is kept only if it uses more stated values
+   (:mod:`hyperplan.plan.stated`).
 2. Realisation: the support graph's tools run in order, arguments bound deterministically
    (:mod:`hyperplan.execute.binding`); what remains open goes to one LLM call per tool, or,
    without an LLM, the subtask stops *blocked* with the candidates listed.
@@ -17,8 +19,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+import numpy as np
 
 from hyperplan.catalog import Catalog
 from hyperplan.execute.binding import Candidate, bind_arguments
@@ -26,12 +31,20 @@ from hyperplan.execute.choose import choose_arguments
 from hyperplan.execute.results import ErrorKind, ToolRuntime
 from hyperplan.execute.state import AgentState
 from hyperplan.execute.trace import TraceWriter
+from hyperplan.graph.effects import write_tools
 from hyperplan.graph.model import Hypergraph, NodeKind
 from hyperplan.llm.budget import Accounting, BudgetExceeded
 from hyperplan.llm.types import LLM, LLMError
 from hyperplan.plan.doe import DOEConfig, SupportGraph, select_support_graph
-from hyperplan.plan.grounding import ground
-from hyperplan.plan.stated import release_unused, uses_more
+from hyperplan.plan.grounding import Grounding, ground
+from hyperplan.plan.stated import (
+    CLAIMANT_BONUS,
+    best_claimants,
+    favour,
+    release_unused,
+    unused_values,
+    uses_more,
+)
 from hyperplan.plan.taskdag import Subtask
 
 
@@ -63,6 +76,9 @@ class RunContext:
     request: str = ""
     context_graph: Hypergraph | None = None
     context_text: str = ""
+    # per tool name, its relevance to the request (cosine); used only to favour the tool a
+    # stated but unused value was meant for (_use_stated)
+    relevance: Mapping[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -144,15 +160,39 @@ def _select(ctx: RunContext, graph: Hypergraph, subtask: Subtask,
     values = list(known) + sorted(state.scoped(known).bound_nodes())
     grounding = ground(graph, values, state.effects, min_weight=ctx.config.min_weight)
     selection = select_support_graph(graph, terminals, grounding, ctx.config.doe)
-    chosen = selection.chosen
+    if selection.chosen is None:
+        return None, selection.reason
     stated = {name for name in known if ":" not in name}  # bare names, not node keys
-    released = (release_unused(graph, chosen.tools, stated, grounding)
-                if chosen is not None else None)
-    if chosen is not None and released is not None:
-        retry = select_support_graph(graph, terminals, released, ctx.config.doe).chosen
+    return _use_stated(ctx, graph, terminals, grounding, selection.chosen, stated), ""
+
+
+def _use_stated(ctx: RunContext, graph: Hypergraph, terminals: list[str],
+                grounding: Grounding, chosen: SupportGraph, stated: set[str]) -> SupportGraph:
+    """Stated values are there to be used (:mod:`hyperplan.plan.stated`; step 1 of the module
+    doc): when ``chosen`` leaves a stated value unused, select again with the contested inputs
+    released, then, with ``ctx.relevance``, with the best claimant of each value still unused
+    favoured unless it writes (a state-changing call is never added just to use a stated
+    value: the demo's goals state names that only narrow search results); a new graph is kept
+    only if it uses more stated values."""
+    cfg = ctx.config.doe
+    released = release_unused(graph, chosen.tools, stated, grounding)
+    if released is not None:
+        retry = select_support_graph(graph, terminals, released, cfg).chosen
         if retry is not None and uses_more(graph, retry.tools, chosen.tools, stated):
             chosen = retry
-    return chosen, selection.reason
+    if ctx.relevance is None or not unused_values(graph, chosen.tools, stated):
+        return chosen
+    relevance = np.array([ctx.relevance.get(t.name, 0.0) for t in graph.tools])
+    writes = write_tools(graph)  # a call that changes state is never added just to use a value
+    wanted = {t for t in best_claimants(graph, chosen.tools, stated, relevance) if not writes[t]}
+    if not wanted:
+        return chosen
+    released = release_unused(graph, chosen.tools, stated, grounding) or grounding
+    retry = select_support_graph(graph, terminals, released, cfg,
+                                 relevance=favour(relevance, wanted, CLAIMANT_BONUS)).chosen
+    if retry is not None and uses_more(graph, retry.tools, chosen.tools, stated):
+        return retry
+    return chosen
 
 
 def _trace_support(ctx: RunContext, graph: Hypergraph, subtask: Subtask, sg: SupportGraph,

@@ -60,6 +60,7 @@ import numpy.typing as npt
 import scipy.sparse as sp
 
 from hyperplan.embed.base import Embedder, FloatMatrix, l2_normalize
+from hyperplan.graph.effects import write_tools
 from hyperplan.graph.model import Hypergraph, SchemaNode, ToolEdge
 from hyperplan.graph.text import name_tokens, singular, text_tokens
 from hyperplan.retrieve.interpret import TaskInterpretation
@@ -191,11 +192,7 @@ class GraphIndex:
         self.tool_node_start: IntArray = (np.cumsum(counts_by_tool) - counts_by_tool)[
             self.tool_has_nodes
         ]
-        # write tools: those with the state-change effect "<tool>.done" (graph.effects)
-        self.writes = np.zeros(graph.n_tools, dtype=bool)
-        for n in graph.nodes[graph.n_input_nodes:]:
-            if n.kind.value == "eff" and n.path == f"{graph.tools[n.tool].name}.done":
-                self.writes[n.tool] = True
+        self.writes = write_tools(graph)  # the state-change effect "<tool>.done"
         self.inputs_all = [np.asarray(t.inputs, dtype=np.int64) for t in graph.tools]
         self.inputs_required = [a[required[a]] for a in self.inputs_all]
         self.name_vocab, words = _name_words(graph)
