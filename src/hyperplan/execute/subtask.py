@@ -5,7 +5,7 @@
    When the chosen graph leaves a stated value unused, DOE runs again with the inputs released
    that share a stated name with the tool the value was probably stated for, then, given the
    tools' relevance to the request (``RunContext.relevance``), with the most relevant such tool
-   favoured; a new graph is kept only if it uses more stated values
+   favoured unless it writes; a new graph is kept only if it uses more stated values
    (:mod:`hyperplan.plan.stated`).
 2. Realisation: the support graph's tools run in order, arguments bound deterministically
    (:mod:`hyperplan.execute.binding`); what remains open goes to one LLM call per tool, or,
