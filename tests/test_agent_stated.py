@@ -182,3 +182,88 @@ def test_a_writing_claimant_is_never_added_to_use_a_value() -> None:
     # add_gift_note could sit between quote and pay and use the note, but it changes state
     values = {"item": "lamp", "card": "visa", "note": "Happy birthday"}
     assert _run_till(values, relevance=True).calls == ["quote", "pay 100.0"]
+
+
+class Capture(TypedDict):
+    capture: str
+
+
+class Stored(TypedDict):
+    stored: str
+
+
+class Mixdown(TypedDict):
+    mixdown: str
+
+
+class Studio:
+    """``mix`` needs a track that no linked output supplies; ``record`` (reads) and
+    ``upload_file`` (writes) both return a string. Records every call."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def record(self, seconds: int) -> Capture:
+        """Capture sound from the microphone.
+
+        Args:
+            seconds: How long to capture.
+
+        Returns:
+            The capture.
+        """
+        self.calls.append("record")
+        return Capture(capture="sound.wav")
+
+    def upload_file(self, folder: str) -> Stored:
+        """Upload a file to a folder.
+
+        Args:
+            folder: The destination folder.
+
+        Returns:
+            The stored file.
+        """
+        self.calls.append("upload_file")
+        return Stored(stored="x.bin")
+
+    def mix(self, track: str) -> Mixdown:
+        """Mix a track.
+
+        Args:
+            track: The track to mix.
+
+        Returns:
+            The mix.
+        """
+        self.calls.append(f"mix {track}")
+        return Mixdown(mixdown=f"mixed {track}")
+
+    def tools(self) -> dict[str, Any]:
+        return {f"studio.{f.__name__}": f for f in (self.record, self.upload_file, self.mix)}
+
+
+def _run_studio(relevance: dict[str, float] | None) -> tuple[str, Studio]:
+    studio = Studio()
+    raw = load_python_callables(list(studio.tools().values()), source="toy")
+    catalog = build_catalog([t.model_copy(update={"name": f"studio.{t.name}"})
+                             for t in raw.tools], source="toy")
+    graph = build_graph(catalog, embedder=get_embedder("hashing"))
+    assert not graph.links_into(graph.node_index["studio.mix:in:track"])  # no link at all
+    ctx = RunContext(graph=graph, catalog=catalog, runtime=PythonRuntime(studio.tools()),
+                     accounting=Accounting(None), tracer=TraceWriter(None), relevance=relevance)
+    goal = StructuredGoal.from_dict({"terminals": ["studio.mix"],
+                                     "values": {"seconds": 30, "folder": "/tmp"}})
+    return run_goal(ctx, goal).status, studio
+
+
+def test_open_world_producer_needs_a_relevance_and_never_writes() -> None:
+    # without a relevance the missing link leaves mix unsatisfiable
+    status, studio = _run_studio(None)
+    assert status == "failed" and studio.calls == []
+    # with one, the open-world retry picks the reading producer even though the writing
+    # upload_file is the more relevant tool
+    relevance = {"studio.record": 0.3, "studio.upload_file": 0.9, "studio.mix": 0.5}
+    status, studio = _run_studio(relevance)
+    assert status == "success"
+    assert studio.calls == ["record", "mix sound.wav"]

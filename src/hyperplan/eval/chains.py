@@ -48,7 +48,13 @@ from hyperplan.graph.links import LinkConfig, TextEmbedder
 from hyperplan.graph.model import Hypergraph
 from hyperplan.graph.text import name_tokens
 from hyperplan.importers.gold import GoldTask
-from hyperplan.plan.doe import DOEConfig, expand, goal_relevance, rank_support_graphs
+from hyperplan.plan.doe import (
+    OPEN_WORLD_WEIGHT,
+    DOEConfig,
+    expand,
+    goal_relevance,
+    rank_support_graphs,
+)
 from hyperplan.plan.grounding import Grounding, ground
 from hyperplan.plan.stated import (
     CLAIMANT_BONUS,
@@ -148,7 +154,7 @@ def doe_tools(graph: Hypergraph, terminals: list[str], grounding: Grounding,
 # their relevance to the task (chosen on the NESTFUL dev split, NesTools dev unchanged).
 LINK_RETENTION = 0.5
 LINK_FALLBACK = 0.1
-OPEN_WORLD = 0.4
+OPEN_WORLD = OPEN_WORLD_WEIGHT
 
 
 def chain_links(config: DOEConfig) -> LinkConfig:

@@ -2,6 +2,9 @@
 
 1. DOE over the current state: the grounding comes from the state's known values, bound output
    nodes and achieved effects; Support Graph Selection picks among the candidate terminals.
+   If every terminal is unsatisfiable and the run has the tools' relevance to the request
+   (``RunContext.relevance``), DOE retries with open-world producers (any *reading* tool's
+   output, picked by that relevance; a missing link must not leave the goal unplanned).
    When the chosen graph leaves a stated value unused, DOE runs again with the inputs released
    that share a stated name with the tool the value was probably stated for, then, given the
    tools' relevance to the request (``RunContext.relevance``), with the most relevant such tool
@@ -35,7 +38,13 @@ from hyperplan.graph.effects import write_tools
 from hyperplan.graph.model import Hypergraph, NodeKind
 from hyperplan.llm.budget import Accounting, BudgetExceeded
 from hyperplan.llm.types import LLM, LLMError
-from hyperplan.plan.doe import DOEConfig, SupportGraph, select_support_graph
+from hyperplan.plan.doe import (
+    OPEN_WORLD_WEIGHT,
+    DOEConfig,
+    Selection,
+    SupportGraph,
+    select_support_graph,
+)
 from hyperplan.plan.grounding import Grounding, ground
 from hyperplan.plan.stated import (
     CLAIMANT_BONUS,
@@ -160,10 +169,22 @@ def _select(ctx: RunContext, graph: Hypergraph, subtask: Subtask,
     values = list(known) + sorted(state.scoped(known).bound_nodes())
     grounding = ground(graph, values, state.effects, min_weight=ctx.config.min_weight)
     selection = select_support_graph(graph, terminals, grounding, ctx.config.doe)
+    if selection.chosen is None and ctx.relevance is not None:
+        selection = _open_world(ctx, graph, terminals, grounding) or selection
     if selection.chosen is None:
         return None, selection.reason
     stated = {name for name in known if ":" not in name}  # bare names, not node keys
     return _use_stated(ctx, graph, terminals, grounding, selection.chosen, stated), ""
+
+
+def _open_world(ctx: RunContext, graph: Hypergraph, terminals: list[str],
+                grounding: Grounding) -> Selection | None:
+    """Support Graph Selection with DOE's open-world producers (step 1 of the module doc):
+    reading tools only, picked by ``ctx.relevance``; None when it finds nothing either."""
+    cfg = replace(ctx.config.doe, open_world_weight=OPEN_WORLD_WEIGHT, open_world_reads_only=True)
+    selection = select_support_graph(graph, terminals, grounding, cfg,
+                                     relevance=_relevance(ctx, graph))
+    return selection if selection.chosen is not None else None
 
 
 def _use_stated(ctx: RunContext, graph: Hypergraph, terminals: list[str],
@@ -182,7 +203,7 @@ def _use_stated(ctx: RunContext, graph: Hypergraph, terminals: list[str],
             chosen = retry
     if ctx.relevance is None or not unused_values(graph, chosen.tools, stated):
         return chosen
-    relevance = np.array([ctx.relevance.get(t.name, 0.0) for t in graph.tools])
+    relevance = _relevance(ctx, graph)
     writes = write_tools(graph)  # a call that changes state is never added just to use a value
     wanted = {t for t in best_claimants(graph, chosen.tools, stated, relevance) if not writes[t]}
     if not wanted:
@@ -282,3 +303,9 @@ def observations(state: AgentState, attempt: Attempt, subtask: Subtask) -> list[
         out.append(f"call {r.tool}: " + ("ok" if r.ok else f"error ({r.error_kind}): {r.error}"))
     out.append("values available: " + ", ".join(sorted(state.bound_nodes())[:30]))
     return out
+
+
+def _relevance(ctx: RunContext, graph: Hypergraph) -> np.ndarray:
+    """``ctx.relevance`` as an array over ``graph``'s tools (0 for a tool it does not name)."""
+    scores = ctx.relevance or {}
+    return np.array([scores.get(t.name, 0.0) for t in graph.tools])

@@ -43,9 +43,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from hyperplan.graph.effects import write_tools
 from hyperplan.graph.links import type_codes, type_fit
 from hyperplan.graph.model import Hypergraph, NodeKind
 from hyperplan.plan.grounding import Grounding, empty_grounding
+
+# Offer weight of open-world producers where a caller opens them (``DOEConfig.open_world_weight``):
+# chosen on the NESTFUL dev split of ``hyperplan eval chains`` (0.4-0.5 tied, 0.6 and up
+# override real links), below the trusted link weight 0.5.
+OPEN_WORLD_WEIGHT = 0.4
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,9 @@ class DOEConfig:
     needs a relevance). Keep it below ``min_link_weight`` so an offer never outweighs a
     trusted link; the chains benchmark uses 0.4, chosen on the NESTFUL dev split (0.4-0.5
     tied, 0.6 and up override real links) with NesTools dev unchanged.
+    ``open_world_reads_only``: open-world offers come only from tools without the
+    state-change effect ``<tool>.done`` (:func:`hyperplan.graph.effects.write_tools`): an agent
+    that acts calls no writing tool on no link evidence. Links are unaffected.
     """
 
     top_k: int = 5
@@ -80,6 +89,7 @@ class DOEConfig:
     min_link_weight: float = 0.0
     fallback_link_weight: float | None = None
     open_world_weight: float | None = None
+    open_world_reads_only: bool = False
 
 
 @dataclass(frozen=True, order=True)
@@ -202,9 +212,11 @@ class _OpenProducers:
     (:func:`hyperplan.graph.links.type_fit`). Only meaningful with a relevance to the
     request, which then chooses among the offers."""
 
-    def __init__(self, graph: Hypergraph, weight: float) -> None:
+    def __init__(self, graph: Hypergraph, weight: float, reads_only: bool = False) -> None:
         outs = [n for n in graph.nodes if n.kind is NodeKind.OUTPUT]
         self.graph, self.weight = graph, weight
+        # tools that make no offer: none, or (reads_only) the writing ones
+        self.silent = write_tools(graph) if reads_only else np.zeros(graph.n_tools, dtype=bool)
         self.out_ids = np.array([n.id for n in outs], dtype=np.int64)
         self.out_tools = np.array([n.tool for n in outs], dtype=np.int64)
         self.out_types = type_codes([n.type for n in outs])
@@ -225,6 +237,7 @@ class _OpenProducers:
         best = np.zeros(self.graph.n_tools)
         np.maximum.at(best, self.out_tools, self.offers(deficit))
         best[self.graph.nodes[deficit].tool] = 0.0
+        best[self.silent] = 0.0
         tools = np.flatnonzero(best > 0)
         return dict(zip(tools.tolist(), best[tools].tolist(), strict=True))
 
@@ -385,7 +398,8 @@ def expand(graph: Hypergraph, terminal: int, grounding: Grounding | None = None,
     fallback = cfg.fallback_link_weight
     floor = cfg.min_link_weight if fallback is None else min(fallback, cfg.min_link_weight)
     if cfg.open_world_weight and cfg.relevance_weight and relevance is not None:
-        retry_rows = _Rows(graph, floor, _OpenProducers(graph, cfg.open_world_weight))
+        retry_rows = _Rows(graph, floor, _OpenProducers(graph, cfg.open_world_weight,
+                                                          cfg.open_world_reads_only))
     elif rows.dropped and floor < rows.min_weight:
         retry_rows = _Rows(graph, floor)
     else:
