@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
-from hyperplan.catalog import Catalog, build_catalog
+from hyperplan.catalog import build_catalog
 from hyperplan.embed import get_embedder
 from hyperplan.execute.agent import RunResult, run_goal
 from hyperplan.execute.goal import StructuredGoal
@@ -63,20 +63,21 @@ class Shop:
         return {"shop.sales_tax": self.sales_tax, "shop.convert_currency": self.convert_currency}
 
 
-def _catalog(shop: Shop) -> Catalog:
-    raw = load_python_callables(list(shop.tools().values()), source="toy")
-    return build_catalog([t.model_copy(update={"name": f"shop.{t.name}"}) for t in raw.tools],
-                         source="toy")
+def _context(tools: dict[str, Any], relevance: dict[str, float] | None = None) -> RunContext:
+    """An LLM-free run over Python ``tools`` named ``app.function``, hashing embeddings."""
+    app = next(iter(tools)).split(".")[0]
+    raw = load_python_callables(list(tools.values()), source="toy")
+    catalog = build_catalog([t.model_copy(update={"name": f"{app}.{t.name}"}) for t in raw.tools],
+                            source="toy")
+    graph = build_graph(catalog, embedder=get_embedder("hashing"))
+    return RunContext(graph=graph, catalog=catalog, runtime=PythonRuntime(tools),
+                      accounting=Accounting(None), tracer=TraceWriter(None), relevance=relevance)
 
 
 def _run(values: dict[str, Any]) -> tuple[RunResult, Shop]:
     shop = Shop()
-    catalog = _catalog(shop)
-    graph = build_graph(catalog, embedder=get_embedder("hashing"))
-    ctx = RunContext(graph=graph, catalog=catalog, runtime=PythonRuntime(shop.tools()),
-                     accounting=Accounting(None), tracer=TraceWriter(None))
     goal = StructuredGoal.from_dict({"terminals": ["shop.convert_currency"], "values": values})
-    return run_goal(ctx, goal), shop
+    return run_goal(_context(shop.tools()), goal), shop
 
 
 def test_a_value_stated_for_a_skipped_call_brings_it_back() -> None:
@@ -158,13 +159,8 @@ class Till:
 
 def _run_till(values: dict[str, Any], relevance: bool) -> Till:
     till = Till()
-    raw = load_python_callables(list(till.tools().values()), source="toy")
-    catalog = build_catalog([t.model_copy(update={"name": f"till.{t.name}"}) for t in raw.tools],
-                            source="toy")
-    graph = build_graph(catalog, embedder=get_embedder("hashing"))
-    ctx = RunContext(graph=graph, catalog=catalog, runtime=PythonRuntime(till.tools()),
-                     accounting=Accounting(None), tracer=TraceWriter(None),
-                     relevance={t.name: 0.5 for t in graph.tools} if relevance else None)
+    names = [f"till.{name}" for name in ("quote", "apply_discount", "pay", "add_gift_note")]
+    ctx = _context(till.tools(), {name: 0.5 for name in names} if relevance else None)
     goal = StructuredGoal.from_dict({"terminals": ["till.pay"], "values": values})
     assert run_goal(ctx, goal).status == "success"
     return till
@@ -245,13 +241,8 @@ class Studio:
 
 def _run_studio(relevance: dict[str, float] | None) -> tuple[str, Studio]:
     studio = Studio()
-    raw = load_python_callables(list(studio.tools().values()), source="toy")
-    catalog = build_catalog([t.model_copy(update={"name": f"studio.{t.name}"})
-                             for t in raw.tools], source="toy")
-    graph = build_graph(catalog, embedder=get_embedder("hashing"))
-    assert not graph.links_into(graph.node_index["studio.mix:in:track"])  # no link at all
-    ctx = RunContext(graph=graph, catalog=catalog, runtime=PythonRuntime(studio.tools()),
-                     accounting=Accounting(None), tracer=TraceWriter(None), relevance=relevance)
+    ctx = _context(studio.tools(), relevance)
+    assert not ctx.graph.links_into(ctx.graph.node_index["studio.mix:in:track"])  # no link
     goal = StructuredGoal.from_dict({"terminals": ["studio.mix"],
                                      "values": {"seconds": 30, "folder": "/tmp"}})
     return run_goal(ctx, goal).status, studio
