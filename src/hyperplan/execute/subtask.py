@@ -41,7 +41,6 @@ from hyperplan.llm.types import LLM, LLMError
 from hyperplan.plan.doe import (
     OPEN_WORLD_WEIGHT,
     DOEConfig,
-    Selection,
     SupportGraph,
     select_support_graph,
 )
@@ -168,34 +167,33 @@ def _select(ctx: RunContext, graph: Hypergraph, subtask: Subtask,
     known = known_values(state, subtask)
     values = list(known) + sorted(state.scoped(known).bound_nodes())
     grounding = ground(graph, values, state.effects, min_weight=ctx.config.min_weight)
-    selection = select_support_graph(graph, terminals, grounding, ctx.config.doe)
-    if selection.chosen is None and ctx.relevance is not None:
-        selection = _open_world(ctx, graph, terminals, grounding) or selection
+    cfg = ctx.config.doe
+    selection = select_support_graph(graph, terminals, grounding, cfg)
+    if selection.chosen is None and ctx.relevance is not None:  # no link plans it: open world
+        cfg = _open_world_config(ctx)
+        selection = select_support_graph(graph, terminals, grounding, cfg,
+                                         relevance=_relevance(ctx, graph))
     if selection.chosen is None:
         return None, selection.reason
     stated = {name for name in known if ":" not in name}  # bare names, not node keys
-    return _use_stated(ctx, graph, terminals, grounding, selection.chosen, stated), ""
+    return _use_stated(ctx, graph, terminals, grounding, selection.chosen, stated, cfg), ""
 
 
-def _open_world(ctx: RunContext, graph: Hypergraph, terminals: list[str],
-                grounding: Grounding) -> Selection | None:
-    """Support Graph Selection with DOE's open-world producers (step 1 of the module doc):
-    reading tools only, picked by ``ctx.relevance``; None when it finds nothing either."""
-    cfg = replace(ctx.config.doe, open_world_weight=OPEN_WORLD_WEIGHT, open_world_reads_only=True)
-    selection = select_support_graph(graph, terminals, grounding, cfg,
-                                     relevance=_relevance(ctx, graph))
-    return selection if selection.chosen is not None else None
+def _open_world_config(ctx: RunContext) -> DOEConfig:
+    """The agent's DOE configuration with open-world producers from reading tools (used only
+    with a relevance, and by DOE only for a terminal the links leave unsatisfiable)."""
+    return replace(ctx.config.doe, open_world_weight=OPEN_WORLD_WEIGHT, open_world_reads_only=True)
 
 
-def _use_stated(ctx: RunContext, graph: Hypergraph, terminals: list[str],
-                grounding: Grounding, chosen: SupportGraph, stated: set[str]) -> SupportGraph:
+def _use_stated(ctx: RunContext, graph: Hypergraph, terminals: list[str], grounding: Grounding,
+                chosen: SupportGraph, stated: set[str], cfg: DOEConfig) -> SupportGraph:
     """Stated values are there to be used (:mod:`hyperplan.plan.stated`; step 1 of the module
     doc): when ``chosen`` leaves a stated value unused, select again with the contested inputs
     released, then, with ``ctx.relevance``, with the best claimant of each value still unused
     favoured unless it writes (a state-changing call is never added just to use a stated
     value: the demo's goals state names that only narrow search results); a new graph is kept
-    only if it uses more stated values."""
-    cfg = ctx.config.doe
+    only if it uses more stated values. ``cfg``: the DOE configuration that chose ``chosen``
+    (with open-world producers when the links left it unsatisfiable)."""
     released = release_unused(graph, chosen.tools, stated, grounding)
     if released is not None:
         retry = select_support_graph(graph, terminals, released, cfg).chosen
