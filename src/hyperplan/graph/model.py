@@ -314,6 +314,16 @@ class Hypergraph:
     def node_index(self) -> dict[str, int]:
         return {self.node_name(n.id): n.id for n in self.nodes}
 
+    @cached_property
+    def inputs_by_name(self) -> dict[str, list[int]]:
+        """The input nodes (not preconditions) of every tool, by bare parameter name (read
+        only: computed once per graph)."""
+        index: dict[str, list[int]] = {}
+        for node in self.nodes[: self.n_input_nodes]:
+            if node.kind is NodeKind.INPUT:
+                index.setdefault(node.path, []).append(node.id)
+        return index
+
     def tool(self, name_or_id: str | int) -> ToolEdge:
         if isinstance(name_or_id, int):
             return self.tools[name_or_id]

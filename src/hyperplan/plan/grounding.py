@@ -48,15 +48,6 @@ def empty_grounding(graph: Hypergraph) -> Grounding:
     return Grounding(vector)
 
 
-def inputs_by_name(graph: Hypergraph) -> dict[str, list[int]]:
-    """The input nodes (not preconditions) of every tool, by bare parameter name."""
-    index: dict[str, list[int]] = {}
-    for node in graph.nodes[: graph.n_input_nodes]:
-        if node.kind is NodeKind.INPUT:
-            index.setdefault(node.path, []).append(node.id)
-    return index
-
-
 def ground(
     graph: Hypergraph,
     values: Iterable[str] | dict[str, Any] = (),
@@ -68,7 +59,7 @@ def ground(
     mapping's keys are used) and has achieved ``effects`` (rules 1–4 of the module doc).
     Names that match nothing are ignored: a state may know more than the graph."""
     vector = np.zeros(graph.n_input_nodes, dtype=bool)
-    by_name = inputs_by_name(graph)
+    by_name = graph.inputs_by_name
     for key in values:
         node_id = graph.node_index.get(key)
         if node_id is None:

@@ -35,7 +35,7 @@ from collections.abc import Collection, Iterable
 import numpy as np
 
 from hyperplan.graph.model import Hypergraph, NodeKind
-from hyperplan.plan.grounding import Grounding, inputs_by_name
+from hyperplan.plan.grounding import Grounding
 
 # Relevance added to the best claimants in a favouring re-plan (chosen on the NesTools and
 # NESTFUL dev splits of ``hyperplan eval chains``: 0.5 / 1 / 2 / 3 / 5 / 10 gave a dev mean exact
@@ -54,40 +54,35 @@ def unused_values(graph: Hypergraph, tools: Iterable[int], known: Collection[str
     return set(known) - consumed_names(graph, tools)
 
 
-def claimants(graph: Hypergraph, tools: Collection[int], known: Collection[str],
-              by_name: dict[str, list[int]] | None = None) -> set[int]:
+def _options(graph: Hypergraph, tools: Collection[int],
+             known: Collection[str]) -> dict[str, set[int]]:
+    """Per stated name no tool of ``tools`` takes, the tools outside ``tools`` with an input
+    (required or optional) for it."""
+    plan = set(tools)
+    return {name: {graph.nodes[i].tool for i in graph.inputs_by_name.get(name, ())} - plan
+            for name in unused_values(graph, tools, known)}
+
+
+def claimants(graph: Hypergraph, tools: Collection[int], known: Collection[str]) -> set[int]:
     """The tools outside ``tools`` with an input (required or optional) for a stated name
-    that no tool of ``tools`` takes: the calls the unused values were probably stated for.
-    ``by_name``: :func:`~hyperplan.plan.grounding.inputs_by_name` of the graph, when the
-    caller has it."""
-    unused = unused_values(graph, tools, known)
-    if not unused:
-        return set()
-    index = by_name if by_name is not None else inputs_by_name(graph)
-    return {graph.nodes[i].tool for name in unused for i in index.get(name, ())} - set(tools)
+    that no tool of ``tools`` takes: the calls the unused values were probably stated for."""
+    return set().union(*_options(graph, tools, known).values())
 
 
 def best_claimants(graph: Hypergraph, tools: Collection[int], known: Collection[str],
-                   relevance: np.ndarray, by_name: dict[str, list[int]] | None = None) -> set[int]:
+                   relevance: np.ndarray) -> set[int]:
     """Per stated name no tool of ``tools`` takes, the most relevant tool outside ``tools``
     with an input for it (the lowest tool id on ties): the one call each unused value was
     most probably stated for."""
-    index = by_name if by_name is not None else inputs_by_name(graph)
-    plan = set(tools)
-    best: set[int] = set()
-    for name in sorted(unused_values(graph, tools, known)):
-        options = sorted({graph.nodes[i].tool for i in index.get(name, ())} - plan)
-        if options:
-            best.add(max(options, key=lambda t: float(relevance[t])))
-    return best
+    return {max(sorted(options), key=lambda t: float(relevance[t]))
+            for options in _options(graph, tools, known).values() if options}
 
 
-def contested_names(graph: Hypergraph, tools: Collection[int], known: Collection[str],
-                    by_name: dict[str, list[int]] | None = None) -> set[str]:
+def contested_names(graph: Hypergraph, tools: Collection[int], known: Collection[str]) -> set[str]:
     """The stated names that inputs of ``tools`` take and that one of their
     :func:`claimants` also takes."""
     shared = consumed_names(graph, tools) & set(known)
-    return {name for c in claimants(graph, tools, known, by_name)
+    return {name for c in claimants(graph, tools, known)
             for name in consumed_names(graph, [c]) & shared}
 
 
