@@ -258,3 +258,17 @@ def test_open_world_producer_needs_a_relevance_and_never_writes() -> None:
     status, studio = _run_studio(relevance)
     assert status == "success"
     assert studio.calls == ["record", "mix sound.wav"]
+
+
+def test_the_trace_says_how_each_support_graph_was_found() -> None:
+    def via(ctx: RunContext, terminal: str, values: dict[str, Any]) -> list[str]:
+        run_goal(ctx, StructuredGoal.from_dict({"terminals": [terminal], "values": values}))
+        return [e["via"] for e in ctx.tracer.events if e["type"] == "support_graph"]
+
+    shop = _context(Shop().tools())
+    assert via(shop, "shop.convert_currency", {"amount": 5, "currency": "EUR"}) == ["links"]
+    shop = _context(Shop().tools())
+    assert via(shop, "shop.convert_currency", {"amount": 5, "tax_rate": 0.1, "currency": "EUR"}
+               ) == ["links; stated values re-planned"]
+    studio = _context(Studio().tools(), {"studio.record": 0.3, "studio.mix": 0.5})
+    assert via(studio, "studio.mix", {"seconds": 30}) == ["open-world producers"]

@@ -132,7 +132,7 @@ def execute_subtask(ctx: RunContext, subtask: Subtask,
             ctx.tracer.emit("support_graph", subtask=subtask.id, attempt=round_, ok=False,
                             reason=reason)
             return state, Attempt(False, reason)
-        _trace_support(ctx, graph, subtask, chosen, round_)
+        _trace_support(ctx, graph, subtask, chosen, round_, via=reason)
         start = len(state.history)
         state, attempt = realize(ctx, graph, subtask, chosen, state)
         if attempt.stopped:
@@ -161,22 +161,26 @@ def _without(graph: Hypergraph, excluded: set[str]) -> Hypergraph:
 
 def _select(ctx: RunContext, graph: Hypergraph, subtask: Subtask,
             state: AgentState) -> tuple[SupportGraph | None, str]:
+    """The support graph for ``subtask`` (step 1 of the module doc) and how it was found
+    ("links", "open-world producers", either with "; stated values re-planned"), or None and
+    why not."""
     terminals = [t for t in subtask.terminals if t in graph.tool_index]
     if not terminals:
         return None, f"no candidate terminal tool left for subtask {subtask.id!r}"
     known = known_values(state, subtask)
     values = list(known) + sorted(state.scoped(known).bound_nodes())
     grounding = ground(graph, values, state.effects, min_weight=ctx.config.min_weight)
-    cfg = ctx.config.doe
+    cfg, via = ctx.config.doe, "links"
     selection = select_support_graph(graph, terminals, grounding, cfg)
     if selection.chosen is None and ctx.relevance is not None:  # no link plans it: open world
-        cfg = _open_world_config(ctx)
+        cfg, via = _open_world_config(ctx), "open-world producers"
         selection = select_support_graph(graph, terminals, grounding, cfg,
                                          relevance=_relevance(ctx, graph))
     if selection.chosen is None:
         return None, selection.reason
     stated = {name for name in known if ":" not in name}  # bare names, not node keys
-    return _use_stated(ctx, graph, terminals, grounding, selection.chosen, stated, cfg), ""
+    chosen = _use_stated(ctx, graph, terminals, grounding, selection.chosen, stated, cfg)
+    return chosen, via if chosen is selection.chosen else f"{via}; stated values re-planned"
 
 
 def _open_world_config(ctx: RunContext) -> DOEConfig:
@@ -215,9 +219,9 @@ def _use_stated(ctx: RunContext, graph: Hypergraph, terminals: list[str], ground
 
 
 def _trace_support(ctx: RunContext, graph: Hypergraph, subtask: Subtask, sg: SupportGraph,
-                   round_: int) -> None:
+                   round_: int, via: str) -> None:
     ctx.tracer.emit(
-        "support_graph", subtask=subtask.id, attempt=round_, ok=True,
+        "support_graph", subtask=subtask.id, attempt=round_, ok=True, via=via,
         terminal=graph.tools[sg.terminal].name,
         tools=[graph.tools[t].name for t in sg.tools],
         resolutions=[{"deficit": graph.node_name(r.deficit), "source": graph.node_name(r.source),
