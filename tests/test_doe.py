@@ -369,3 +369,23 @@ def test_goal_relevance_explains_away_the_other_goals() -> None:
         result = expand(graph, t, config=cfg, relevance=rel)
         best = best_support_graph(result.complete, rel, 1.0, 2.0)
         assert best is not None and names(graph, best.tools) == [producer, "t"]
+
+
+def test_offering_tools_make_open_offers_in_the_first_search() -> None:
+    # a trusted link from w (0.9) would win alone; q, offering, makes an open offer (0.28)
+    # that its relevance carries, and only q does: p, not offering, stays silent
+    graph = _typed_graph([("w.m", "t.a", 0.9)])
+    t, q = graph.tool_index["t"], graph.tool_index["q"]
+    cfg = DOEConfig(min_link_weight=0.5, open_world_weight=0.4)
+    relevance = _relevance(graph, q=2.5, p=3.0)
+    plain = expand(graph, t, config=cfg, relevance=relevance)
+    assert [names(graph, g.tools) for g in plain.complete] == [["w", "t"]]
+    result = expand(graph, t, config=cfg, relevance=relevance, offering={q})
+    found = sorted(names(graph, g.tools) for g in result.complete)
+    assert found == [["q", "t"], ["w", "t"]]
+    best = best_support_graph(result.complete, relevance, 1.0, 2.0)
+    assert best is not None and names(graph, best.tools) == ["q", "t"]
+    # offers need open-world weight and a relevance; without either, offering changes nothing
+    for config, rel in ((DOEConfig(min_link_weight=0.5), relevance), (cfg, None)):
+        same = expand(graph, t, config=config, relevance=rel, offering={q})
+        assert [names(graph, g.tools) for g in same.complete] == [["w", "t"]]

@@ -16,7 +16,9 @@ from hyperplan.plan.stated import (
     consumed_names,
     contested_names,
     favour,
+    keeps_takers,
     release,
+    takers,
     unused_values,
 )
 
@@ -134,3 +136,68 @@ def test_best_claimant_is_the_most_relevant_tool_per_unused_value() -> None:
     # relevant claimant: other for amount (0.9 > 0.1), tax for tax_rate
     assert best_claimants(graph, [], {"amount", "tax_rate"}, relevance) == {tax, other}
     assert best_claimants(graph, convert, {"amount", "from", "to"}, relevance) == set()
+
+
+def _ads_graph(ads_needs_campaign: bool = True) -> Hypergraph:
+    """campaign(country) -> campaign_info; ads(campaign_info, ad_type) -> engagement;
+    feedback(campaign_result) -> analysis. campaign's output links to ads.campaign_info (1.0)
+    and feedback.campaign_result (0.8); no link leads from ads' engagement anywhere (the
+    missing link of NesTools' ``run_social_media_ads``)."""
+    ads_inputs = ["campaign_info", "ad_type"] if ads_needs_campaign else ["ad_type"]
+    tools = [_tool("campaign", ["country"], "campaign_info"),
+             _tool("ads", ads_inputs, "engagement"),
+             _tool("feedback", ["campaign_result"], "analysis")]
+    graph = Hypergraph.from_parts(*structure_from_catalog(build_catalog(tools)), [])
+    idx = graph.node_index
+    links = [("campaign:out:campaign_info", "feedback:in:campaign_result", 0.8)]
+    if ads_needs_campaign:
+        links.append(("campaign:out:campaign_info", "ads:in:campaign_info", 1.0))
+    return graph.with_links(Link(idx[a], idx[b], w) for a, b, w in links)
+
+
+def test_a_claimant_no_link_leads_from_is_inserted_through_its_open_offer() -> None:
+    graph = _ads_graph()
+    known = {"country", "ad_type"}
+    relevance = np.array([0.5, 0.45, 0.25])
+    state = ground(graph, known)
+    cfg = DOEConfig(relevance_weight=1.0, size_cost=2.0, open_world_weight=0.4)
+    plain, _ = plan_terminals(graph, ["feedback"], set(), state, cfg, [], relevance)
+    assert plain == [{"campaign", "feedback"}]
+    # ad_type is unused and favouring ads alone cannot help: no link from engagement. Offered
+    # open-world (0.4 x type fit), ads is inserted between campaign and feedback
+    repaired, ok = plan_terminals(graph, ["feedback"], known, state, cfg, [], relevance)
+    assert ok and repaired == [{"campaign", "ads", "feedback"}]
+    # without open-world offers in the configuration the plan stays
+    closed = DOEConfig(relevance_weight=1.0, size_cost=2.0)
+    kept, _ = plan_terminals(graph, ["feedback"], known, state, closed, [], relevance)
+    assert kept == [{"campaign", "feedback"}]
+
+
+def test_a_claimant_never_displaces_a_call_a_value_was_stated_for() -> None:
+    # here ads needs nothing from campaign: offering would swap campaign, which takes the
+    # stated country, for ads; the round refuses, though the swap uses as many stated values
+    graph = _ads_graph(ads_needs_campaign=False)
+    known = {"country", "ad_type"}
+    relevance = np.array([0.5, 0.45, 0.25])
+    cfg = DOEConfig(relevance_weight=1.0, size_cost=2.0, open_world_weight=0.4)
+    kept, _ = plan_terminals(graph, ["feedback"], known, ground(graph, known), cfg, [],
+                             relevance)
+    assert kept == [{"campaign", "feedback"}]
+    campaign, ads, feedback = _ids(graph, "campaign", "ads", "feedback")
+    assert takers(graph, [campaign, ads, feedback], known) == {campaign, ads}
+    assert not keeps_takers(graph, [campaign, feedback], [ads, feedback], known)
+    assert keeps_takers(graph, [campaign, feedback], [campaign, ads, feedback], known)
+
+
+def test_a_claimant_may_displace_a_step_no_stated_value_ties_to_the_request() -> None:
+    # with country not stated, campaign takes no stated value: a generic step (as NesTools'
+    # random_song) that the claimant ads may displace
+    graph = _ads_graph(ads_needs_campaign=False)
+    known = {"ad_type"}
+    relevance = np.array([0.5, 0.45, 0.25])
+    state = ground(graph, {"country", "ad_type"})
+    cfg = DOEConfig(relevance_weight=1.0, size_cost=2.0, open_world_weight=0.4)
+    plain, _ = plan_terminals(graph, ["feedback"], set(), state, cfg, [], relevance)
+    assert plain == [{"campaign", "feedback"}]
+    repaired, ok = plan_terminals(graph, ["feedback"], known, state, cfg, [], relevance)
+    assert ok and repaired == [{"ads", "feedback"}]

@@ -13,7 +13,8 @@ falling back to weaker inferred links and open-world producers (any tool's outpu
 that relevance; :func:`hyperplan.plan.doe.expand`) only for a terminal that is otherwise
 unsatisfiable. When the answer leaves a stated value unused, DOE runs again with the plan's
 inputs released that share a stated name with the tool the value was probably stated for,
-then, if values are still unused, with that tool favoured (:func:`plan_terminals`,
+then, if values are still unused, with that tool favoured, and last with it also offering its
+outputs open-world, never displacing a tool that takes a stated value (:func:`plan_terminals`,
 :mod:`hyperplan.plan.stated`). ``exact`` is the fraction of
 tasks whose predicted tool set equals the gold call tools; producer precision and recall
 compare the non-terminal tools, summed over tasks.
@@ -29,7 +30,7 @@ baseline where their recalls meet (:mod:`hyperplan.eval.operating_points`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,7 @@ from hyperplan.plan.stated import (
     best_claimants,
     contested_names,
     favour,
+    keeps_takers,
     release,
     unused_values,
 )
@@ -115,7 +117,8 @@ class _Tally:
 def doe_tools(graph: Hypergraph, terminals: list[str], grounding: Grounding,
               config: DOEConfig, timings: list[float],
               relevance: np.ndarray | None = None, alternatives: int = 1,
-              independent: bool = True) -> tuple[list[set[str]], bool]:
+              independent: bool = True, offering: Collection[int] = ()
+              ) -> tuple[list[set[str]], bool]:
     """Per n = 1..``alternatives``, the union over terminals of each terminal's n best support
     graphs (:func:`~hyperplan.plan.doe.rank_support_graphs` with the tools' relevance to the
     task text; n = 1 is DOE's answer, larger n trade precision for recall), and whether every
@@ -130,7 +133,7 @@ def doe_tools(graph: Hypergraph, terminals: list[str], grounding: Grounding,
         started = time.perf_counter()
         own = (goal_relevance(relevance, goals, goal) if relevance is not None and independent
                else relevance)
-        result = expand(graph, goal, grounding, config, relevance=own)
+        result = expand(graph, goal, grounding, config, relevance=own, offering=offering)
         timings.append((time.perf_counter() - started) * 1000)
         if not result.ok:
             ok = False
@@ -171,25 +174,36 @@ def plan_terminals(graph: Hypergraph, terminals: list[str], known: set[str],
                    relevance: np.ndarray | None = None, alternatives: int = 1,
                    independent: bool = True) -> tuple[list[set[str]], bool]:
     """:func:`doe_tools`, repaired when its answer leaves stated values (``known``) unused
-    (:mod:`hyperplan.plan.stated`): DOE runs again with the answer's contested inputs
-    released, then, if values are still unused and a relevance is given, once more with the
-    relevance of the most relevant claimant of each unused value raised by
-    ``CLAIMANT_BONUS``; each new plan is kept only if it leaves fewer stated names unused."""
+    (:mod:`hyperplan.plan.stated`), in up to three rounds: DOE runs again (1) with the
+    answer's contested inputs released; (2) if values are still unused and a relevance is
+    given, released and with the relevance of the most relevant claimant of each unused value
+    raised by ``CLAIMANT_BONUS``; (3) if values are still unused, with those claimants
+    favoured and making open-world offers (``expand(offering=...)``, which needs the
+    configuration's ``open_world_weight``): the call a value was stated for may have outputs
+    no inferred link leads anywhere. Each new plan is kept only if it leaves fewer stated
+    names unused, and round 3's only if it also keeps every tool of the plan that takes a
+    stated value (:func:`~hyperplan.plan.stated.keeps_takers`: a claimant may displace a
+    generic step such as NesTools' ``random_song``, never a call a value was stated for)."""
     unions, ok = doe_tools(graph, terminals, grounding, config, timings, relevance,
                            alternatives, independent)
-    for bonus in (0.0, CLAIMANT_BONUS):
+    # (claimant bonus, release contested inputs, claimants offer open-world and only insert)
+    rounds = ((0.0, True, False), (CLAIMANT_BONUS, True, False), (CLAIMANT_BONUS, False, True))
+    for bonus, do_release, insert in rounds:
         tools = [graph.tool_index[name] for name in unions[0]]
         unused = unused_values(graph, tools, known)
-        contested = contested_names(graph, tools, known) if unused else set()
+        contested = contested_names(graph, tools, known) if unused and do_release else set()
         rel = relevance
+        wanted: set[int] = set()
         if relevance is not None and bonus > 0 and unused:
             wanted = best_claimants(graph, tools, known, relevance)
             rel = favour(relevance, wanted, bonus) if wanted else relevance
         if not contested and rel is relevance:
             continue
         retry = doe_tools(graph, terminals, release(graph, grounding, tools, contested), config,
-                          timings, rel, alternatives, independent)
+                          timings, rel, alternatives, independent, wanted if insert else ())
         retried = [graph.tool_index[name] for name in retry[0][0]]
+        if insert and not keeps_takers(graph, tools, retried, known):
+            continue
         if len(unused_values(graph, retried, known)) < len(unused):
             unions, ok = retry
     return unions, ok

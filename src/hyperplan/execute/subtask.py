@@ -8,8 +8,9 @@
    When the chosen graph leaves a stated value unused, DOE runs again with the inputs released
    that share a stated name with the tool the value was probably stated for, then, given the
    tools' relevance to the request (``RunContext.relevance``), with the most relevant such tool
-   favoured unless it writes; a new graph is kept only if it uses more stated values
-   (:mod:`hyperplan.plan.stated`).
+   favoured unless it writes, and last with that tool also offering its outputs open-world
+   (never displacing a tool that takes a stated value); a new graph is kept only if it uses
+   more stated values (:mod:`hyperplan.plan.stated`).
 2. Realisation: the support graph's tools run in order, arguments bound deterministically
    (:mod:`hyperplan.execute.binding`); what remains open goes to one LLM call per tool, or,
    without an LLM, the subtask stops *blocked* with the candidates listed.
@@ -49,6 +50,7 @@ from hyperplan.plan.stated import (
     CLAIMANT_BONUS,
     best_claimants,
     favour,
+    keeps_takers,
     release_unused,
     unused_values,
     uses_more,
@@ -214,6 +216,32 @@ def _use_stated(ctx: RunContext, graph: Hypergraph, terminals: list[str], ground
     retry = select_support_graph(graph, terminals, released, cfg,
                                  relevance=favour(relevance, wanted, CLAIMANT_BONUS)).chosen
     if retry is not None and uses_more(graph, retry.tools, chosen.tools, stated):
+        chosen = retry
+    return _insert_claimants(ctx, graph, terminals, grounding, chosen, stated, cfg)
+
+
+def _insert_claimants(ctx: RunContext, graph: Hypergraph, terminals: list[str],
+                      grounding: Grounding, chosen: SupportGraph, stated: set[str],
+                      cfg: DOEConfig) -> SupportGraph:
+    """The last step of :func:`_use_stated` (as round 3 of
+    :func:`hyperplan.eval.chains.plan_terminals`): the best reading claimants of the values
+    ``chosen`` still leaves unused are favoured and offer their outputs open-world (no inferred
+    link may lead from the call a value was stated for); the new graph is kept only if it
+    keeps every tool of ``chosen`` that takes a stated value (:func:`keeps_takers`) and uses
+    more stated values."""
+    if ctx.relevance is None or not unused_values(graph, chosen.tools, stated):
+        return chosen
+    relevance = _relevance(ctx, graph)
+    writes = write_tools(graph)
+    wanted = {t for t in best_claimants(graph, chosen.tools, stated, relevance) if not writes[t]}
+    if not wanted:
+        return chosen
+    offer_cfg = cfg if cfg.open_world_weight else _open_world_config(ctx)
+    retry = select_support_graph(graph, terminals, grounding, offer_cfg,
+                                 relevance=favour(relevance, wanted, CLAIMANT_BONUS),
+                                 offering=wanted).chosen
+    if (retry is not None and keeps_takers(graph, chosen.tools, retry.tools, stated)
+            and uses_more(graph, retry.tools, chosen.tools, stated)):
         return retry
     return chosen
 

@@ -38,7 +38,7 @@ reads :func:`goal_relevance`: the other goals' relevance is explained away (set 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -212,11 +212,15 @@ class _OpenProducers:
     (:func:`hyperplan.graph.links.type_fit`). Only meaningful with a relevance to the
     request, which then chooses among the offers."""
 
-    def __init__(self, graph: Hypergraph, weight: float, reads_only: bool = False) -> None:
+    def __init__(self, graph: Hypergraph, weight: float, reads_only: bool = False,
+                 only: Collection[int] | None = None) -> None:
         outs = [n for n in graph.nodes if n.kind is NodeKind.OUTPUT]
         self.graph, self.weight = graph, weight
-        # tools that make no offer: none, or (reads_only) the writing ones
+        # tools that make no offer: none, (reads_only) the writing ones, and (only) the others
         self.silent = write_tools(graph) if reads_only else np.zeros(graph.n_tools, dtype=bool)
+        if only is not None:
+            self.silent = self.silent.copy()
+            self.silent[np.setdiff1d(np.arange(graph.n_tools), list(only))] = True
         self.out_ids = np.array([n.id for n in outs], dtype=np.int64)
         self.out_tools = np.array([n.tool for n in outs], dtype=np.int64)
         self.out_types = type_codes([n.type for n in outs])
@@ -378,7 +382,8 @@ def _execution_order(cand: _Candidate) -> tuple[int, ...]:
 
 
 def expand(graph: Hypergraph, terminal: int, grounding: Grounding | None = None,
-           config: DOEConfig | None = None, *, relevance: np.ndarray | None = None) -> DOEResult:
+           config: DOEConfig | None = None, *, relevance: np.ndarray | None = None,
+           offering: Collection[int] = ()) -> DOEResult:
     """Run DOE for one candidate terminal tool (module doc). ``relevance`` (one score per
     tool, e.g. the cosine of tool and subtask text) adds ``relevance_weight`` times the
     relevance of a producer to its Ω when choosing the top-K producers and to a candidate's
@@ -389,9 +394,17 @@ def expand(graph: Hypergraph, terminal: int, grounding: Grounding | None = None,
     the weaker links too (a link too weak to trust by default is better than no plan). With
     ``open_world_weight`` and a relevance, that second search also opens every deficit to
     every tool with an output (:class:`_OpenProducers`): a missing link must not leave the
-    terminal unsatisfiable when the request itself points at the producer."""
+    terminal unsatisfiable when the request itself points at the producer.
+
+    ``offering``: tools that make open-world offers in the first search too (with
+    ``open_world_weight`` and a relevance), e.g. the calls stated values were meant for
+    (:mod:`hyperplan.plan.stated`), whose outputs no inferred link may lead anywhere."""
     cfg = config or DOEConfig()
     rows = _Rows(graph, cfg.min_link_weight)
+    if offering and cfg.open_world_weight and cfg.relevance_weight and relevance is not None:
+        rows = _Rows(graph, cfg.min_link_weight,
+                     _OpenProducers(graph, cfg.open_world_weight, cfg.open_world_reads_only,
+                                    only=offering))
     result = _search(graph, terminal, grounding, cfg, relevance, rows)
     if result.ok:
         return result
@@ -524,12 +537,14 @@ class Selection:
 def select_support_graph(graph: Hypergraph, terminals: Sequence[int | str],
                          grounding: Grounding | None = None,
                          config: DOEConfig | None = None,
-                         relevance: np.ndarray | None = None) -> Selection:
-    """DOE for each candidate terminal tool, then Support Graph Selection
-    (:func:`best_support_graph`)."""
+                         relevance: np.ndarray | None = None,
+                         offering: Collection[int] = ()) -> Selection:
+    """DOE for each candidate terminal tool (:func:`expand`, ``offering`` as there), then
+    Support Graph Selection (:func:`best_support_graph`)."""
     ids = [graph.tool(t).id if isinstance(t, str) else t for t in terminals]
     cfg = config or DOEConfig()
-    results = tuple(expand(graph, t, grounding, cfg, relevance=relevance) for t in ids)
+    results = tuple(expand(graph, t, grounding, cfg, relevance=relevance, offering=offering)
+                    for t in ids)
     best = best_support_graph((g for r in results for g in r.complete), relevance,
                               cfg.relevance_weight, cfg.size_cost)
     if best is not None:

@@ -19,12 +19,16 @@ conversion's `amount` with 500 leaves `tax_rate` unused.
 * :func:`favour`: a relevance raised for the :func:`best_claimants` (per unused value, the
   most relevant claimant), so a re-plan prefers them as producers (``process_sound_clip``,
   which takes the stated ``effects`` and ``volume``, between the recording and the sculpture
-  that reads the processed clip).
+  that reads the processed clip);
+* :func:`keeps_takers`: whether a re-plan keeps every planned tool that takes a stated value
+  (a claimant whose outputs no inferred link leads anywhere may be offered open-world, and
+  then must not displace a call another value was stated for).
 
 The agent (:mod:`hyperplan.execute.subtask`) and the chains benchmark re-plan with the
 released grounding (:func:`release_unused`), then, if values are still unused, with the
-best claimants favoured too (given a relevance of the tools to the request), and keep a new
-plan only if it leaves fewer stated values unused (:func:`uses_more`;
+best claimants favoured too (given a relevance of the tools to the request), then with them
+also offering their outputs open-world (a re-plan that must pass :func:`keeps_takers`), and
+keep a new plan only if it leaves fewer stated values unused (:func:`uses_more`;
 :func:`hyperplan.eval.chains.plan_terminals`).
 """
 
@@ -91,6 +95,20 @@ def favour(relevance: np.ndarray, tools: Iterable[int], bonus: float) -> np.ndar
     out = np.array(relevance, dtype=np.float64)
     out[list(tools)] += bonus
     return out
+
+
+def takers(graph: Hypergraph, tools: Iterable[int], known: Collection[str]) -> set[int]:
+    """The tools of ``tools`` with an input (required or optional) for a stated name."""
+    names = set(known)
+    return {t for t in tools if consumed_names(graph, [t]) & names}
+
+
+def keeps_takers(graph: Hypergraph, old: Iterable[int], new: Iterable[int],
+                 known: Collection[str]) -> bool:
+    """Whether the plan ``new`` keeps every tool of ``old`` that takes a stated value (a
+    re-plan that brings a claimant in may displace steps no stated value ties to the request,
+    never a call a value was stated for)."""
+    return takers(graph, old, known) <= set(new)
 
 
 def release(graph: Hypergraph, grounding: Grounding, tools: Iterable[int],
