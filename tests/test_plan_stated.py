@@ -11,6 +11,7 @@ from hyperplan.graph.model import Hypergraph, Link
 from hyperplan.plan.doe import DOEConfig
 from hyperplan.plan.grounding import ground
 from hyperplan.plan.stated import (
+    attachable_claimants,
     best_claimants,
     claimants,
     consumed_names,
@@ -139,13 +140,14 @@ def test_best_claimant_is_the_most_relevant_tool_per_unused_value() -> None:
 
 
 def _ads_graph(ads_needs_campaign: bool = True) -> Hypergraph:
-    """campaign(country) -> campaign_info; ads(campaign_info, ad_type) -> engagement;
+    """campaign(country) -> campaign_info; ads(campaign_info; optional ad_type, so that
+    ads is no :func:`attachable_claimants`) -> engagement;
     feedback(campaign_result) -> analysis. campaign's output links to ads.campaign_info (1.0)
     and feedback.campaign_result (0.8); no link leads from ads' engagement anywhere (the
     missing link of NesTools' ``run_social_media_ads``)."""
-    ads_inputs = ["campaign_info", "ad_type"] if ads_needs_campaign else ["ad_type"]
+    ads_inputs = ["campaign_info"] if ads_needs_campaign else []
     tools = [_tool("campaign", ["country"], "campaign_info"),
-             _tool("ads", ads_inputs, "engagement"),
+             _tool("ads", ads_inputs, "engagement", ("ad_type",)),
              _tool("feedback", ["campaign_result"], "analysis")]
     graph = Hypergraph.from_parts(*structure_from_catalog(build_catalog(tools)), [])
     idx = graph.node_index
@@ -201,3 +203,54 @@ def test_a_claimant_may_displace_a_step_no_stated_value_ties_to_the_request() ->
     assert plain == [{"campaign", "feedback"}]
     repaired, ok = plan_terminals(graph, ["feedback"], known, state, cfg, [], relevance)
     assert ok and repaired == [{"ads", "feedback"}]
+
+
+def _ringtone_graph() -> Hypergraph:
+    """record(duration) -> audio_file; contact(name; optional email) -> contact_id;
+    reviews(query; optional sortBy) -> review; tag(audio, label) -> tagged. No link into
+    contact (the spec leaves its ringtone out); record's audio_file links to tag.audio."""
+    tools = [_tool("record", ["duration"], "audio_file"),
+             _tool("contact", ["name"], "contact_id", ("email",)),
+             _tool("reviews", ["query"], "review", ("sortBy",)),
+             _tool("tag", ["audio", "label"], "tagged")]
+    graph = Hypergraph.from_parts(*structure_from_catalog(build_catalog(tools)), [])
+    idx = graph.node_index
+    return graph.with_links([Link(idx["record:out:audio_file"], idx["tag:in:audio"], 0.9)])
+
+
+def test_attachable_claimants_take_a_value_as_required_and_have_their_inputs() -> None:
+    graph = _ringtone_graph()
+    record, contact, tag = _ids(graph, "record", "contact", "tag")
+    relevance = np.array([0.4, 0.3, 0.2, 0.1])
+    # duration is stated for record, which contact's plan leaves out: record needs nothing
+    # more, so it joins (its audio feeds an input no schema names)
+    known = {"duration", "name"}
+    state = ground(graph, known)
+    assert attachable_claimants(graph, [contact], known, state, relevance) == {record}
+    # sortBy is an optional parameter of reviews: too generic to say which call it was for
+    known = {"name", "sortBy"}
+    assert attachable_claimants(graph, [contact], known, ground(graph, known), relevance) == set()
+    # label is stated for tag, whose required audio only record (outside the plan) produces
+    known = {"name", "label"}
+    state = ground(graph, known)
+    assert attachable_claimants(graph, [contact], known, state, relevance) == set()
+    # with record in the plan, tag's audio is fed by a link from it: tag joins
+    known = {"name", "duration", "label"}
+    state = ground(graph, known)
+    assert attachable_claimants(graph, [contact, record], known, state, relevance) == {tag}
+
+
+def test_the_chains_plan_attaches_a_claimant_after_the_re_plans() -> None:
+    graph = _ringtone_graph()
+    known = {"duration", "name"}
+    relevance = np.array([0.4, 0.3, 0.2, 0.1])
+    cfg = DOEConfig(relevance_weight=1.0, size_cost=2.0)
+    plain, _ = plan_terminals(graph, ["contact"], set(), ground(graph, known), cfg, [],
+                              relevance, alternatives=2)
+    assert plain == [{"contact"}, {"contact"}]
+    attached, ok = plan_terminals(graph, ["contact"], known, ground(graph, known), cfg, [],
+                                  relevance, alternatives=2)
+    assert ok and attached == [{"record", "contact"}, {"record", "contact"}]
+    # without a relevance there is no best claimant to attach
+    kept, _ = plan_terminals(graph, ["contact"], known, ground(graph, known), cfg, [])
+    assert kept == [{"contact"}]

@@ -14,8 +14,9 @@ that relevance; :func:`hyperplan.plan.doe.expand`) only for a terminal that is o
 unsatisfiable. When the answer leaves a stated value unused, DOE runs again with the plan's
 inputs released that share a stated name with the tool the value was probably stated for,
 then, if values are still unused, with that tool favoured, and last with it also offering its
-outputs open-world, never displacing a tool that takes a stated value (:func:`plan_terminals`,
-:mod:`hyperplan.plan.stated`). ``exact`` is the fraction of
+outputs open-world, never displacing a tool that takes a stated value; a claimant that takes
+a still unused value as a required input and has all its inputs then joins the plan as it is
+(:func:`plan_terminals`, :mod:`hyperplan.plan.stated`). ``exact`` is the fraction of
 tasks whose predicted tool set equals the gold call tools; producer precision and recall
 compare the non-terminal tools, summed over tasks.
 
@@ -59,6 +60,7 @@ from hyperplan.plan.doe import (
 from hyperplan.plan.grounding import Grounding, ground
 from hyperplan.plan.stated import (
     CLAIMANT_BONUS,
+    attachable_claimants,
     best_claimants,
     contested_names,
     favour,
@@ -183,7 +185,10 @@ def plan_terminals(graph: Hypergraph, terminals: list[str], known: set[str],
     no inferred link leads anywhere. Each new plan is kept only if it leaves fewer stated
     names unused, and round 3's only if it also keeps every tool of the plan that takes a
     stated value (:func:`~hyperplan.plan.stated.keeps_takers`: a claimant may displace a
-    generic step such as NesTools' ``random_song``, never a call a value was stated for)."""
+    generic step such as NesTools' ``random_song``, never a call a value was stated for).
+    Last, the :func:`~hyperplan.plan.stated.attachable_claimants` of values still unused join
+    every alternative as they are (a call that feeds the plan through an input no schema or
+    link names, such as an optional ``business_id``)."""
     unions, ok = doe_tools(graph, terminals, grounding, config, timings, relevance,
                            alternatives, independent)
     # (claimant bonus, release contested inputs, claimants offer open-world and only insert)
@@ -206,6 +211,11 @@ def plan_terminals(graph: Hypergraph, terminals: list[str], known: set[str],
             continue
         if len(unused_values(graph, retried, known)) < len(unused):
             unions, ok = retry
+    if relevance is not None:
+        tools = [graph.tool_index[name] for name in unions[0]]
+        added = {graph.tools[t].name
+                 for t in attachable_claimants(graph, tools, known, grounding, relevance)}
+        unions = [tools_n | added for tools_n in unions]
     return unions, ok
 
 

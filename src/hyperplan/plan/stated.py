@@ -23,13 +23,17 @@ conversion's `amount` with 500 leaves `tax_rate` unused.
 * :func:`keeps_takers`: whether a re-plan keeps every planned tool that takes a stated value
   (a claimant whose outputs no inferred link leads anywhere may be offered open-world, and
   then must not displace a call another value was stated for).
+* :func:`attachable_claimants`: the best claimants that can join a plan as they are (they
+  take an unused value as a required input and have all their required inputs), for a call
+  that feeds the plan through an input no link or schema names.
 
 The agent (:mod:`hyperplan.execute.subtask`) and the chains benchmark re-plan with the
 released grounding (:func:`release_unused`), then, if values are still unused, with the
 best claimants favoured too (given a relevance of the tools to the request), then with them
 also offering their outputs open-world (a re-plan that must pass :func:`keeps_takers`), and
-keep a new plan only if it leaves fewer stated values unused (:func:`uses_more`;
-:func:`hyperplan.eval.chains.plan_terminals`).
+keep a new plan only if it leaves fewer stated values unused (:func:`uses_more`); the chains
+benchmark then adds the :func:`attachable_claimants`
+(:func:`hyperplan.eval.chains.plan_terminals`).
 """
 
 from __future__ import annotations
@@ -80,6 +84,29 @@ def best_claimants(graph: Hypergraph, tools: Collection[int], known: Collection[
     most probably stated for."""
     return {max(sorted(options), key=lambda t: float(relevance[t]))
             for options in _options(graph, tools, known).values() if options}
+
+
+def attachable_claimants(graph: Hypergraph, tools: Collection[int], known: Collection[str],
+                         grounding: Grounding, relevance: np.ndarray) -> set[int]:
+    """The :func:`best_claimants` of the stated values ``tools`` leave unused that can join
+    the plan as they are: each takes an unused value as a *required* input (an optional
+    parameter name such as ``sortBy`` or ``limit`` is shared by too many tools to say which
+    call it was stated for), and each of its required inputs is grounded or fed by a link
+    from a tool of ``tools``. Such a call feeds the plan through an input no link or no
+    schema names (an optional ``business_id``, or a ``ringtone`` the spec leaves out)."""
+    plan = set(tools)
+    unused = unused_values(graph, tools, known)
+    prod = graph.producer_matrix
+    out: set[int] = set()
+    for c in best_claimants(graph, tools, known, relevance):
+        required = graph.tools[c].required
+        if not {graph.nodes[r].path for r in required} & unused:
+            continue
+        if all(grounding.grounded[r]
+               or plan & set(prod.indices[prod.indptr[r]:prod.indptr[r + 1]].tolist())
+               for r in required):
+            out.add(c)
+    return out
 
 
 def contested_names(graph: Hypergraph, tools: Collection[int], known: Collection[str]) -> set[str]:
