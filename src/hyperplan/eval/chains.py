@@ -191,7 +191,7 @@ def plan_terminals(graph: Hypergraph, terminals: list[str], known: set[str],
     link names, such as an optional ``business_id``)."""
     unions, ok = doe_tools(graph, terminals, grounding, config, timings, relevance,
                            alternatives, independent)
-    # (claimant bonus, release contested inputs, claimants offer open-world and only insert)
+    # (claimant bonus, release contested inputs, claimants offer open-world: keeps_takers)
     rounds = ((0.0, True, False), (CLAIMANT_BONUS, True, False), (CLAIMANT_BONUS, False, True))
     for bonus, do_release, insert in rounds:
         tools = [graph.tool_index[name] for name in unions[0]]
