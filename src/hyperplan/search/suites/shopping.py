@@ -1,23 +1,9 @@
-"""Generated shopping-planning tasks modelled on DeepPlanning Shopping Planning.
+"""The shopping-planning environment and verifier (:class:`ShoppingEnv`) of the
+DeepPlanning-style shopping suite.
 
-A task asks for ``n`` items (2-3 at level 1, 3-4 at level 2, 4-5 at level 3), one per product
-category. Each item carries attribute requirements in the DeepPlanning style: brand, colour,
-size, review counts ("more than 300 four-star reviews", "fewer than 10 one-star reviews"),
-total reviews, average rating and delivery time. The user owns a few coupons (cross-store
-threshold coupons "¥30 off every ¥300" and same-brand coupons) and states one global budget.
-
-Catalog design (why search matters):
-
-* every category holds the *gold* product (satisfies every requirement and is the cheapest
-  product that does), one or two pricier *valid alternatives*, *near-miss decoys* that break
-  exactly one requirement and are cheaper than the gold product (so they look attractive on a
-  price-sorted listing), and a few random *fillers*;
-* the budget is the gold cart's price after its best coupon combination plus a slack smaller
-  than the cheapest single swap to a valid alternative, so the budget couples the items: one
-  pricier-but-valid choice anywhere can break it, and a coupon may be needed to fit;
-* attributes are hidden until revealed: ``search <category>`` lists a category's products
-  (id, name, brand, price); ``view <product>`` reveals colour, size, review counts, rating and
-  delivery days. :meth:`ShoppingEnv.hint` reads only the query and what the history revealed.
+The task data model and cart arithmetic live in :mod:`hyperplan.search.suites.shopping_task`,
+the seeded generator (and its catalog design) in
+:mod:`hyperplan.search.suites.shopping_generator`; this module re-exports their public names.
 
 Actions (``Action.payload`` tuples): info ``("search", category)``, ``("view", pid)``; commit
 ``("choose", item, pid)`` (any listed product of the item's category, viewed or not),
@@ -57,414 +43,41 @@ is dropped.
 
 from __future__ import annotations
 
-import itertools
-import random
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from hyperplan.search.env import Action, ActionKind, Objective, Verdict
 from hyperplan.search.suites.base import StateEnv, decision_id
 
-# category -> (price range, size choices)
-CATEGORIES: dict[str, tuple[tuple[int, int], tuple[str, ...]]] = {
-    "running shoes": ((300, 1100), ("39", "40", "41", "42", "43", "44")),
-    "sneakers": ((250, 900), ("38", "39", "40", "41", "42", "43")),
-    "rain jacket": ((350, 1400), ("S", "M", "L", "XL", "XXL")),
-    "hoodie": ((150, 600), ("S", "M", "L", "XL", "XXL")),
-    "t-shirt": ((60, 260), ("S", "M", "L", "XL", "XXL")),
-    "backpack": ((180, 800), ("20L", "25L", "30L", "35L")),
-    "jeans": ((200, 700), ("28", "30", "32", "34", "36")),
-    "cap": ((60, 240), ("S/M", "L/XL", "one size")),
-    "headphones": ((300, 1500), ("standard", "compact")),
-    "water bottle": ((50, 200), ("500ml", "750ml", "1L")),
-    "yoga mat": ((90, 400), ("4mm", "6mm", "8mm")),
-    "sunglasses": ((150, 900), ("standard", "wide")),
-}
-BRANDS = (
-    "Nike", "Adidas", "Puma", "Vans", "Salomon", "Arc'teryx", "Uniqlo", "Levi's",
-    "The North Face", "Columbia", "Sony", "Decathlon", "Timberland", "New Balance",
+# the ``name as name`` imports re-export names this module defined before the split
+from hyperplan.search.suites.shopping_generator import BRAND_COUPONS as BRAND_COUPONS
+from hyperplan.search.suites.shopping_generator import BRANDS as BRANDS
+from hyperplan.search.suites.shopping_generator import CATEGORIES as CATEGORIES
+from hyperplan.search.suites.shopping_generator import COLOURS as COLOURS
+from hyperplan.search.suites.shopping_generator import CROSS_COUPONS as CROSS_COUPONS
+from hyperplan.search.suites.shopping_generator import MODELS as MODELS
+from hyperplan.search.suites.shopping_generator import N_ITEMS as N_ITEMS
+from hyperplan.search.suites.shopping_generator import N_REQS as N_REQS
+from hyperplan.search.suites.shopping_generator import (
+    generate_shopping_task as generate_shopping_task,
 )
-COLOURS = ("black", "white", "red", "blue", "green", "orange", "grey", "beige", "gold", "navy")
-MODELS = ("Classic", "Pro", "Lite", "Trail", "Urban", "Flex", "Air", "Max", "Edge", "Core")
-CROSS_COUPONS = ((30, 300), (60, 500), (120, 900), (200, 1200), (300, 1500))
-BRAND_COUPONS = ((25, 200), (60, 400), (180, 1000))
+from hyperplan.search.suites.shopping_task import GROUP_OF as GROUP_OF
+from hyperplan.search.suites.shopping_task import OPS as OPS
+from hyperplan.search.suites.shopping_task import (
+    REQ_KEYS,
+    Item,
+    Product,
+    ShoppingTask,
+    _violations,
+    coupons_valid,
+)
+from hyperplan.search.suites.shopping_task import STAR_WORDS as STAR_WORDS
+from hyperplan.search.suites.shopping_task import Coupon as Coupon
+from hyperplan.search.suites.shopping_task import Requirement as Requirement
+from hyperplan.search.suites.shopping_task import best_coupons as best_coupons
 
-STAR_WORDS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five"}
-GROUP_OF = {
-    "brand": "attrs", "colour": "attrs", "size": "attrs", "delivery": "delivery",
-    "stars1": "reviews", "stars2": "reviews", "stars4": "reviews", "stars5": "reviews",
-    "reviews": "reviews", "rating": "reviews",
-}
-REQ_KEYS = ("brand", "colour", "size", "stars5", "stars4", "stars2", "stars1", "reviews",
-            "rating", "delivery")
-OPS = {"brand": "==", "colour": "==", "size": "==", "stars5": ">", "stars4": ">",
-       "stars2": "<", "stars1": "<", "reviews": ">", "rating": ">", "delivery": "<="}
 LISTED_KEYS = frozenset({"brand"})  # revealed by a category search; the rest needs a view
-
-
-@dataclass(frozen=True)
-class Product:
-    pid: str
-    name: str
-    category: str
-    brand: str
-    price: int
-    colour: str
-    size: str
-    stars: tuple[int, int, int, int, int]  # review counts for 1..5 stars
-    delivery: int  # days to the user's address
-
-    def attr(self, key: str) -> str | int | float:
-        if key == "brand":
-            return self.brand
-        if key == "colour":
-            return self.colour
-        if key == "size":
-            return self.size
-        if key == "delivery":
-            return self.delivery
-        if key.startswith("stars"):
-            return self.stars[int(key[5]) - 1]
-        if key == "reviews":
-            return sum(self.stars)
-        if key == "rating":
-            total = sum(self.stars)
-            return round(sum((k + 1) * n for k, n in enumerate(self.stars)) / total, 2)
-        raise KeyError(key)
-
-    def listing(self) -> str:
-        return f"{self.pid} | {self.name} | {self.brand} | ¥{self.price}"
-
-    def details(self) -> str:
-        s = self.stars
-        return (
-            f"{self.pid} {self.name} ({self.brand}, {self.category}): ¥{self.price}, colour "
-            f"{self.colour}, size {self.size}, reviews 5★{s[4]} 4★{s[3]} 3★{s[2]} 2★{s[1]} "
-            f"1★{s[0]} (total {sum(s)}, average {self.attr('rating')}), delivery "
-            f"{self.delivery} day(s)"
-        )
-
-    def spec(self) -> dict[str, Any]:
-        return {"pid": self.pid, "name": self.name, "category": self.category,
-                "brand": self.brand, "price": self.price, "colour": self.colour,
-                "size": self.size, "stars": list(self.stars), "delivery": self.delivery}
-
-
-@dataclass(frozen=True)
-class Requirement:
-    key: str
-    op: str  # "==", ">", "<", "<="
-    value: str | int | float
-
-    @property
-    def group(self) -> str:
-        return GROUP_OF[self.key]
-
-    def holds(self, product: Product) -> bool:
-        got = product.attr(self.key)
-        if self.op == "==":
-            return got == self.value
-        assert isinstance(got, int | float) and isinstance(self.value, int | float)
-        if self.op == ">":
-            return got > self.value
-        if self.op == "<":
-            return got < self.value
-        return got <= self.value
-
-    def text(self) -> str:
-        k, v = self.key, self.value
-        if k == "brand":
-            return f"from {v}"
-        if k == "colour":
-            return f"in {v}"
-        if k == "size":
-            return f"in size {v}"
-        if k.startswith("stars"):
-            word = "more than" if self.op == ">" else "fewer than"
-            return f"{word} {v} {STAR_WORDS[int(k[5])]}-star reviews"
-        if k == "reviews":
-            return f"more than {v} total reviews"
-        if k == "rating":
-            return f"an average rating above {v}"
-        return f"delivery within {v} day(s)"
-
-
-@dataclass(frozen=True)
-class Coupon:
-    name: str
-    discount: int
-    threshold: int
-    brand: str | None = None  # None: cross-store
-
-    def spec(self) -> dict[str, Any]:
-        return {"name": self.name, "discount": self.discount, "threshold": self.threshold,
-                "brand": self.brand}
-
-
-@dataclass(frozen=True)
-class Item:
-    index: int
-    category: str
-    requirements: tuple[Requirement, ...]
-
-    def groups(self) -> tuple[str, ...]:
-        seen: list[str] = []
-        for r in self.requirements:
-            if r.group not in seen:
-                seen.append(r.group)
-        return tuple(seen)
-
-    def text(self) -> str:
-        return f"a {self.category} " + ", ".join(r.text() for r in self.requirements)
-
-
-@dataclass(frozen=True)
-class ShoppingTask:
-    seed: int
-    level: int
-    items: tuple[Item, ...]
-    products: tuple[Product, ...]
-    coupons: tuple[Coupon, ...]  # owned by the user
-    budget: int
-    gold: tuple[str, ...]  # hidden gold plan: one pid per item
-    gold_coupons: tuple[str, ...]
-    query: str
-
-    def spec(self) -> dict[str, Any]:
-        return {
-            "suite": "shopping", "seed": self.seed, "level": self.level,
-            "items": [{"category": it.category,
-                       "requirements": [[r.key, r.op, r.value] for r in it.requirements]}
-                      for it in self.items],
-            "products": [p.spec() for p in self.products],
-            "coupons": [c.spec() for c in self.coupons], "budget": self.budget,
-            "gold": list(self.gold), "gold_coupons": list(self.gold_coupons),
-            "query": self.query,
-        }
-
-
-# ---------------------------------------------------------------- cart arithmetic
-
-
-def coupons_valid(chosen: Iterable[Product], coupons: Sequence[Coupon]) -> bool:
-    """DeepPlanning-style stacking: cross-store thresholds sum to at most the subtotal; a
-    same-brand coupon needs its threshold within that brand's subtotal."""
-    products = list(chosen)
-    subtotal = sum(p.price for p in products)
-    cross = sum(c.threshold for c in coupons if c.brand is None)
-    if cross > subtotal:
-        return False
-    for c in coupons:
-        if c.brand is not None:
-            brand_total = sum(p.price for p in products if p.brand == c.brand)
-            if c.threshold > brand_total:
-                return False
-    return len({c.name for c in coupons}) == len(coupons)
-
-
-def best_coupons(chosen: Sequence[Product], owned: Sequence[Coupon]) -> tuple[Coupon, ...]:
-    best: tuple[Coupon, ...] = ()
-    best_saving = 0
-    for k in range(1, len(owned) + 1):
-        for combo in itertools.combinations(owned, k):
-            saving = sum(c.discount for c in combo)
-            if saving > best_saving and coupons_valid(chosen, combo):
-                best, best_saving = combo, saving
-    return best
-
-
-# ---------------------------------------------------------------- generator
-
-
-def _nice(x: float) -> int:
-    step = 50 if x >= 1000 else 10 if x >= 100 else 5 if x >= 20 else 1
-    return max(step, round(x / step) * step)
-
-
-def _random_stars(rng: random.Random) -> tuple[int, int, int, int, int]:
-    scale = rng.choice((0.3, 0.6, 1.0, 1.6))
-    return (
-        int(rng.randint(0, 40) * scale), int(rng.randint(0, 60) * scale),
-        int(rng.randint(10, 150) * scale), int(rng.randint(50, 600) * scale),
-        int(rng.randint(100, 1500) * scale),
-    )
-
-
-def _threshold(rng: random.Random, key: str, gold: Product) -> Requirement | None:
-    op = OPS[key]
-    got = gold.attr(key)
-    if op == "==":
-        return Requirement(key, op, got)
-    assert isinstance(got, int | float)
-    if key == "rating":
-        value: float = int((got - rng.uniform(0.05, 0.3)) * 10) / 10
-        return Requirement(key, op, value) if value < got and value >= 3.0 else None
-    if key == "delivery":
-        return Requirement(key, op, min(5, int(got) + rng.choice((0, 0, 1))))
-    if op == ">":
-        t = _nice(got * rng.uniform(0.55, 0.9))
-        while t >= got and t > 1:
-            t -= max(1, t // 10)
-        return Requirement(key, op, t) if 0 < t < got else None
-    t = _nice(got * rng.uniform(1.2, 2.0) + rng.randint(2, 10))
-    return Requirement(key, op, t) if t > got else None
-
-
-def _perturb(rng: random.Random, base: Product, pid: str, keep: frozenset[str]) -> Product:
-    sizes = CATEGORIES[base.category][1]
-    stars = tuple(max(0, int(n * rng.uniform(0.5, 1.6)) + rng.randint(-3, 3))
-                  for n in base.stars)
-    if sum(stars) == 0:
-        stars = (0, 0, 0, 0, 1)
-    return replace(
-        base, pid=pid,
-        name=base.name if rng.random() < 0.4 else f"{base.brand} {rng.choice(MODELS)} "
-        f"{base.category.title()}",
-        brand=base.brand if "brand" in keep else rng.choice(BRANDS),
-        colour=base.colour if "colour" in keep else rng.choice(COLOURS),
-        size=base.size if "size" in keep else rng.choice(sizes),
-        stars=stars,  # type: ignore[arg-type]
-        delivery=max(1, min(7, base.delivery + rng.randint(-1, 2))),
-    )
-
-
-def _break(rng: random.Random, p: Product, req: Requirement) -> Product:
-    """Force ``req`` to fail on ``p`` (other attributes untouched)."""
-    k = req.key
-    if k in ("brand", "colour", "size"):
-        pool = {"brand": BRANDS, "colour": COLOURS, "size": CATEGORIES[p.category][1]}[k]
-        other = rng.choice([v for v in pool if v != req.value])
-        if k == "brand":
-            return replace(p, brand=other)
-        if k == "colour":
-            return replace(p, colour=other)
-        return replace(p, size=other)
-    if k == "delivery":
-        assert isinstance(req.value, int)
-        return replace(p, delivery=req.value + rng.randint(1, 3))
-    stars = list(p.stars)
-    if k.startswith("stars"):
-        i = int(k[5]) - 1
-        assert isinstance(req.value, int)
-        if req.op == ">":
-            stars[i] = rng.randint(int(req.value * 0.6), int(req.value))
-        else:
-            stars[i] = rng.randint(int(req.value), int(req.value * 1.5) + 5)
-    elif k == "reviews":
-        assert isinstance(req.value, int)
-        factor = req.value / max(1, sum(stars)) * rng.uniform(0.6, 0.98)
-        stars = [int(n * factor) for n in stars]
-    elif k == "rating":
-        stars[0] += int(sum(stars) * rng.uniform(0.15, 0.4))
-        stars[1] += int(sum(stars) * rng.uniform(0.05, 0.2))
-    return replace(p, stars=tuple(stars))  # type: ignore[arg-type]
-
-
-def _violations(p: Product, reqs: Sequence[Requirement]) -> frozenset[str]:
-    return frozenset(r.key for r in reqs if not r.holds(p))
-
-
-N_ITEMS = {1: (2, 3), 2: (3, 4), 3: (4, 5)}
-N_REQS = {1: (2, 3), 2: (3, 4), 3: (4, 5)}
-
-
-def generate_shopping_task(seed: int, level: int) -> ShoppingTask:
-    """A seeded task (module doc). Same ``(seed, level)`` -> identical task."""
-    if level not in N_ITEMS:
-        raise ValueError(f"shopping level must be 1, 2 or 3, not {level}")
-    rng = random.Random(f"shopping:{seed}:{level}")
-    n_items = rng.randint(*N_ITEMS[level])
-    cats = rng.sample(sorted(CATEGORIES), n_items)
-    used_pids: set[str] = set()
-
-    def new_pid() -> str:
-        while True:
-            pid = f"{rng.getrandbits(32):08x}"
-            if pid not in used_pids:
-                used_pids.add(pid)
-                return pid
-
-    items: list[Item] = []
-    products: list[Product] = []
-    gold: list[Product] = []
-    for idx, cat in enumerate(cats):
-        (lo, hi), sizes = CATEGORIES[cat]
-        brand = rng.choice(BRANDS)
-        g = Product(new_pid(), f"{brand} {rng.choice(MODELS)} {cat.title()}", cat, brand,
-                    rng.randint(lo, hi), rng.choice(COLOURS), rng.choice(sizes),
-                    _random_stars(rng), rng.randint(1, 4))
-        n_req = rng.randint(*N_REQS[level])
-        keys = [rng.choice(("brand", "colour", "size"))]
-        keys += rng.sample([k for k in REQ_KEYS if k not in keys], n_req - 1)
-        reqs = [r for k in keys if (r := _threshold(rng, k, g)) is not None]
-        assert reqs and not _violations(g, reqs)
-        keep = frozenset(r.key for r in reqs)
-        pool: list[Product] = [g]
-        # valid alternatives: pricier
-        for _ in range(rng.randint(1, 2)):
-            for _try in range(100):
-                alt = _perturb(rng, g, "", keep)
-                if not _violations(alt, reqs):
-                    price = max(g.price + 5, int(g.price * rng.uniform(1.12, 1.6)))
-                    pool.append(replace(alt, pid=new_pid(), price=price))
-                    break
-        # near-miss decoys: break exactly one requirement, cheaper than gold
-        for req in reqs:
-            for _ in range(1 if level == 1 else rng.randint(1, 2)):
-                for _try in range(100):
-                    dec = _break(rng, _perturb(rng, g, "", keep), req)
-                    if _violations(dec, reqs) == {req.key}:
-                        price = max(10, int(g.price * rng.uniform(0.7, 0.95)))
-                        pool.append(replace(dec, pid=new_pid(), price=price))
-                        break
-        # fillers
-        for _ in range(rng.randint(2, 3)):
-            fb = rng.choice(BRANDS)
-            f = Product(new_pid(), f"{fb} {rng.choice(MODELS)} {cat.title()}", cat, fb,
-                        rng.randint(lo, hi), rng.choice(COLOURS), rng.choice(sizes),
-                        _random_stars(rng), rng.randint(1, 5))
-            if not _violations(f, reqs) and f.price <= g.price:
-                f = replace(f, price=int(g.price * rng.uniform(1.1, 1.5)) + 5)
-            pool.append(f)
-        rng.shuffle(pool)
-        products.extend(pool)
-        items.append(Item(idx, cat, tuple(reqs)))
-        gold.append(g)
-
-    # coupons: candidates are cross-store ones and brand coupons for gold brands
-    candidates = [Coupon(f"Cross-store: ¥{d} off every ¥{t:,}", d, t) for d, t in CROSS_COUPONS]
-    for b in sorted({p.brand for p in gold}):
-        d, t = rng.choice(BRAND_COUPONS)
-        candidates.append(Coupon(f"Same-brand {b}: ¥{d} off every ¥{t:,}", d, t, b))
-    owned = tuple(sorted(rng.sample(candidates, min(len(candidates), level + 1)),
-                         key=lambda c: c.name))
-    gold_coupons = best_coupons(gold, owned)
-    subtotal = sum(p.price for p in gold)
-    final = subtotal - sum(c.discount for c in gold_coupons)
-    gaps = []
-    for item, g in zip(items, gold, strict=True):
-        valid = [p.price - g.price for p in products
-                 if p.category == item.category and p.pid != g.pid
-                 and not _violations(p, item.requirements)]
-        if valid:
-            gaps.append(min(valid))
-    slack = int(min(gaps, default=50) * rng.uniform(0.1, 0.6))
-    budget = final + slack
-
-    parts = [f"I need to order {n_items} items online."]
-    for k, it in enumerate(items):
-        lead = "First" if k == 0 else "Finally" if k == n_items - 1 else "Next"
-        parts.append(f"{lead}, I need {it.text()}.")
-    parts.append(f"My total budget is ¥{budget}, after any coupons.")
-    parts.append("I own these coupons: " + "; ".join(c.name for c in owned) + ".")
-    return ShoppingTask(
-        seed, level, tuple(items), tuple(products), owned, budget,
-        tuple(p.pid for p in gold), tuple(c.name for c in gold_coupons), " ".join(parts),
-    )
-
-
-# ---------------------------------------------------------------- environment
 
 
 @dataclass(frozen=True)
