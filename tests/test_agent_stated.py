@@ -272,3 +272,108 @@ def test_the_trace_says_how_each_support_graph_was_found() -> None:
                ) == ["links; stated values re-planned"]
     studio = _context(Studio().tools(), {"studio.record": 0.3, "studio.mix": 0.5})
     assert via(studio, "studio.mix", {"seconds": 30}) == ["open-world producers"]
+
+
+class Info(TypedDict):
+    campaign_info: str
+
+
+class Reach(TypedDict):
+    reach: str
+
+
+class Analysis(TypedDict):
+    analysis: str
+
+
+class Agency:
+    """``launch_campaign`` feeds both ``estimate_reach`` and ``analyse_feedback`` (links of
+    weight 1); no link leads from the reach estimate anywhere.
+    ``create_ad_set`` is a writing twin of ``estimate_reach``. Records every call."""
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def launch_campaign(self, country: str) -> Info:
+        """Look up the marketing campaign of a country.
+
+        Args:
+            country: The target country.
+
+        Returns:
+            The campaign information.
+        """
+        self.calls.append("launch_campaign")
+        return Info(campaign_info=f"campaign in {country}")
+
+    def estimate_reach(self, campaign_info: str, ad_type: str) -> Reach:
+        """Estimate the reach of one type of ads in a campaign.
+
+        Args:
+            campaign_info: The campaign information.
+            ad_type: The type of ads.
+
+        Returns:
+            The reach estimate.
+        """
+        self.calls.append("estimate_reach")
+        return Reach(reach=f"{ad_type} reach of {campaign_info}")
+
+    def create_ad_set(self, campaign_info: str, ad_format: str) -> Reach:
+        """Create a set of ads in a campaign.
+
+        Args:
+            campaign_info: The campaign information.
+            ad_format: The format of the ads.
+
+        Returns:
+            The reach of the new ads.
+        """
+        self.calls.append("create_ad_set")
+        return Reach(reach=f"{ad_format} ads of {campaign_info}")
+
+    def analyse_feedback(self, campaign_info: str) -> Analysis:
+        """Analyse the customer feedback on a campaign.
+
+        Args:
+            campaign_info: The campaign (or its results) to analyse.
+
+        Returns:
+            The analysis.
+        """
+        self.calls.append(f"analyse_feedback {campaign_info}")
+        return Analysis(analysis="positive")
+
+    def tools(self) -> dict[str, Any]:
+        return {f"agency.{f.__name__}": f for f in (self.launch_campaign, self.estimate_reach,
+                                                    self.create_ad_set, self.analyse_feedback)}
+
+
+def _run_agency(values: dict[str, Any], relevance: bool) -> Agency:
+    agency = Agency()
+    names = list(agency.tools())
+    ctx = _context(agency.tools(), {name: 0.5 for name in names} if relevance else None)
+    graph = ctx.graph
+    target = graph.node_index["agency.analyse_feedback:in:campaign_info"]
+    assert {graph.node_name(lk.source) for lk in graph.links_into(target)} == {
+        "agency.launch_campaign:out:campaign_info"}  # nothing links from reach
+    goal = StructuredGoal.from_dict({"terminals": ["agency.analyse_feedback"], "values": values})
+    assert run_goal(ctx, goal).status == "success"
+    return agency
+
+
+def test_a_claimant_no_link_leads_from_is_inserted_by_its_open_offer() -> None:
+    # ad_type is stated for estimate_reach, whose reach no link leads anywhere: favouring it
+    # cannot help, offering its output open-world inserts it before the analysis
+    values = {"country": "France", "ad_type": "video"}
+    plain = _run_agency(values, relevance=False)
+    assert plain.calls == ["launch_campaign", "analyse_feedback campaign in France"]
+    inserted = _run_agency(values, relevance=True)
+    assert inserted.calls == ["launch_campaign", "estimate_reach",
+                              "analyse_feedback video reach of campaign in France"]
+
+
+def test_a_writing_claimant_is_never_inserted_by_an_open_offer() -> None:
+    values = {"country": "France", "ad_format": "banner"}
+    calls = _run_agency(values, relevance=True).calls
+    assert "create_ad_set" not in calls and len(calls) == 2
