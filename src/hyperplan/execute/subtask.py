@@ -205,13 +205,10 @@ def _use_stated(ctx: RunContext, graph: Hypergraph, terminals: list[str], ground
         retry = select_support_graph(graph, terminals, released, cfg).chosen
         if retry is not None and uses_more(graph, retry.tools, chosen.tools, stated):
             chosen = retry
-    if ctx.relevance is None or not unused_values(graph, chosen.tools, stated):
+    claim = _reading_claimants(ctx, graph, chosen, stated)
+    if claim is None:
         return chosen
-    relevance = _relevance(ctx, graph)
-    writes = write_tools(graph)  # a call that changes state is never added just to use a value
-    wanted = {t for t in best_claimants(graph, chosen.tools, stated, relevance) if not writes[t]}
-    if not wanted:
-        return chosen
+    relevance, wanted = claim
     released = release_unused(graph, chosen.tools, stated, grounding) or grounding
     retry = select_support_graph(graph, terminals, released, cfg,
                                  relevance=favour(relevance, wanted, CLAIMANT_BONUS)).chosen
@@ -229,13 +226,10 @@ def _insert_claimants(ctx: RunContext, graph: Hypergraph, terminals: list[str],
     link may lead from the call a value was stated for); the new graph is kept only if it
     keeps every tool of ``chosen`` that takes a stated value (:func:`keeps_takers`) and uses
     more stated values."""
-    if ctx.relevance is None or not unused_values(graph, chosen.tools, stated):
+    claim = _reading_claimants(ctx, graph, chosen, stated)
+    if claim is None:
         return chosen
-    relevance = _relevance(ctx, graph)
-    writes = write_tools(graph)
-    wanted = {t for t in best_claimants(graph, chosen.tools, stated, relevance) if not writes[t]}
-    if not wanted:
-        return chosen
+    relevance, wanted = claim
     offer_cfg = cfg if cfg.open_world_weight else _open_world_config(ctx)
     retry = select_support_graph(graph, terminals, grounding, offer_cfg,
                                  relevance=favour(relevance, wanted, CLAIMANT_BONUS),
@@ -244,6 +238,19 @@ def _insert_claimants(ctx: RunContext, graph: Hypergraph, terminals: list[str],
             and uses_more(graph, retry.tools, chosen.tools, stated)):
         return retry
     return chosen
+
+
+def _reading_claimants(ctx: RunContext, graph: Hypergraph, chosen: SupportGraph,
+                       stated: set[str]) -> tuple[np.ndarray, set[int]] | None:
+    """The tools' relevance (``ctx.relevance``) and the best claimants of the stated values
+    ``chosen`` leaves unused that do not write (a call that changes state is never added just
+    to use a value); None without a relevance, an unused value or such a claimant."""
+    if ctx.relevance is None or not unused_values(graph, chosen.tools, stated):
+        return None
+    relevance = _relevance(ctx, graph)
+    writes = write_tools(graph)
+    wanted = {t for t in best_claimants(graph, chosen.tools, stated, relevance) if not writes[t]}
+    return (relevance, wanted) if wanted else None
 
 
 def _trace_support(ctx: RunContext, graph: Hypergraph, subtask: Subtask, sg: SupportGraph,

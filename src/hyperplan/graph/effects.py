@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from hyperplan.catalog import ToolSpec
-from hyperplan.graph.model import Hypergraph, NodeKind
+from hyperplan.graph.model import Hypergraph
 from hyperplan.graph.schema_paths import SchemaField
 from hyperplan.graph.text import name_tokens, path_segments
 
@@ -105,9 +105,6 @@ def _unique(items: list[str]) -> list[str]:
 
 def write_tools(graph: Hypergraph) -> np.ndarray:
     """Per tool of ``graph``, whether it writes: it has the state-change effect
-    ``<tool>.done`` (the rule above, or a catalog's own declaration)."""
-    writes = np.zeros(graph.n_tools, dtype=bool)
-    for node in graph.nodes[graph.n_input_nodes:]:
-        if node.kind is NodeKind.EFFECT and node.path == f"{graph.tools[node.tool].name}.done":
-            writes[node.tool] = True
-    return writes
+    ``<tool>.done`` (the rule above, or a catalog's own declaration). Read only: the graph
+    computes it once (:attr:`Hypergraph.writing_tools`)."""
+    return graph.writing_tools

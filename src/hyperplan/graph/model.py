@@ -349,6 +349,16 @@ class Hypergraph:
         """Owning tool id of every node, as an array."""
         return _frozen(np.array([n.tool for n in self.nodes], dtype=np.int64))
 
+    @cached_property
+    def writing_tools(self) -> np.ndarray:
+        """Per tool, whether it writes: it has the state-change effect ``<tool>.done``
+        (:func:`hyperplan.graph.effects.write_tools`); read only, computed once per graph."""
+        writes = np.zeros(self.n_tools, dtype=bool)
+        for node in self.nodes[self.n_input_nodes:]:
+            if node.kind is NodeKind.EFFECT and node.path == f"{self.tools[node.tool].name}.done":
+                writes[node.tool] = True
+        return _frozen(writes)
+
     def links(self) -> Iterator[Link]:
         for k in range(self.n_links):
             yield Link(

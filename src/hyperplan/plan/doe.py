@@ -219,8 +219,9 @@ class _OpenProducers:
         # tools that make no offer: none, (reads_only) the writing ones, and (only) the others
         self.silent = write_tools(graph) if reads_only else np.zeros(graph.n_tools, dtype=bool)
         if only is not None:
-            self.silent = self.silent.copy()
-            self.silent[np.setdiff1d(np.arange(graph.n_tools), list(only))] = True
+            offering = np.zeros(graph.n_tools, dtype=bool)
+            offering[list(only)] = True
+            self.silent = self.silent | ~offering
         self.out_ids = np.array([n.id for n in outs], dtype=np.int64)
         self.out_tools = np.array([n.tool for n in outs], dtype=np.int64)
         self.out_types = type_codes([n.type for n in outs])
@@ -400,18 +401,20 @@ def expand(graph: Hypergraph, terminal: int, grounding: Grounding | None = None,
     ``open_world_weight`` and a relevance), e.g. the calls stated values were meant for
     (:mod:`hyperplan.plan.stated`), whose outputs no inferred link may lead anywhere."""
     cfg = config or DOEConfig()
+    # open-world offers need their weight and a relevance to choose among them
+    open_weight = cfg.open_world_weight if cfg.relevance_weight and relevance is not None else None
     rows = _Rows(graph, cfg.min_link_weight)
-    if offering and cfg.open_world_weight and cfg.relevance_weight and relevance is not None:
+    if offering and open_weight:
         rows = _Rows(graph, cfg.min_link_weight,
-                     _OpenProducers(graph, cfg.open_world_weight, cfg.open_world_reads_only,
+                     _OpenProducers(graph, open_weight, cfg.open_world_reads_only,
                                     only=offering))
     result = _search(graph, terminal, grounding, cfg, relevance, rows)
     if result.ok:
         return result
     fallback = cfg.fallback_link_weight
     floor = cfg.min_link_weight if fallback is None else min(fallback, cfg.min_link_weight)
-    if cfg.open_world_weight and cfg.relevance_weight and relevance is not None:
-        retry_rows = _Rows(graph, floor, _OpenProducers(graph, cfg.open_world_weight,
+    if open_weight:
+        retry_rows = _Rows(graph, floor, _OpenProducers(graph, open_weight,
                                                           cfg.open_world_reads_only))
     elif rows.dropped and floor < rows.min_weight:
         retry_rows = _Rows(graph, floor)
