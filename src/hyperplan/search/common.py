@@ -11,7 +11,7 @@ import random
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any
+from typing import Any, Final
 
 from mypy_extensions import mypyc_attr
 
@@ -22,7 +22,7 @@ from hyperplan.search.policies import Policy
 FAILED = Verdict(reward=0.0, success=False, metrics={"failed": 1.0})
 """The verdict recorded for a rollout whose environment step raised."""
 
-INFO = ActionKind.INFO  # a module constant: enum attribute access is slow in the hot loops
+INFO: Final = ActionKind.INFO  # a module constant: enum attribute access is slow in the hot loops
 
 BRANCH_ON = ("commit", "all")
 """Where the tree branches (``MCTSConfig.branch_on``, :mod:`hyperplan.search.mcts` doc, step 2)."""

@@ -33,7 +33,7 @@ class TreeError(RuntimeError):
     re-exports it."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Action:
     """A search decision. ``key`` is unique among the decisions at one history; ``payload`` is
     whatever the environment needs to execute it; ``label`` is for people and prompts."""
@@ -44,7 +44,7 @@ class Action:
     label: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Objective:
     """One objective g of G. ``scope`` is "local" (a requirement on one part of the solution)
     or "global" (a constraint over several decisions, e.g. a total budget)."""
@@ -54,7 +54,7 @@ class Objective:
     scope: str = "local"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Verdict:
     """The terminal verifier's judgement of a trajectory.
 

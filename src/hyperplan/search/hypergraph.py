@@ -108,7 +108,7 @@ class NodeStats:
     """Per decision node v: per label y, the pooled count and score sum of the observations on
     v's incident edges (``by_label[y]``, a :class:`Pooled`; sum_e N(e) Q(e) = the sum of their
     scores), so the count-weighted means the aggregators need cost O(1) or O(#labels), not
-    O(#edges). :meth:`Hypergraph._pool_score` updates them per observation (r scored under y):
+    O(#edges). :func:`_pool_score` updates them per observation (r scored under y):
     ``count <- count + 1; sum <- sum + r``.
     ``obj_mean_sum`` / ``obj_labels`` keep the sum and number of the per-objective-label pooled
     means incrementally (for ``balanced``). ``value`` caches prior(v) (Agg, clipped; ``None``
@@ -194,6 +194,61 @@ def _as_dict(mapping: Mapping[KT, VT]) -> dict[KT, VT]:
     return mapping if isinstance(mapping, dict) else dict(mapping)
 
 
+def _observe_edge(
+    edges: dict[EdgeKey, EdgeStats], nodes: dict[Hashable, NodeStats], born: list[Hashable],
+    decisions: frozenset[Hashable], label: str, score: float, track_incident: bool,
+) -> None:
+    """One observation (S, y, r): N(e) <- N(e) + 1, Q(e) <- Q(e) + (r - Q(e)) / N(e) for
+    e = (S, y) (a new edge: N = 1 and Q = 0 + (r - 0)), then the pooled records of S under y
+    (:func:`_pool_score`). Module-level functions, not methods: :class:`Hypergraph` allows
+    interpreted subclasses, so the compiled build would dispatch its method calls generically."""
+    key = (decisions, label)
+    stats = edges.get(key)
+    if stats is None:
+        stats = edges[key] = EdgeStats()
+        stats.n = 1
+        stats.mean += score - stats.mean  # the incremental mean at N = 1, as update()
+        _pool_score(nodes, born, decisions, label, score, stats if track_incident else None)
+        return
+    stats.n += 1
+    stats.mean += (score - stats.mean) / stats.n
+    _pool_score(nodes, born, decisions, label, score, None)
+
+
+def _pool_score(
+    nodes: dict[Hashable, NodeStats], born: list[Hashable], decisions: frozenset[Hashable],
+    label: str, score: float, new_edge: EdgeStats | None,
+) -> None:
+    """The hot loop: per v in S, v's pooled record under y (``nodes[v].by_label[y]``; the node
+    is made on v's first observation -- and its id appended to ``born`` -- the record on the
+    first one labelled y, as count 1, sum r): count + 1, sum + r, and for an objective label
+    the per-objective mean sum updated by new mean - old mean; v's cached prior is marked
+    stale. ``new_edge`` (given for ``max`` only) is appended to each node's incident list."""
+    objective = label != GLOBAL
+    for v in decisions:
+        node = nodes.get(v)
+        if node is None:
+            node = nodes[v] = NodeStats()
+            born.append(v)
+        if new_edge is not None:
+            node.incident.append(new_edge)
+        node.value = None
+        by_label = node.by_label
+        pooled = by_label.get(label)
+        if pooled is None:
+            by_label[label] = Pooled(1.0, score)
+            if objective:
+                node.obj_labels += 1
+                node.obj_mean_sum += score
+            continue
+        n = pooled.count
+        total = pooled.total
+        pooled.count = n_new = n + 1.0
+        pooled.total = total_new = total + score
+        if objective:
+            node.obj_mean_sum += total_new / n_new - total / n
+
+
 @mypyc_attr(allow_interpreted_subclasses=True)
 class Hypergraph:
     """E_k with pooled per-label statistics per decision node (module doc); prior(v) is
@@ -228,11 +283,12 @@ class Hypergraph:
         """``update(extract(recorded, verdict, objectives))`` fused: the same observations in
         the same order (so the same statistics, bit for bit) without building them."""
         self.rollouts += 1
+        edges, nodes, born, track = self.edges, self.nodes, self.born, self._track_incident
         decisions = frozenset(recorded)
         reward = verdict.reward
         reward = 0.0 if reward < 0.0 else (1.0 if reward > 1.0 else reward)
         if len(decisions) >= 2:
-            self._observe(decisions, GLOBAL, reward)
+            _observe_edge(edges, nodes, born, decisions, GLOBAL, reward, track)
         subsets = _as_dict(verdict.objective_decisions)
         scores = _as_dict(verdict.objective_scores)
         for objective in objectives:
@@ -245,57 +301,12 @@ class Hypergraph:
             if members:
                 score = scores.get(gid, reward)
                 score = 0.0 if score < 0.0 else (1.0 if score > 1.0 else score)
-                self._observe(members, gid, score)
+                _observe_edge(edges, nodes, born, members, gid, score, track)
 
     def _observe(self, decisions: frozenset[Hashable], label: str, score: float) -> None:
-        """One observation (S, y, r): N(e) <- N(e) + 1, Q(e) <- Q(e) + (r - Q(e)) / N(e) for
-        e = (S, y) (a new edge: N = 1 and Q = 0 + (r - 0)), then the pooled records of S under
-        y (:meth:`_pool_score`)."""
-        key = (decisions, label)
-        stats = self.edges.get(key)
-        if stats is None:
-            stats = self.edges[key] = EdgeStats()
-            stats.n = 1
-            stats.mean += score - stats.mean  # the incremental mean at N = 1, as update()
-            self._pool_score(decisions, label, score, stats if self._track_incident else None)
-            return
-        stats.n += 1
-        stats.mean += (score - stats.mean) / stats.n
-        self._pool_score(decisions, label, score, None)
-
-    def _pool_score(
-        self, decisions: frozenset[Hashable], label: str, score: float,
-        new_edge: EdgeStats | None,
-    ) -> None:
-        """The hot loop: per v in S, v's pooled record under y (``nodes[v].by_label[y]``; the
-        node is made on v's first observation, the record on the first one labelled y, as
-        count 1, sum r): count + 1, sum + r, and for an objective label the per-objective mean
-        sum updated by new mean - old mean; v's cached prior is marked stale. ``new_edge``
-        (given for ``max`` only) is appended to each node's incident list."""
-        nodes = self.nodes
-        objective = label != GLOBAL
-        for v in decisions:
-            node = nodes.get(v)
-            if node is None:
-                node = nodes[v] = NodeStats()
-                self.born.append(v)
-            if new_edge is not None:
-                node.incident.append(new_edge)
-            node.value = None
-            by_label = node.by_label
-            pooled = by_label.get(label)
-            if pooled is None:
-                by_label[label] = Pooled(1.0, score)
-                if objective:
-                    node.obj_labels += 1
-                    node.obj_mean_sum += score
-                continue
-            n = pooled.count
-            total = pooled.total
-            pooled.count = n_new = n + 1.0
-            pooled.total = total_new = total + score
-            if objective:
-                node.obj_mean_sum += total_new / n_new - total / n
+        """One observation (S, y, r) (:func:`_observe_edge`)."""
+        _observe_edge(self.edges, self.nodes, self.born, decisions, label, score,
+                      self._track_incident)
 
     def prior(self, v: Hashable) -> float:
         """prior(v) = Agg over E_k(v), clipped to [0, 1]; 0 when v has no incident edge.
@@ -312,8 +323,9 @@ class Hypergraph:
         """:meth:`prior` of each identity, -1.0 for ``None`` (an action without one, e.g. an
         information step); one call for a whole child list or candidate list."""
         nodes, agg = self.nodes, self._agg
+        listed = ids if isinstance(ids, list) else list(ids)  # a list loop compiles natively
         out: list[float] = []
-        for v in ids:
+        for v in listed:
             if v is None:
                 out.append(-1.0)
                 continue

@@ -87,7 +87,7 @@ __all__ = ["BRANCH_ON", "DEFAULT_WIDEN", "FAILED", "HyperMCTS", "MCTSConfig", "S
            "SearchResult", "Timing", "hypermcts"]
 
 
-def _uct_argmax(edges: Sequence[Edge], n_parent: int, c: float) -> Edge:
+def _uct_argmax(edges: list[Edge], n_parent: int, c: float) -> Edge:
     """UCT (Kocsis & Szepesvari 2006): the first unvisited child, else the argmax of
     Q_tree(h, a) + c * sqrt(ln N(h) / N(h, a)) (first on ties)."""
     log_n = math.log(n_parent) if n_parent > 0 else 0.0
@@ -103,7 +103,7 @@ def _uct_argmax(edges: Sequence[Edge], n_parent: int, c: float) -> Edge:
 
 
 def _hyperuct_argmax(
-    edges: Sequence[Edge], priors: Sequence[float], n_parent: int, c: float, lam: float
+    edges: list[Edge], priors: list[float], n_parent: int, c: float, lam: float
 ) -> Edge:
     """HyperUCT (seed 003): unvisited children score +inf, the tie among them broken by the
     finite part lam * prior (the first highest prior); otherwise the argmax of
@@ -113,7 +113,10 @@ def _hyperuct_argmax(
     best, best_score = edges[0], -math.inf
     fresh: Edge | None = None
     fresh_prior = -1.0
-    for edge, p in zip(edges, priors, strict=True):
+    if len(priors) != len(edges):
+        raise ValueError("one prior per child edge expected")
+    for i in range(len(edges)):  # indexed, not zip(strict=True): mypyc compiles this loop
+        edge, p = edges[i], priors[i]
         n = edge.n
         if n == 0:
             if p > fresh_prior:
@@ -127,7 +130,7 @@ def _hyperuct_argmax(
 
 
 def _rank_by_prior(
-    candidates: Sequence[Action], values: Sequence[float], neutral: bool, commits_only: bool
+    candidates: list[Action], values: list[float], neutral: bool, commits_only: bool
 ) -> Action:
     """The rollout-guidance choice: the candidate with the highest prior(phi(a, h))
     (``values``, -1 for a candidate without an identity, i.e. not recorded), the first one on
@@ -137,7 +140,10 @@ def _rank_by_prior(
     best known one (the same choice as ranking the filled-in list)."""
     best_i, best_v, total, known = -1, -1.0, 0.0, 0
     first_unknown = -1
-    for i, (action, value) in enumerate(zip(candidates, values, strict=True)):
+    if len(values) != len(candidates):
+        raise ValueError("one prior per candidate expected")
+    for i in range(len(candidates)):  # indexed, as in _hyperuct_argmax
+        action, value = candidates[i], values[i]
         if commits_only and action.kind is INFO:
             continue
         if value < 0.0:
@@ -331,7 +337,7 @@ class HyperMCTS(SearchBase):
         rest = [a for a in decisions if a.kind is not INFO and a.key not in have]
         t = perf_counter()
         flags = [env.recorded(a) for a in rest]
-        ids = [env.identity(a) if f else None for a, f in zip(rest, flags, strict=True)]
+        ids = [env.identity(rest[i]) if flags[i] else None for i in range(len(rest))]
         self.t_env += perf_counter() - t
         return Pending(rest, ids, flags)
 
@@ -365,7 +371,7 @@ class HyperMCTS(SearchBase):
             return self._policy_pick(rest, range(len(rest)), at)
         values = hypergraph.priors_of(seen)
         top = max(values)
-        best = [v for v, p in zip(seen, values, strict=True) if p == top]
+        best = [seen[i] for i in range(len(seen)) if values[i] == top]
         ids = pending.ids
         if len(best) == 1 and pending.distinct:
             return ids.index(best[0])

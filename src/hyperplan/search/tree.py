@@ -14,7 +14,7 @@ single children to an expanded decision point later with :meth:`Node.widen`.
 
 from __future__ import annotations
 
-from collections.abc import Container, Hashable, Iterable, Sequence
+from collections.abc import Container, Hashable
 from typing import Any
 
 from hyperplan.search.env import Action, TreeError
@@ -71,7 +71,7 @@ class Pending:
         self.seen: set[Hashable] = set()
         self.cursor = 0  # how much of the hypergraph's born log sync has read
 
-    def sync(self, nodes: Container[Hashable], born: Sequence[Hashable]) -> set[Hashable]:
+    def sync(self, nodes: Container[Hashable], born: list[Hashable]) -> set[Hashable]:
         """The pending identities the hypergraph has seen (``nodes``: its node ids, ``born``:
         the same ids in order of creation, append-only), updated from the ids born since the
         last call, or by testing the unseen ones when those are fewer."""
@@ -126,7 +126,7 @@ class Node:
         return self.snapshot is not None or self.failed
 
     def expand(
-        self, children: Iterable[tuple[Action, Hashable, bool]], max_children: int
+        self, children: list[tuple[Action, Hashable, bool]], max_children: int
     ) -> list[Edge]:
         """Add the child edges ``(action, identity, recorded)`` -- at most ``max_children`` (b),
         with distinct action keys. Raises :class:`TreeError` on a second expansion."""
