@@ -115,8 +115,10 @@ def _hyperuct_argmax(
     fresh_prior = -1.0
     if len(priors) != len(edges):
         raise ValueError("one prior per child edge expected")
-    for i in range(len(edges)):  # indexed, not zip(strict=True): mypyc compiles this loop
-        edge, p = edges[i], priors[i]
+    # enumerate over one list, not zip(..., strict=True): mypyc compiles this loop natively
+    # (a zip with strict= is a generic call) and plain Python runs it about as fast
+    for i, edge in enumerate(edges):
+        p = priors[i]
         n = edge.n
         if n == 0:
             if p > fresh_prior:
@@ -142,8 +144,8 @@ def _rank_by_prior(
     first_unknown = -1
     if len(values) != len(candidates):
         raise ValueError("one prior per candidate expected")
-    for i in range(len(candidates)):  # indexed, as in _hyperuct_argmax
-        action, value = candidates[i], values[i]
+    for i, action in enumerate(candidates):  # as in _hyperuct_argmax
+        value = values[i]
         if commits_only and action.kind is INFO:
             continue
         if value < 0.0:
@@ -336,8 +338,12 @@ class HyperMCTS(SearchBase):
         have = {e.action.key for e in node.edges}
         rest = [a for a in decisions if a.kind is not INFO and a.key not in have]
         t = perf_counter()
-        flags = [env.recorded(a) for a in rest]
-        ids = [env.identity(rest[i]) if flags[i] else None for i in range(len(rest))]
+        flags: list[bool] = []
+        ids: list[Hashable | None] = []
+        for a in rest:
+            flag = env.recorded(a)
+            flags.append(flag)
+            ids.append(env.identity(a) if flag else None)
         self.t_env += perf_counter() - t
         return Pending(rest, ids, flags)
 
@@ -371,7 +377,7 @@ class HyperMCTS(SearchBase):
             return self._policy_pick(rest, range(len(rest)), at)
         values = hypergraph.priors_of(seen)
         top = max(values)
-        best = [seen[i] for i in range(len(seen)) if values[i] == top]
+        best = [seen[i] for i, p in enumerate(values) if p == top]
         ids = pending.ids
         if len(best) == 1 and pending.distinct:
             return ids.index(best[0])
