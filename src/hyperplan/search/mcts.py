@@ -116,7 +116,7 @@ def _hyperuct_argmax(
     if len(priors) != len(edges):
         raise ValueError("one prior per child edge expected")
     # enumerate over one list, not zip(..., strict=True): mypyc compiles this loop natively
-    # (a zip with strict= is a generic call) and plain Python runs it about as fast
+    # (a zip with strict= is a generic call)
     for i, edge in enumerate(edges):
         p = priors[i]
         n = edge.n
