@@ -96,14 +96,12 @@ def attachable_claimants(graph: Hypergraph, tools: Collection[int], known: Colle
     schema names (an optional ``business_id``, or a ``ringtone`` the spec leaves out)."""
     plan = set(tools)
     unused = unused_values(graph, tools, known)
-    prod = graph.producer_matrix
     out: set[int] = set()
     for c in best_claimants(graph, tools, known, relevance):
         required = graph.tools[c].required
         if not {graph.nodes[r].path for r in required} & unused:
             continue
-        if all(grounding.grounded[r]
-               or plan & set(prod.indices[prod.indptr[r]:prod.indptr[r + 1]].tolist())
+        if all(grounding.grounded[r] or any(e in plan for e, _ in graph.producers_of(r))
                for r in required):
             out.add(c)
     return out
