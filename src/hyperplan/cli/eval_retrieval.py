@@ -5,6 +5,7 @@ Registered on the ``eval`` command group by :mod:`hyperplan.cli`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 
@@ -12,7 +13,15 @@ import typer
 
 from hyperplan.cli.common import embedder_from_option, out, stage_progress
 from hyperplan.embed.base import Embedder
+from hyperplan.eval.interpretations import (
+    InterpretationStore,
+    Interpreter,
+    llm_interpreter,
+    rules_interpreter,
+)
 from hyperplan.eval.retrieval import RetrievalEvalError, evaluate_retrieval
+from hyperplan.execute.setup import llm_from_options
+from hyperplan.llm.budget import Accounting
 
 
 def retrieval_cmd(
@@ -24,6 +33,16 @@ def retrieval_cmd(
     budget: int = typer.Option(20, help="at most this many tools per method and task"),
     embedder: str = typer.Option("auto", help="auto | minilm | hashing | openai:MODEL"),
     split: str = typer.Option("all", help="all | dev (every 5th task) | heldout"),
+    llm: str = typer.Option(None, help="OpenAI-compatible base URL: the context graph reads "
+                            "the model's task interpretation instead of the rules' (else "
+                            "HYPERPLAN_LLM_BASE_URL when --interpreter llm)"),
+    model: str = typer.Option(None, help="Model name (else HYPERPLAN_LLM_MODEL, else the "
+                              "server's first model)."),
+    interpreter: str = typer.Option(None, help="rules | llm (default: llm when --llm is "
+                                    "given, else rules)"),
+    interpretations: Path = typer.Option(
+        None, help="JSONL file keeping the interpretations: read back for the same task and "
+        "text, new ones appended as they come (an interrupted LLM run loses nothing)"),
     as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
 ) -> None:
     """Recall, completeness, size and prompt tokens of retrieved tool sets."""
@@ -32,11 +51,30 @@ def retrieval_cmd(
         raise RetrievalEvalError(
             f"retrieval needs a text embedder with a name; --embedder {embedder} is not one"
         )
-    with stage_progress(not as_json) as progress:
+    reader, name = _interpreter(interpreter, llm, model)
+    store = InterpretationStore(interpretations) if interpretations else None
+    with stage_progress(not as_json) as progress, store or contextlib.nullcontext():
         result = evaluate_retrieval(
             suite, tools, tasks, budget=budget, embedder=chosen, split=split, progress=progress,
+            interpreter=reader, interpreter_name=name, store=store,
         )
     if as_json:
         print(json.dumps(result))
         return
     out.print_json(json.dumps(result))
+
+
+def _interpreter(choice: str | None, url: str | None, model: str | None
+                 ) -> tuple[Interpreter, str]:
+    """The interpreter the options ask for and its name for the JSON (``llm:<model>``)."""
+    mode = choice or ("llm" if url else "rules")
+    if mode == "rules":
+        if url:
+            raise RetrievalEvalError("--llm was given with --interpreter rules; drop one")
+        return rules_interpreter, "rules"
+    if mode != "llm":
+        raise RetrievalEvalError(f"--interpreter must be rules or llm, got {choice!r}")
+    client = llm_from_options(url, model, Accounting())
+    if client is None:
+        raise RetrievalEvalError("--interpreter llm needs --llm URL or HYPERPLAN_LLM_BASE_URL")
+    return llm_interpreter(client), f"llm:{client.model}"

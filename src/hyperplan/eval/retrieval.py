@@ -3,7 +3,8 @@
 For every task the request text is sent to four retrievers, each capped at ``budget`` tools:
 ``context_graph`` (:func:`hyperplan.retrieve.extract_context_graph` on the deterministic
 :func:`~hyperplan.retrieve.interpret_request` interpretation, given the graph's tool namespaces
-as the app names to look for), ``semantic`` (cosine of the raw
+as the app names to look for, or on an LLM's, :mod:`hyperplan.eval.interpretations`),
+``semantic`` (cosine of the raw
 request vs tool texts), ``bm25`` and ``one_hop`` (semantic seeds plus their graph neighbours).
 Per method: ``recall`` = mean fraction of a task's gold tools retrieved, ``complete`` =
 fraction of tasks with every gold tool retrieved, ``mean_tools`` = mean retrieved set size,
@@ -32,6 +33,12 @@ from hyperplan.catalog import Catalog
 from hyperplan.embed.base import Embedder, FloatMatrix, l2_normalize
 from hyperplan.embed.bm25 import BM25Index
 from hyperplan.errors import HyperplanError
+from hyperplan.eval.interpretations import (
+    InterpretationStore,
+    Interpreted,
+    Interpreter,
+    rules_interpreter,
+)
 from hyperplan.eval.links import split_tasks
 from hyperplan.graph.build import build_graph
 from hyperplan.importers.gold import GoldTask, unique
@@ -43,7 +50,7 @@ from hyperplan.retrieve.context_graph import (
     extract_with_vectors,
     single_thread_blas,
 )
-from hyperplan.retrieve.interpret import interpret_request
+from hyperplan.retrieve.interpret import TaskInterpretation
 from hyperplan.retrieve.serialize import count_tokens, serialize_tools, tokenizer_name
 
 __all__ = [
@@ -135,8 +142,16 @@ def evaluate_retrieval(
     split: str = "all",
     config: ContextGraphConfig | None = None,
     progress: Progress | None = None,
+    interpreter: Interpreter | None = None,
+    interpreter_name: str = "rules",
+    store: InterpretationStore | None = None,
 ) -> dict[str, Any]:
-    """Run the benchmark; returns the JSON contract of ``hyperplan eval retrieval``."""
+    """Run the benchmark; returns the JSON contract of ``hyperplan eval retrieval``.
+
+    The context graph reads each task through ``interpreter`` (default: the deterministic
+    rules; :mod:`hyperplan.eval.interpretations` for an LLM), reusing and adding to ``store``
+    when given; the JSON's ``interpretation`` says by what (``interpreter_name``), how many
+    tasks the model's answer was used for and how many fell back to the rules."""
     if budget < 1:
         raise RetrievalEvalError(f"budget must be at least 1, got {budget}")
     started = time.perf_counter()
@@ -152,13 +167,16 @@ def evaluate_retrieval(
         raise RetrievalEvalError(f"{tasks}: gold tools not in the catalog {tools}: {unknown[:5]}")
     requests = l2_normalize(embedder.embed([t.text for t in scored])) if scored else None
     rows: dict[str, list[tuple[float, bool, int, int, float]]] = {m: [] for m in METHODS}
+    interpreted: list[Interpreted] = []
     for i, task in enumerate(scored):
         if progress:
             progress("retrieving", i, len(scored))
         assert requests is not None
         gold = {graph.tool_index[n] for n in task.tools}
+        item = _interpretation(task, index.namespaces, interpreter or rules_interpreter, store)
+        interpreted.append(item)
         with single_thread_blas():  # as in extract_with_vectors, for comparable timings
-            results = _retrieve(index, bm25, embedder, cfg, task.text, requests[i])
+            results = _retrieve(index, bm25, embedder, cfg, item.task, task.text, requests[i])
         for method, (ids, ms) in results.items():
             got = set(ids)
             tokens = count_tokens(serialize_tools(graph, ids))
@@ -175,6 +193,33 @@ def evaluate_retrieval(
         "embedder": embedder.name,
         "tokenizer": tokenizer_name(),
         "config": cfg.as_dict(),
+        "interpretation": _interpretation_summary(interpreter_name, interpreted),
+    }
+
+
+def _interpretation(task: GoldTask, namespaces: Sequence[str], interpreter: Interpreter,
+                    store: InterpretationStore | None) -> Interpreted:
+    """The task's interpretation: from ``store`` when it holds this task and text, else from
+    ``interpreter`` (then added to the store)."""
+    if store is not None:
+        kept = store.get(task.id, task.text)
+        if kept is not None:
+            return kept
+    item = interpreter(task.text, namespaces)
+    if store is not None:
+        store.put(task.id, task.text, item)
+    return item
+
+
+def _interpretation_summary(name: str, items: Sequence[Interpreted]) -> dict[str, Any]:
+    """By what the tasks were interpreted; per source the task count; the median seconds of
+    the interpretations made in this run (0 when all were read from a store)."""
+    made = [x.seconds for x in items if x.seconds > 0]
+    return {
+        "by": name,
+        "llm": sum(x.source == "llm" for x in items),
+        "rules": sum(x.source == "rules" for x in items),
+        "seconds_p50": round(float(np.median(made)), 4) if made else 0.0,
     }
 
 
@@ -183,11 +228,12 @@ def _retrieve(
     bm25: BM25Index,
     embedder: Embedder,
     cfg: ContextGraphConfig,
+    interp: TaskInterpretation,
     text: str,
     request: FloatMatrix,
 ) -> dict[str, tuple[list[int], float]]:
-    """Ranked tool ids and milliseconds (query embedding excluded) of every method."""
-    interp = interpret_request(text, index.namespaces)
+    """Ranked tool ids and milliseconds (query embedding excluded) of every method; the
+    context graph reads ``interp``, the baselines the raw ``text`` (or its vector)."""
     query = embed_interpretation(interp, embedder)
     out: dict[str, tuple[list[int], float]] = {}
     budget = cfg.budget or index.graph.n_tools

@@ -1,0 +1,162 @@
+"""Task interpretations for the retrieval benchmark: the deterministic rules, or an LLM.
+
+The Tool Context Graph (seed 000, "Task-Level Planning") starts from a task interpretation
+d_t = (d_op, d_sch) that the paper obtains from an LLM. ``hyperplan eval retrieval`` uses the
+rule-based :func:`~hyperplan.retrieve.interpret_request` by default; with an endpoint it asks
+the model through :func:`hyperplan.plan.planner.interpret` instead (an unusable answer falls
+back to the rules, and the benchmark counts how often).
+
+LLM answers are slow and not free, so they can be kept in a JSONL file
+(:class:`InterpretationStore`): one line per task, ``{"id", "text", "source", "operations",
+"schemas", "apps"}``, appended and flushed as soon as a task is interpreted, so an interrupted
+run loses nothing and a second run (another budget, another embedder) re-reads them. A stored
+line is reused only for the same task id *and* the same request text.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from hyperplan.errors import HyperplanError
+from hyperplan.llm.types import LLM
+from hyperplan.plan.planner import interpret
+from hyperplan.retrieve.interpret import (
+    InterpretationError,
+    TaskInterpretation,
+    from_llm_json,
+    interpret_request,
+)
+
+__all__ = [
+    "InterpretationStore",
+    "Interpreted",
+    "Interpreter",
+    "llm_interpreter",
+    "match_apps",
+    "rules_interpreter",
+]
+
+
+@dataclass(frozen=True)
+class Interpreted:
+    """One task's interpretation, where it came from (``"llm"`` or ``"rules"``), and the
+    seconds it took (0 when read back from a store)."""
+
+    task: TaskInterpretation
+    source: str
+    seconds: float = 0.0
+
+
+Interpreter = Callable[[str, Sequence[str]], Interpreted]
+"""(request text, the graph's namespaces) -> :class:`Interpreted`."""
+
+
+def rules_interpreter(text: str, namespaces: Sequence[str]) -> Interpreted:
+    """The deterministic interpretation (no model)."""
+    t = time.perf_counter()
+    return Interpreted(interpret_request(text, namespaces), "rules", time.perf_counter() - t)
+
+
+def llm_interpreter(llm: LLM) -> Interpreter:
+    """An interpreter that asks ``llm`` (:func:`hyperplan.plan.planner.interpret`; the rules
+    when its answer is unusable), with the apps it names matched to the graph's namespaces
+    (:func:`match_apps`)."""
+
+    def run(text: str, namespaces: Sequence[str]) -> Interpreted:
+        t = time.perf_counter()
+        result = interpret(llm, text, namespaces)
+        task = result.task
+        if result.source == "llm":
+            task = TaskInterpretation(task.operations, task.schemas,
+                                      match_apps(task.apps, namespaces), task.question)
+        return Interpreted(task, result.source, time.perf_counter() - t)
+
+    return run
+
+
+def match_apps(apps: Sequence[str], namespaces: Sequence[str]) -> tuple[str, ...]:
+    """The namespaces among ``namespaces`` that ``apps`` name, compared without case, spaces,
+    hyphens or underscores ("File System" names ``file_system``); unmatched names dropped."""
+
+    def norm(name: str) -> str:
+        return "".join(ch for ch in name.lower() if ch.isalnum())
+
+    by_norm = {norm(ns): ns for ns in namespaces}
+    found = (by_norm.get(norm(a)) for a in apps)
+    return tuple(dict.fromkeys(ns for ns in found if ns is not None))
+
+
+@dataclass
+class InterpretationStore:
+    """Interpretations kept in a JSONL file (module doc). Use as a context manager."""
+
+    path: Path
+    _known: dict[str, dict[str, Any]] = field(default_factory=dict, init=False)
+    _out: IO[str] | None = field(default=None, init=False)
+
+    def __enter__(self) -> InterpretationStore:
+        if self.path.exists():
+            self._known = _read_store(self.path)
+        self._out = self.path.open("a", encoding="utf-8")
+        if self.path.stat().st_size and not self.path.read_text(encoding="utf-8").endswith("\n"):
+            self._out.write("\n")  # a hand-written file whose last line has no newline
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._out is not None:
+            self._out.close()
+            self._out = None
+
+    def get(self, task_id: str, text: str) -> Interpreted | None:
+        """The stored interpretation of this task and text, if any."""
+        row = self._known.get(task_id)
+        if row is None or row.get("text") != text:
+            return None
+        try:
+            task = from_llm_json({k: row[k] for k in ("operations", "schemas", "apps")})
+        except (KeyError, InterpretationError) as exc:
+            raise HyperplanError(f"{self.path}: task {task_id}: bad stored interpretation: "
+                                 f"{exc}") from None
+        return Interpreted(task, str(row.get("source", "llm")))
+
+    def put(self, task_id: str, text: str, item: Interpreted) -> None:
+        """Append (and flush) one task's interpretation."""
+        row = {"id": task_id, "text": text, "source": item.source,
+               "operations": list(item.task.operations), "schemas": list(item.task.schemas),
+               "apps": list(item.task.apps)}
+        self._known[task_id] = row
+        assert self._out is not None, "use InterpretationStore as a context manager"
+        self._out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        self._out.flush()
+
+
+def _read_store(path: Path) -> dict[str, dict[str, Any]]:
+    """The rows of a store by task id (a later line for the same id wins); a line that is
+    not a JSON object with a string ``id`` is an error naming the file and line, except an
+    unterminated last line (a run killed while writing it), which is cut off the file."""
+    text = path.read_text(encoding="utf-8")
+    lines = text.split("\n")
+    if lines[-1].strip():
+        try:
+            json.loads(lines[-1])
+        except json.JSONDecodeError:
+            path.write_text("\n".join(lines[:-1]) + ("\n" if len(lines) > 1 else ""),
+                            encoding="utf-8")
+            lines = lines[:-1]
+    rows: dict[str, dict[str, Any]] = {}
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise HyperplanError(f"{path}:{number}: not JSON: {exc.msg}") from None
+        if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+            raise HyperplanError(f"{path}:{number}: expected an object with a string 'id'")
+        rows[row["id"]] = row
+    return rows
