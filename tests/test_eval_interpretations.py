@@ -14,15 +14,10 @@ from conftest import shared_path
 from hyperplan.cli import app
 from hyperplan.embed import get_embedder
 from hyperplan.errors import HyperplanError
-from hyperplan.eval.interpretations import (
-    InterpretationStore,
-    Interpreted,
-    llm_interpreter,
-    match_apps,
-)
+from hyperplan.eval.interpretations import InterpretationStore, Interpreted, llm_interpreter
 from hyperplan.eval.retrieval import RetrievalEvalError, evaluate_retrieval
 from hyperplan.llm.scripted import ScriptedLLM, ScriptedRule
-from hyperplan.retrieve.interpret import TaskInterpretation
+from hyperplan.retrieve.interpret import TaskInterpretation, match_apps
 
 ANSWER = {"operations": ["send money to a friend"], "schemas": ["amount", "friend"],
           "apps": ["Venmo", "File System", "nosuchapp"], "values": {"amount": 5}}
@@ -59,6 +54,8 @@ def test_llm_interpretation_is_used_stored_and_read_back(tmp_path: Path) -> None
     assert len(rows) == 18 and len({r["id"] for r in rows}) == 18
     assert rows[0]["operations"] == ["send money to a friend"]
     assert rows[0]["apps"] == ["venmo", "file_system"]  # matched to the graph's namespaces
+    prompt = llm.calls[0].messages[-1].content
+    assert "Known apps: amazon, api_docs, file_system," in prompt and "venmo" in prompt
 
     # every task reads its interpretation back: the interpreter is never called
     def refuse(text: str, namespaces: Any) -> Interpreted:

@@ -37,7 +37,6 @@ __all__ = [
     "Interpreted",
     "Interpreter",
     "llm_interpreter",
-    "match_apps",
     "rules_interpreter",
 ]
 
@@ -63,32 +62,15 @@ def rules_interpreter(text: str, namespaces: Sequence[str]) -> Interpreted:
 
 
 def llm_interpreter(llm: LLM) -> Interpreter:
-    """An interpreter that asks ``llm`` (:func:`hyperplan.plan.planner.interpret`; the rules
-    when its answer is unusable), with the apps it names matched to the graph's namespaces
-    (:func:`match_apps`)."""
+    """An interpreter that asks ``llm`` (:func:`hyperplan.plan.planner.interpret`, given the
+    graph's namespaces as the known apps; the rules when its answer is unusable)."""
 
     def run(text: str, namespaces: Sequence[str]) -> Interpreted:
         t = time.perf_counter()
         result = interpret(llm, text, namespaces)
-        task = result.task
-        if result.source == "llm":
-            task = TaskInterpretation(task.operations, task.schemas,
-                                      match_apps(task.apps, namespaces), task.question)
-        return Interpreted(task, result.source, time.perf_counter() - t)
+        return Interpreted(result.task, result.source, time.perf_counter() - t)
 
     return run
-
-
-def match_apps(apps: Sequence[str], namespaces: Sequence[str]) -> tuple[str, ...]:
-    """The namespaces among ``namespaces`` that ``apps`` name, compared without case, spaces,
-    hyphens or underscores ("File System" names ``file_system``); unmatched names dropped."""
-
-    def norm(name: str) -> str:
-        return "".join(ch for ch in name.lower() if ch.isalnum())
-
-    by_norm = {norm(ns): ns for ns in namespaces}
-    found = (by_norm.get(norm(a)) for a in apps)
-    return tuple(dict.fromkeys(ns for ns in found if ns is not None))
 
 
 @dataclass

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hyperplan.graph.model import Hypergraph
@@ -36,6 +36,7 @@ from hyperplan.retrieve.interpret import (
     TaskInterpretation,
     from_llm_json,
     interpret_request,
+    match_apps,
 )
 
 INTERPRETATION_SCHEMA: dict[str, Any] = {
@@ -61,10 +62,12 @@ class Interpretation:
 
 def interpret(llm: LLM | None, request: str, apps: Sequence[str] = ()) -> Interpretation:
     """Interpret ``request`` with the model, or with the deterministic rules when there is no
-    model or its answer is unusable."""
+    model or its answer is unusable. ``apps`` are the tool namespaces: the model is shown them
+    and the apps it names are matched to them (:func:`~hyperplan.retrieve.match_apps`)."""
     if llm is None:
         return Interpretation(interpret_request(request, apps), {}, "rules")
-    system, user = render("interpret", request=request)
+    system, user = render("interpret", request=request,
+                          apps=", ".join(apps) if apps else "(not listed)")
     try:
         resp = llm.complete([Message.system(system), Message.user(user)],
                             schema=INTERPRETATION_SCHEMA, component="interpreter")
@@ -73,6 +76,8 @@ def interpret(llm: LLM | None, request: str, apps: Sequence[str] = ()) -> Interp
         task = from_llm_json(parsed)
     except (LLMError, InterpretationError, TypeError, ValueError):
         return Interpretation(interpret_request(request, apps), {}, "rules")
+    if apps:
+        task = replace(task, apps=match_apps(task.apps, apps))
     return Interpretation(task, values if isinstance(values, dict) else {}, "llm")
 
 

@@ -23,6 +23,7 @@ from hyperplan.retrieve.interpret import (
     TaskInterpretation,
     from_llm_json,
     interpret_request,
+    match_apps,
 )
 from hyperplan.retrieve.serialize import (
     count_tokens,
@@ -48,6 +49,7 @@ __all__ = [
     "extract_with_vectors",
     "from_llm_json",
     "interpret_request",
+    "match_apps",
     "node_text",
     "one_hop",
     "semantic_top_k",

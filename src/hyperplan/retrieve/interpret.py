@@ -46,7 +46,8 @@ from typing import Any
 from hyperplan.errors import HyperplanError
 from hyperplan.graph.text import name_tokens
 
-__all__ = ["InterpretationError", "TaskInterpretation", "from_llm_json", "interpret_request"]
+__all__ = ["InterpretationError", "TaskInterpretation", "from_llm_json", "interpret_request",
+           "match_apps"]
 
 
 class InterpretationError(HyperplanError):
@@ -234,6 +235,19 @@ def from_llm_json(obj: Any) -> TaskInterpretation:
         raise InterpretationError("task interpretation field 'apps' must be a list of strings")
     return TaskInterpretation(fields["operations"], fields["schemas"],
                               _unique(a.strip() for a in apps if a.strip()))
+
+
+def match_apps(apps: Iterable[str], namespaces: Iterable[str]) -> tuple[str, ...]:
+    """The namespaces that ``apps`` name (an LLM's "File System" or "Venmo" for the tool
+    namespaces ``file_system`` and ``venmo``), compared without case, spaces, hyphens or
+    underscores, in the order named; names matching no namespace are dropped."""
+
+    def norm(name: str) -> str:
+        return "".join(ch for ch in name.lower() if ch.isalnum())
+
+    by_norm = {norm(ns): ns for ns in namespaces}
+    found = (by_norm.get(norm(a)) for a in apps)
+    return tuple(dict.fromkeys(ns for ns in found if ns is not None))
 
 
 # ------------------------------------------------------------------------------- helpers
