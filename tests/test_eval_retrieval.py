@@ -115,3 +115,31 @@ MEASURED = {
     "dev": (18, 0.8889, 0.9869, 0.0, 0.4692),
     "heldout": (72, 0.7639, 0.9581, 0.0417, 0.5267),
 }
+
+
+def test_custom_suite_reads_any_catalog_source_and_labelled_requests(tmp_path: Any) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text("\n".join(json.dumps(t) for t in [
+        {"id": "like", "request": "Like the song Yesterday",
+         "tools": ["music.search_songs", "music.like_song"]},
+        {"request": "Email my friend Ann the playlist Chill",
+         "tools": ["contacts.search_contacts", "mail.send_email"]},
+    ]) + "\n")
+    doc = _cli("--suite", "custom", "--tools", "demo", "--tasks", str(tasks), "--embedder",
+               "hashing", "--budget", "5")
+    _check_contract(doc, "custom", 5)
+    assert doc["n_tasks"] == 2 and doc["n_tools"] == 12
+    assert doc["interpretation"]["by"] == "rules" and doc["interpretation"]["rules"] == 2
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ('["not", "an object"]', "task 1: expected a JSON object"),
+    ('{"request": " ", "tools": ["music.like_song"]}', "'request' must be a non-empty"),
+    ('{"request": "like it", "tools": []}', "'tools' must be a non-empty list"),
+    ('{"request": "like it", "tools": ["music.nope"]}', r"gold tools not in the catalog"),
+])
+def test_custom_suite_errors_name_the_task(tmp_path: Any, line: str, message: str) -> None:
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(line + "\n")
+    with pytest.raises(RetrievalEvalError, match=message):
+        evaluate_retrieval("custom", "demo", tasks, embedder=get_embedder("hashing"))

@@ -25,11 +25,13 @@ from hyperplan.llm.budget import Accounting
 
 
 def retrieval_cmd(
-    suite: str = typer.Option(..., help="appworld | stabletoolbench | nestools"),
-    tools: Path = typer.Option(
-        ..., help="AppWorld api_docs dir; StableToolBench query file; NesTools *.jsonl"),
+    suite: str = typer.Option(..., help="appworld | stabletoolbench | nestools | custom"),
+    tools: str = typer.Option(
+        ..., help="AppWorld api_docs dir; StableToolBench query file; NesTools *.jsonl; "
+        "custom: a catalog source KIND:LOCATION (as for graph build)"),
     tasks: Path = typer.Option(
-        ..., help="AppWorld tasks_train.jsonl; StableToolBench query file; NesTools *.jsonl"),
+        ..., help="AppWorld tasks_train.jsonl; StableToolBench query file; NesTools *.jsonl; "
+        'custom: JSONL of {"id", "request", "tools": [gold tool names]}'),
     budget: int = typer.Option(20, help="at most this many tools per method and task"),
     embedder: str = typer.Option("auto", help="auto | minilm | hashing | openai:MODEL"),
     split: str = typer.Option("all", help="all | dev (every 5th task) | heldout"),

@@ -16,7 +16,9 @@ Suites: ``appworld`` (tools: the api_docs directory; tasks: tasks_train.jsonl; g
 gold_apis without the supervisor profile/passwords/complete_task calls every task makes; text:
 the instruction), ``stabletoolbench`` (tools and tasks: the same query file; pool: the union of
 its api_lists; gold: the relevant APIs), ``nestools`` (pool: the union of the tasks' APIs;
-gold: the APIs of the gold ``call`` list, in catalog names).
+gold: the APIs of the gold ``call`` list, in catalog names), and ``custom``: a user's own tools
+(any catalog source ``KIND:LOCATION``, :func:`hyperplan.sources.load_source`) and labelled
+requests (JSONL, :func:`_custom_gold`).
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ __all__ = [
     "load_retrieval_suite",
 ]
 
-SUITES = ("appworld", "stabletoolbench", "nestools")
+SUITES = ("appworld", "stabletoolbench", "nestools", "custom")
 METHODS = ("context_graph", "semantic", "bm25", "one_hop")
 # Calls every AppWorld gold solution makes regardless of the request.
 APPWORLD_EXCLUDED = frozenset(
@@ -85,6 +87,12 @@ class RetrievalSuite:
 
 def load_retrieval_suite(suite: str, tools: str | Path, tasks: str | Path) -> RetrievalSuite:
     """Catalog and gold tasks of ``suite`` (see the module doc)."""
+    if suite == "custom":
+        if not Path(tasks).exists():
+            raise RetrievalEvalError(f"{tasks}: no such file or directory")
+        from hyperplan.sources import load_source
+
+        return RetrievalSuite(load_source(str(tools)), tuple(_custom_gold(tasks)))
     for path in (tools, tasks):
         if not Path(path).exists():
             raise RetrievalEvalError(f"{path}: no such file or directory")
@@ -111,6 +119,26 @@ def load_retrieval_suite(suite: str, tools: str | Path, tasks: str | Path) -> Re
 
         return RetrievalSuite(load_nestools(tools), tuple(_nestools_gold(tasks)))
     raise RetrievalEvalError(f"unknown retrieval suite {suite!r}; expected {', '.join(SUITES)}")
+
+
+def _custom_gold(path: str | Path) -> list[GoldTask]:
+    """Labelled requests, one JSON object per line: ``{"id": "...", "request": "...",
+    "tools": ["tool names the request needs"]}`` (``id`` defaults to the line number)."""
+    from hyperplan.importers.common import read_jsonl
+
+    out = []
+    for number, row in enumerate(read_jsonl(path), 1):
+        where = f"{path}: task {number}"
+        if not isinstance(row, dict):
+            raise RetrievalEvalError(f"{where}: expected a JSON object")
+        text, tools = row.get("request"), row.get("tools")
+        if not isinstance(text, str) or not text.strip():
+            raise RetrievalEvalError(f"{where}: 'request' must be a non-empty string")
+        if (not isinstance(tools, list) or not tools
+                or not all(isinstance(t, str) for t in tools)):
+            raise RetrievalEvalError(f"{where}: 'tools' must be a non-empty list of tool names")
+        out.append(GoldTask(str(row.get("id", number)), text, unique(tools), ()))
+    return out
 
 
 def _nestools_gold(path: str | Path) -> list[GoldTask]:
