@@ -52,6 +52,10 @@ SUITE_TABLE: tuple[SuiteInfo, ...] = (
               "gold calls on a symbolic environment (exact calls, arguments, data flow)"),
     SuiteInfo("stabletoolbench", ("retrieval",), "../shared/data/stabletoolbench/*.json",
               "relevant APIs (no arguments or outputs in the data, so no agent runs)"),
+    SuiteInfo("custom", ("retrieval",),
+              "your tools (--tools KIND:LOCATION) and requests (--tasks JSONL of "
+              "{id, request, tools})",
+              "the tool names each request lists"),
     SuiteInfo("shopping", ("search",), "generated per seed (DeepPlanning-style)",
               "case accuracy: every requirement and the budget"),
     SuiteInfo("travel", ("search",), "generated per seed (DeepPlanning-style)",
