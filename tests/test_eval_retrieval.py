@@ -131,6 +131,22 @@ def test_custom_suite_reads_any_catalog_source_and_labelled_requests(tmp_path: A
     assert doc["n_tasks"] == 2 and doc["n_tools"] == 12
     assert doc["interpretation"]["by"] == "rules" and doc["interpretation"]["rules"] == 2
 
+    details = tmp_path / "details.jsonl"
+    again = _cli("--suite", "custom", "--tools", "demo", "--tasks", str(tasks), "--embedder",
+                 "hashing", "--budget", "5", "--details", str(details))
+    records = [json.loads(line) for line in details.read_text().splitlines()]
+    assert [r["id"] for r in records] == ["like", "2"]
+    assert records[0]["gold"] == ["music.search_songs", "music.like_song"]
+    assert records[0]["interpretation"]["source"] == "rules"
+    for method in METHODS:
+        complete = 0
+        for record in records:
+            got = record["methods"][method]
+            assert len(got["retrieved"]) <= 5
+            assert got["missing"] == [n for n in record["gold"] if n not in got["retrieved"]]
+            complete += not got["missing"]
+        assert again["methods"][method]["complete"] == complete / 2
+
 
 @pytest.mark.parametrize(("line", "message"), [
     ('["not", "an object"]', "task 1: expected a JSON object"),

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -45,6 +46,9 @@ def retrieval_cmd(
     interpretations: Path = typer.Option(
         None, help="JSONL file keeping the interpretations: read back for the same task and "
         "text, new ones appended as they come (an interrupted LLM run loses nothing)"),
+    details: Path = typer.Option(
+        None, help="write one JSON line per task here: the request, its gold tools, the "
+        "interpretation, and per method the tools retrieved (in rank order) and missed"),
     as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
 ) -> None:
     """Recall, completeness, size and prompt tokens of retrieved tool sets."""
@@ -55,10 +59,21 @@ def retrieval_cmd(
         )
     reader, name = _interpreter(interpreter, llm, model)
     store = InterpretationStore(interpretations) if interpretations else None
-    with stage_progress(not as_json) as progress, store or contextlib.nullcontext():
+    with contextlib.ExitStack() as stack:
+        progress = stack.enter_context(stage_progress(not as_json))
+        if store is not None:
+            stack.enter_context(store)
+        sink = stack.enter_context(details.open("w", encoding="utf-8")) if details else None
+
+        def write(record: dict[str, Any]) -> None:
+            assert sink is not None
+            sink.write(json.dumps(record, ensure_ascii=False) + "\n")
+            sink.flush()
+
         result = evaluate_retrieval(
             suite, tools, tasks, budget=budget, embedder=chosen, split=split, progress=progress,
             interpreter=reader, interpreter_name=name, store=store,
+            on_task=write if sink else None,
         )
     if as_json:
         print(json.dumps(result))

@@ -43,6 +43,7 @@ from hyperplan.eval.interpretations import (
 )
 from hyperplan.eval.links import split_tasks
 from hyperplan.graph.build import build_graph
+from hyperplan.graph.model import Hypergraph
 from hyperplan.importers.gold import GoldTask, unique
 from hyperplan.retrieve.baselines import bm25_index, bm25_top_k, one_hop, semantic_top_k
 from hyperplan.retrieve.context_graph import (
@@ -173,13 +174,15 @@ def evaluate_retrieval(
     interpreter: Interpreter | None = None,
     interpreter_name: str = "rules",
     store: InterpretationStore | None = None,
+    on_task: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark; returns the JSON contract of ``hyperplan eval retrieval``.
 
     The context graph reads each task through ``interpreter`` (default: the deterministic
     rules; :mod:`hyperplan.eval.interpretations` for an LLM), reusing and adding to ``store``
     when given; the JSON's ``interpretation`` says by what (``interpreter_name``), how many
-    tasks the model's answer was used for and how many fell back to the rules."""
+    tasks the model's answer was used for and how many fell back to the rules. ``on_task``
+    receives each task's record (:func:`_task_detail`) as soon as it is scored."""
     if budget < 1:
         raise RetrievalEvalError(f"budget must be at least 1, got {budget}")
     started = time.perf_counter()
@@ -194,21 +197,20 @@ def evaluate_retrieval(
     if unknown:
         raise RetrievalEvalError(f"{tasks}: gold tools not in the catalog {tools}: {unknown[:5]}")
     requests = l2_normalize(embedder.embed([t.text for t in scored])) if scored else None
-    rows: dict[str, list[tuple[float, bool, int, int, float]]] = {m: [] for m in METHODS}
+    rows: dict[str, list[Row]] = {m: [] for m in METHODS}
     interpreted: list[Interpreted] = []
     for i, task in enumerate(scored):
         if progress:
             progress("retrieving", i, len(scored))
         assert requests is not None
-        gold = {graph.tool_index[n] for n in task.tools}
         item = _interpretation(task, index.namespaces, interpreter or rules_interpreter, store)
         interpreted.append(item)
         with single_thread_blas():  # as in extract_with_vectors, for comparable timings
             results = _retrieve(index, bm25, embedder, cfg, item.task, task.text, requests[i])
         for method, (ids, ms) in results.items():
-            got = set(ids)
-            tokens = count_tokens(serialize_tools(graph, ids))
-            rows[method].append((len(gold & got) / len(gold), gold <= got, len(got), tokens, ms))
+            rows[method].append(_row(graph, task, ids, ms))
+        if on_task is not None:
+            on_task(_task_detail(graph, task, item, results))
     return {
         "suite": suite,
         "n_tasks": len(scored),
@@ -223,6 +225,34 @@ def evaluate_retrieval(
         "config": cfg.as_dict(),
         "interpretation": _interpretation_summary(interpreter_name, interpreted),
     }
+
+
+Row = tuple[float, bool, int, int, float]
+"""Per task and method: recall, complete, tools retrieved, prompt tokens, milliseconds."""
+
+
+def _row(graph: Hypergraph, task: GoldTask, ids: list[int], ms: float) -> Row:
+    gold = {graph.tool_index[n] for n in task.tools}
+    got = set(ids)
+    tokens = count_tokens(serialize_tools(graph, ids))
+    return len(gold & got) / len(gold), gold <= got, len(got), tokens, ms
+
+
+def _task_detail(graph: Hypergraph, task: GoldTask, item: Interpreted,
+                 results: dict[str, tuple[list[int], float]]) -> dict[str, Any]:
+    """One task's record for ``on_task``: the request, its gold tools, the interpretation,
+    and per method the retrieved tools in rank order and the gold tools it missed."""
+    names = [t.name for t in graph.tools]
+    methods = {}
+    for method, (ids, _) in results.items():
+        got = {names[i] for i in ids}
+        methods[method] = {"retrieved": [names[i] for i in ids],
+                           "missing": [n for n in task.tools if n not in got]}
+    return {"id": task.id, "request": task.text, "gold": list(task.tools),
+            "interpretation": {"source": item.source, "operations": list(item.task.operations),
+                               "schemas": list(item.task.schemas),
+                               "apps": list(item.task.apps)},
+            "methods": methods}
 
 
 def _interpretation(task: GoldTask, namespaces: Sequence[str], interpreter: Interpreter,
