@@ -77,7 +77,7 @@ def test_structured_goal_reading_and_dag(graph: Hypergraph) -> None:
 def test_every_prompt_file_renders() -> None:
     fills = {"request": "r", "context": "c", "plan": "p", "observations": "o", "goal": "g",
              "tool": "t", "description": "d", "bound": "{}", "parameters": "x",
-             "violations": "v", "tools": "t", "previous": "p", "step": "s"}
+             "violations": "v", "tools": "t", "previous": "p", "step": "s", "apps": "a"}
     for name in PROMPT_NAMES:
         system, user = render(name, **fills)
         assert "$" not in system + user
