@@ -17,7 +17,7 @@ from hyperplan.errors import HyperplanError
 from hyperplan.eval.interpretations import InterpretationStore, Interpreted, llm_interpreter
 from hyperplan.eval.retrieval import RetrievalEvalError, evaluate_retrieval
 from hyperplan.llm.scripted import ScriptedLLM, ScriptedRule
-from hyperplan.retrieve.interpret import TaskInterpretation, match_apps
+from hyperplan.retrieve.interpret import TaskInterpretation, interpret_request, match_apps
 
 ANSWER = {"operations": ["send money to a friend"], "schemas": ["amount", "friend"],
           "apps": ["Venmo", "File System", "nosuchapp"], "values": {"amount": 5}}
@@ -90,6 +90,13 @@ def test_store_reuses_only_the_same_text(tmp_path: Path) -> None:
         assert kept.seconds == 0.0
         assert store.get("t1", "play another song") is None
         assert store.get("t2", "play a song") is None
+        # a task the model failed on: the rules run again (with the question flag they set)
+        store.put("t3", "Which songs did I like?", Interpreted(
+            TaskInterpretation(("stale",), ()), "rules"))
+        again = store.get("t3", "Which songs did I like?", ("music",))
+        assert again is not None and again.source == "rules"
+        assert again.task == interpret_request("Which songs did I like?", ("music",))
+        assert again.task.question
 
 
 def test_store_cuts_a_half_written_last_line_and_names_bad_lines(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ LLM answers are slow and not free, so they can be kept in a JSONL file
 (:class:`InterpretationStore`): one line per task, ``{"id", "text", "source", "operations",
 "schemas", "apps"}``, appended and flushed as soon as a task is interpreted, so an interrupted
 run loses nothing and a second run (another budget, another embedder) re-reads them. A stored
-line is reused only for the same task id *and* the same request text.
+line is reused only for the same task id *and* the same request text; for a task whose answer
+was unusable, the line records that the rules were used, and the rules run again.
 """
 
 from __future__ import annotations
@@ -94,11 +95,15 @@ class InterpretationStore:
             self._out.close()
             self._out = None
 
-    def get(self, task_id: str, text: str) -> Interpreted | None:
-        """The stored interpretation of this task and text, if any."""
+    def get(self, task_id: str, text: str, namespaces: Sequence[str] = ()) -> Interpreted | None:
+        """The stored interpretation of this task and text, if any. A task the model failed
+        on (source ``"rules"``) is interpreted by the rules again, given ``namespaces``: the
+        store keeps the model's answers, the rules are deterministic."""
         row = self._known.get(task_id)
         if row is None or row.get("text") != text:
             return None
+        if row.get("source") == "rules":
+            return Interpreted(interpret_request(text, namespaces), "rules")
         try:
             task = from_llm_json({k: row[k] for k in ("operations", "schemas", "apps")})
         except (KeyError, InterpretationError) as exc:

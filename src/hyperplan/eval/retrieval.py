@@ -260,7 +260,7 @@ def _interpretation(task: GoldTask, namespaces: Sequence[str], interpreter: Inte
     """The task's interpretation: from ``store`` when it holds this task and text, else from
     ``interpreter`` (then added to the store)."""
     if store is not None:
-        kept = store.get(task.id, task.text)
+        kept = store.get(task.id, task.text, namespaces)
         if kept is not None:
             return kept
     item = interpreter(task.text, namespaces)
