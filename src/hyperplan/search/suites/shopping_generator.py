@@ -19,6 +19,7 @@ Catalog design (why search matters):
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import replace
 
 from hyperplan.search.suites.shopping_task import (
@@ -153,6 +154,27 @@ def generate_shopping_task(seed: int, level: int) -> ShoppingTask:
     rng = random.Random(f"shopping:{seed}:{level}")
     n_items = rng.randint(*N_ITEMS[level])
     cats = rng.sample(sorted(CATEGORIES), n_items)
+    new_pid = _unique_pids(rng)
+    items: list[Item] = []
+    products: list[Product] = []
+    gold: list[Product] = []
+    for idx, cat in enumerate(cats):
+        item, g, pool = _category_listing(rng, new_pid, idx, cat, level)
+        products.extend(pool)
+        items.append(item)
+        gold.append(g)
+    owned = _owned_coupons(rng, gold, level)
+    gold_coupons = best_coupons(gold, owned)
+    budget = _budget(rng, items, products, gold, gold_coupons)
+    return ShoppingTask(
+        seed, level, tuple(items), tuple(products), owned, budget,
+        tuple(p.pid for p in gold), tuple(c.name for c in gold_coupons),
+        _query(items, budget, owned),
+    )
+
+
+def _unique_pids(rng: random.Random) -> Callable[[], str]:
+    """``new_pid()`` -> a random 8-hex-digit product id not handed out before."""
     used_pids: set[str] = set()
 
     def new_pid() -> str:
@@ -162,61 +184,104 @@ def generate_shopping_task(seed: int, level: int) -> ShoppingTask:
                 used_pids.add(pid)
                 return pid
 
-    items: list[Item] = []
-    products: list[Product] = []
-    gold: list[Product] = []
-    for idx, cat in enumerate(cats):
-        (lo, hi), sizes = CATEGORIES[cat]
-        brand = rng.choice(BRANDS)
-        g = Product(new_pid(), f"{brand} {rng.choice(MODELS)} {cat.title()}", cat, brand,
-                    rng.randint(lo, hi), rng.choice(COLOURS), rng.choice(sizes),
-                    _random_stars(rng), rng.randint(1, 4))
-        n_req = rng.randint(*N_REQS[level])
-        keys = [rng.choice(("brand", "colour", "size"))]
-        keys += rng.sample([k for k in REQ_KEYS if k not in keys], n_req - 1)
-        reqs = [r for k in keys if (r := _threshold(rng, k, g)) is not None]
-        assert reqs and not _violations(g, reqs)
-        keep = frozenset(r.key for r in reqs)
-        pool: list[Product] = [g]
-        # valid alternatives: pricier
-        for _ in range(rng.randint(1, 2)):
-            for _try in range(100):
-                alt = _perturb(rng, g, "", keep)
-                if not _violations(alt, reqs):
-                    price = max(g.price + 5, int(g.price * rng.uniform(1.12, 1.6)))
-                    pool.append(replace(alt, pid=new_pid(), price=price))
-                    break
-        # near-miss decoys: break exactly one requirement, cheaper than gold
-        for req in reqs:
-            for _ in range(1 if level == 1 else rng.randint(1, 2)):
-                for _try in range(100):
-                    dec = _break(rng, _perturb(rng, g, "", keep), req)
-                    if _violations(dec, reqs) == {req.key}:
-                        price = max(10, int(g.price * rng.uniform(0.7, 0.95)))
-                        pool.append(replace(dec, pid=new_pid(), price=price))
-                        break
-        # fillers
-        for _ in range(rng.randint(2, 3)):
-            fb = rng.choice(BRANDS)
-            f = Product(new_pid(), f"{fb} {rng.choice(MODELS)} {cat.title()}", cat, fb,
-                        rng.randint(lo, hi), rng.choice(COLOURS), rng.choice(sizes),
-                        _random_stars(rng), rng.randint(1, 5))
-            if not _violations(f, reqs) and f.price <= g.price:
-                f = replace(f, price=int(g.price * rng.uniform(1.1, 1.5)) + 5)
-            pool.append(f)
-        rng.shuffle(pool)
-        products.extend(pool)
-        items.append(Item(idx, cat, tuple(reqs)))
-        gold.append(g)
+    return new_pid
 
+
+def _category_listing(rng: random.Random, new_pid: Callable[[], str], idx: int, cat: str,
+                      level: int) -> tuple[Item, Product, list[Product]]:
+    """Item ``idx`` (category ``cat``) with its requirements, its gold product, and the
+    category's shuffled listing (gold, valid alternatives, near-miss decoys, fillers)."""
+    g = _random_product(rng, new_pid, cat, max_delivery=4)
+    reqs = _requirements(rng, g, level)
+    keep = frozenset(r.key for r in reqs)
+    pool: list[Product] = [g]
+    # valid alternatives: pricier
+    pool += _valid_alternatives(rng, new_pid, g, reqs, keep)
+    # near-miss decoys: break exactly one requirement, cheaper than gold
+    pool += _near_miss_decoys(rng, new_pid, g, reqs, keep, level)
+    # fillers
+    pool += _fillers(rng, new_pid, g, reqs)
+    rng.shuffle(pool)
+    return Item(idx, cat, tuple(reqs)), g, pool
+
+
+def _random_product(rng: random.Random, new_pid: Callable[[], str], cat: str,
+                    max_delivery: int) -> Product:
+    """A product of ``cat`` with random brand, model, price, colour, size, reviews, delivery."""
+    (lo, hi), sizes = CATEGORIES[cat]
+    brand = rng.choice(BRANDS)
+    return Product(new_pid(), f"{brand} {rng.choice(MODELS)} {cat.title()}", cat, brand,
+                   rng.randint(lo, hi), rng.choice(COLOURS), rng.choice(sizes),
+                   _random_stars(rng), rng.randint(1, max_delivery))
+
+
+def _requirements(rng: random.Random, g: Product, level: int) -> list[Requirement]:
+    """The item's requirements: one of brand / colour / size plus other keys, all met by ``g``."""
+    n_req = rng.randint(*N_REQS[level])
+    keys = [rng.choice(("brand", "colour", "size"))]
+    keys += rng.sample([k for k in REQ_KEYS if k not in keys], n_req - 1)
+    reqs = [r for k in keys if (r := _threshold(rng, k, g)) is not None]
+    assert reqs and not _violations(g, reqs)
+    return reqs
+
+
+def _valid_alternatives(rng: random.Random, new_pid: Callable[[], str], g: Product,
+                        reqs: list[Requirement], keep: frozenset[str]) -> list[Product]:
+    """One or two products that meet every requirement and cost more than ``g``."""
+    alternatives: list[Product] = []
+    for _ in range(rng.randint(1, 2)):
+        for _try in range(100):
+            alt = _perturb(rng, g, "", keep)
+            if not _violations(alt, reqs):
+                price = max(g.price + 5, int(g.price * rng.uniform(1.12, 1.6)))
+                alternatives.append(replace(alt, pid=new_pid(), price=price))
+                break
+    return alternatives
+
+
+def _near_miss_decoys(rng: random.Random, new_pid: Callable[[], str], g: Product,
+                      reqs: list[Requirement], keep: frozenset[str],
+                      level: int) -> list[Product]:
+    """Per requirement, one (level 1) or one-two decoys failing only it, cheaper than ``g``."""
+    decoys: list[Product] = []
+    for req in reqs:
+        for _ in range(1 if level == 1 else rng.randint(1, 2)):
+            for _try in range(100):
+                dec = _break(rng, _perturb(rng, g, "", keep), req)
+                if _violations(dec, reqs) == {req.key}:
+                    price = max(10, int(g.price * rng.uniform(0.7, 0.95)))
+                    decoys.append(replace(dec, pid=new_pid(), price=price))
+                    break
+    return decoys
+
+
+def _fillers(rng: random.Random, new_pid: Callable[[], str], g: Product,
+             reqs: list[Requirement]) -> list[Product]:
+    """Two or three random products; any that happens to be valid is made pricier than ``g``."""
+    fillers: list[Product] = []
+    for _ in range(rng.randint(2, 3)):
+        f = _random_product(rng, new_pid, g.category, max_delivery=5)
+        if not _violations(f, reqs) and f.price <= g.price:
+            f = replace(f, price=int(g.price * rng.uniform(1.1, 1.5)) + 5)
+        fillers.append(f)
+    return fillers
+
+
+def _owned_coupons(rng: random.Random, gold: list[Product], level: int) -> tuple[Coupon, ...]:
+    """The ``level + 1`` coupons the user owns, sorted by name."""
     # coupons: candidates are cross-store ones and brand coupons for gold brands
     candidates = [Coupon(f"Cross-store: ¥{d} off every ¥{t:,}", d, t) for d, t in CROSS_COUPONS]
     for b in sorted({p.brand for p in gold}):
         d, t = rng.choice(BRAND_COUPONS)
         candidates.append(Coupon(f"Same-brand {b}: ¥{d} off every ¥{t:,}", d, t, b))
-    owned = tuple(sorted(rng.sample(candidates, min(len(candidates), level + 1)),
-                         key=lambda c: c.name))
-    gold_coupons = best_coupons(gold, owned)
+    return tuple(sorted(rng.sample(candidates, min(len(candidates), level + 1)),
+                        key=lambda c: c.name))
+
+
+def _budget(rng: random.Random, items: list[Item], products: list[Product],
+            gold: list[Product], gold_coupons: tuple[Coupon, ...]) -> int:
+    """The gold cart's price after ``gold_coupons`` plus a slack smaller than the cheapest swap
+    of a gold product for a valid alternative (module doc)."""
     subtotal = sum(p.price for p in gold)
     final = subtotal - sum(c.discount for c in gold_coupons)
     gaps = []
@@ -227,15 +292,16 @@ def generate_shopping_task(seed: int, level: int) -> ShoppingTask:
         if valid:
             gaps.append(min(valid))
     slack = int(min(gaps, default=50) * rng.uniform(0.1, 0.6))
-    budget = final + slack
+    return final + slack
 
+
+def _query(items: list[Item], budget: int, owned: tuple[Coupon, ...]) -> str:
+    """The user's request: the items with their requirements, the budget, the coupons."""
+    n_items = len(items)
     parts = [f"I need to order {n_items} items online."]
     for k, it in enumerate(items):
         lead = "First" if k == 0 else "Finally" if k == n_items - 1 else "Next"
         parts.append(f"{lead}, I need {it.text()}.")
     parts.append(f"My total budget is ¥{budget}, after any coupons.")
     parts.append("I own these coupons: " + "; ".join(c.name for c in owned) + ".")
-    return ShoppingTask(
-        seed, level, tuple(items), tuple(products), owned, budget,
-        tuple(p.pid for p in gold), tuple(c.name for c in gold_coupons), " ".join(parts),
-    )
+    return " ".join(parts)
