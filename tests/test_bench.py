@@ -16,12 +16,8 @@ from typer.testing import CliRunner
 from hyperplan.cli import app
 from hyperplan.cli.bench_cmds import measure_links, parse_sizes
 from hyperplan.errors import GraphError
-from hyperplan.eval.scale import (
-    MAX_IN_DEGREE,
-    RandomWordEmbedder,
-    degree_stats,
-    synthetic_hypergraph,
-)
+from hyperplan.eval.scale import RandomWordEmbedder, degree_stats
+from hyperplan.eval.scale_graph import MAX_IN_DEGREE, synthetic_hypergraph
 from hyperplan.eval.synthetic import (
     TOOLS_PER_APP,
     id_inputs_with_producer,

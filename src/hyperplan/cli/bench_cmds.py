@@ -5,7 +5,7 @@ at several sizes, each in a fresh (spawned) process so that its peak RSS is its 
 reports nodes, links, candidate pairs, build time, peak memory and how many required id
 inputs got a link from a producer of their own app.
 
-``bench scale`` does the same for :func:`~hyperplan.eval.scale.synthetic_hypergraph` (drawn
+``bench scale`` does the same for :func:`~hyperplan.eval.scale_graph.synthetic_hypergraph` (drawn
 directly as arrays, no link inference, up to millions of tools) and reports build time,
 memory, DOE latency and Tool Context Graph latency (:func:`~hyperplan.eval.scale.measure_scale`).
 """

@@ -11,6 +11,8 @@ The graph is immutable after construction: integer ids inside, names at the edge
 
 from __future__ import annotations
 
+import gc
+import itertools
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -163,123 +165,27 @@ class Hypergraph:
         (or one evidence string for all). The same checks as :meth:`from_parts` raise the same
         :class:`GraphError`; duplicate links keep the highest weight (the first on ties), sorted
         by (target, source). ``tools[j].metadata`` is ``tool_metadata[j]`` (a fresh empty dict
-        by default; the mapping is not copied, so tools may share one).
+        by default; the mapping is not copied, so tools may share one). Each step is one of the
+        module's private helpers, from :func:`_node_kind_codes` to :func:`_nodes_and_tools`.
         """
-        import gc
-        import itertools
-
-        codes = np.asarray(node_kind)
-        kinds = tuple(NodeKind)
-        if codes.size and codes.dtype.kind not in "iu":
-            values, inverse = np.unique(codes.astype(str), return_inverse=True)
-            lookup = {k.value: i for i, k in enumerate(kinds)}
-            unknown = [v for v in values.tolist() if v not in lookup]
-            if unknown:
-                raise GraphError(f"unknown node kind {unknown[0]!r}")
-            codes = np.asarray([lookup[v] for v in values.tolist()], dtype=np.int8)[inverse]
-        codes = codes.reshape(-1)
-        if codes.size and (codes.min() < 0 or codes.max() >= len(kinds)):
-            raise GraphError(f"node kind codes must be 0..{len(kinds) - 1}")
-        codes = codes.astype(np.int8)
+        codes = _node_kind_codes(node_kind)
         n, m = int(codes.size), len(tool_name)
         owner = np.asarray(node_tool, dtype=np.int64).reshape(-1)
-
-        def column(values: Any, size: int, what: str) -> Sequence[Any]:
-            if isinstance(values, str | bool):
-                return list(itertools.repeat(values, size))
-            listed = values.tolist() if isinstance(values, np.ndarray) else list(values)
-            if len(listed) != size:
-                raise GraphError(f"{what} has {len(listed)} entries for {size}")
-            return listed
-
-        paths = column(node_path, n, "node_path")
-        types = column(node_type, n, "node_type")
-        descriptions = column(node_description, n, "node_description")
-        if isinstance(node_required, bool | np.bool_):
-            required = np.full(n, bool(node_required))
-        else:
-            required = np.asarray(node_required, dtype=bool).reshape(-1)
-            if required.size != n:
-                raise GraphError(f"node_required has {required.size} entries for {n}")
-        if owner.size != n:
-            raise GraphError(f"node_tool has {owner.size} entries for {n}")
-
-        # _check_nodes: the first node whose tool is unknown or whose input side is out of order
+        paths = _expand_column(node_path, n, "node_path")
+        types = _expand_column(node_type, n, "node_type")
+        descriptions = _expand_column(node_description, n, "node_description")
+        required = _node_required_flags(node_required, n)
         input_side = codes <= 1
-        n_in = int(input_side.sum())
-        bad_tool = (owner < 0) | (owner >= m)
-        outputs_at = np.flatnonzero(~input_side)
-        first_output = int(outputs_at[0]) if outputs_at.size else n
-        out_of_order = input_side & (np.arange(n) > first_output)
-        first = np.flatnonzero(bad_tool | out_of_order)
-        if first.size:
-            i = int(first[0])
-            if bad_tool[i]:
-                raise GraphError(f"node {i} names unknown tool id {int(owner[i])}")
-            raise GraphError("input-side nodes must precede output-side nodes")
-
-        src = np.asarray(link_source, dtype=np.int64).reshape(-1)
-        tgt = np.asarray(link_target, dtype=np.int64).reshape(-1)
-        weight = np.asarray(link_weight, dtype=np.float64).reshape(-1)
-        if not src.size == tgt.size == weight.size:
-            raise GraphError(f"link arrays differ in length: {src.size}, {tgt.size}, "
-                             f"{weight.size}")
-        evidence = column(link_evidence, int(src.size), "link_evidence")
-
-        # _check_link, link by link: range, then direction, then weight
-        in_range = (src >= 0) & (src < n) & (tgt >= 0) & (tgt < n)
-        direction = np.zeros(src.size, dtype=bool)
-        direction[in_range] = ~input_side[src[in_range]] & input_side[tgt[in_range]]
-        weight_ok = (weight > 0.0) & (weight <= 1.0)
-        bad_links = np.flatnonzero(~(in_range & direction & weight_ok))
-        if bad_links.size:
-            k = int(bad_links[0])
-            link = Link(int(src[k]), int(tgt[k]), float(weight[k]), evidence[k])
-            if not in_range[k]:
-                raise GraphError(f"link {link} names a node outside 0..{n - 1}")
-            if not direction[k]:
-                raise GraphError(f"link {link} must go from an output/effect to an input node")
-            raise GraphError(f"link {link} weight must be in (0, 1]")
-
-        # duplicates: the highest weight, the first of equal ones; then by (target, source)
-        order = np.lexsort((np.arange(src.size), -weight, src, tgt))
-        s_sorted, t_sorted = src[order], tgt[order]
-        keep = np.ones(order.size, dtype=bool)
-        keep[1:] = (s_sorted[1:] != s_sorted[:-1]) | (t_sorted[1:] != t_sorted[:-1])
-        order = order[keep]
-        if isinstance(link_evidence, str):
-            kept_evidence = (link_evidence,) * int(order.size)
-        else:
-            kept_evidence = tuple(evidence[k] for k in order.tolist())
-
-        def grouped(ids: np.ndarray) -> tuple[list[int], list[int]]:
-            """``ids`` grouped by owning tool (id order kept) and the group offsets."""
-            ids = ids[np.argsort(owner[ids], kind="stable")]
-            counts = np.bincount(owner[ids], minlength=m)
-            return ids.tolist(), [0, *np.cumsum(counts).tolist()]
-
-        ins, in_ptr = grouped(np.flatnonzero(input_side))
-        outs, out_ptr = grouped(np.flatnonzero(~input_side))
-        reqs, req_ptr = grouped(np.flatnonzero(input_side & required))
-        names = column(tool_name, m, "tool_name")
-        tool_texts = column(tool_description, m, "tool_description")
-        metas = (column(tool_metadata, m, "tool_metadata") if tool_metadata is not None
-                 else [{} for _ in range(m)])
-        # millions of new objects and no garbage: the cyclic collector would only rescan them
-        collecting = gc.isenabled()
-        gc.disable()
-        try:
-            nodes = tuple(map(SchemaNode, range(n), map(kinds.__getitem__, codes.tolist()),
-                              owner.tolist(), paths, types, descriptions, required.tolist()))
-            tools = tuple(
-                ToolEdge(j, names[j], tool_texts[j], tuple(ins[in_ptr[j]:in_ptr[j + 1]]),
-                         tuple(outs[out_ptr[j]:out_ptr[j + 1]]),
-                         tuple(reqs[req_ptr[j]:req_ptr[j + 1]]), metas[j])
-                for j in range(m)
-            )
-        finally:
-            if collecting:
-                gc.enable()
+        n_in = _check_node_columns(input_side, owner, m)
+        src, tgt, weight = _link_columns(link_source, link_target, link_weight)
+        evidence = _expand_column(link_evidence, int(src.size), "link_evidence")
+        _check_link_columns(src, tgt, weight, evidence, input_side)
+        order = _deduplicated_link_order(src, tgt, weight)
+        kept_evidence = _kept_link_evidence(link_evidence, evidence, order)
+        nodes, tools = _nodes_and_tools(
+            codes, owner, paths, types, descriptions, required, input_side,
+            tool_name=tool_name, tool_description=tool_description, tool_metadata=tool_metadata,
+        )
         graph = cls(
             nodes=nodes,
             tools=tools,
@@ -504,3 +410,175 @@ def _check_link(link: Link, nodes: tuple[SchemaNode, ...]) -> None:
         raise GraphError(f"link {link} must go from an output/effect to an input node")
     if not 0.0 < link.weight <= 1.0:
         raise GraphError(f"link {link} weight must be in (0, 1]")
+
+
+# ----------------------------------------------------------------- Hypergraph.from_arrays steps
+def _node_kind_codes(node_kind: np.ndarray | Sequence[str]) -> np.ndarray:
+    """``node_kind`` as a flat int8 array of codes 0-3 (in, pre, out, eff): members and values
+    of :class:`NodeKind` are looked up, integer codes are range-checked."""
+    codes = np.asarray(node_kind)
+    kinds = tuple(NodeKind)
+    if codes.size and codes.dtype.kind not in "iu":
+        values, inverse = np.unique(codes.astype(str), return_inverse=True)
+        lookup = {k.value: i for i, k in enumerate(kinds)}
+        unknown = [v for v in values.tolist() if v not in lookup]
+        if unknown:
+            raise GraphError(f"unknown node kind {unknown[0]!r}")
+        codes = np.asarray([lookup[v] for v in values.tolist()], dtype=np.int8)[inverse]
+    codes = codes.reshape(-1)
+    if codes.size and (codes.min() < 0 or codes.max() >= len(kinds)):
+        raise GraphError(f"node kind codes must be 0..{len(kinds) - 1}")
+    return codes.astype(np.int8)
+
+
+def _expand_column(values: Any, size: int, what: str) -> Sequence[Any]:
+    """A column of ``size`` entries as a list: a single str or bool repeated, otherwise the
+    entries of ``values`` (a GraphError naming ``what`` when their number is not ``size``)."""
+    if isinstance(values, str | bool):
+        return list(itertools.repeat(values, size))
+    listed = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    if len(listed) != size:
+        raise GraphError(f"{what} has {len(listed)} entries for {size}")
+    return listed
+
+
+def _node_required_flags(
+    node_required: np.ndarray | Sequence[bool] | bool, n_nodes: int
+) -> np.ndarray:
+    """``node_required`` as a flat bool array with one flag per node (one bool for all)."""
+    if isinstance(node_required, bool | np.bool_):
+        return np.full(n_nodes, bool(node_required))
+    required = np.asarray(node_required, dtype=bool).reshape(-1)
+    if required.size != n_nodes:
+        raise GraphError(f"node_required has {required.size} entries for {n_nodes}")
+    return required
+
+
+def _check_node_columns(input_side: np.ndarray, owner: np.ndarray, n_tools: int) -> int:
+    """:func:`_check_nodes` on columns: ``owner`` must have one tool id per node; then the first
+    node whose tool is unknown or whose input side is out of order raises. Returns the number
+    of input-side nodes."""
+    n = int(input_side.size)
+    if owner.size != n:
+        raise GraphError(f"node_tool has {owner.size} entries for {n}")
+    n_in = int(input_side.sum())
+    bad_tool = (owner < 0) | (owner >= n_tools)
+    outputs_at = np.flatnonzero(~input_side)
+    first_output = int(outputs_at[0]) if outputs_at.size else n
+    out_of_order = input_side & (np.arange(n) > first_output)
+    first = np.flatnonzero(bad_tool | out_of_order)
+    if first.size:
+        i = int(first[0])
+        if bad_tool[i]:
+            raise GraphError(f"node {i} names unknown tool id {int(owner[i])}")
+        raise GraphError("input-side nodes must precede output-side nodes")
+    return n_in
+
+
+def _link_columns(
+    link_source: np.ndarray | Sequence[int],
+    link_target: np.ndarray | Sequence[int],
+    link_weight: np.ndarray | Sequence[float],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The link columns as flat int64 / int64 / float64 arrays of one length."""
+    src = np.asarray(link_source, dtype=np.int64).reshape(-1)
+    tgt = np.asarray(link_target, dtype=np.int64).reshape(-1)
+    weight = np.asarray(link_weight, dtype=np.float64).reshape(-1)
+    if not src.size == tgt.size == weight.size:
+        raise GraphError(f"link arrays differ in length: {src.size}, {tgt.size}, "
+                         f"{weight.size}")
+    return src, tgt, weight
+
+
+def _check_link_columns(
+    src: np.ndarray,
+    tgt: np.ndarray,
+    weight: np.ndarray,
+    evidence: Sequence[Any],
+    input_side: np.ndarray,
+) -> None:
+    """:func:`_check_link` on columns: the first bad link raises the first of its failures in
+    the order range, direction, weight."""
+    n = int(input_side.size)
+    in_range = (src >= 0) & (src < n) & (tgt >= 0) & (tgt < n)
+    direction = np.zeros(src.size, dtype=bool)
+    direction[in_range] = ~input_side[src[in_range]] & input_side[tgt[in_range]]
+    weight_ok = (weight > 0.0) & (weight <= 1.0)
+    bad_links = np.flatnonzero(~(in_range & direction & weight_ok))
+    if bad_links.size:
+        k = int(bad_links[0])
+        link = Link(int(src[k]), int(tgt[k]), float(weight[k]), evidence[k])
+        if not in_range[k]:
+            raise GraphError(f"link {link} names a node outside 0..{n - 1}")
+        if not direction[k]:
+            raise GraphError(f"link {link} must go from an output/effect to an input node")
+        raise GraphError(f"link {link} weight must be in (0, 1]")
+
+
+def _deduplicated_link_order(src: np.ndarray, tgt: np.ndarray, weight: np.ndarray) -> np.ndarray:
+    """Indices of the links to keep, sorted by (target, source): of duplicate (source, target)
+    links the highest weight, the first of equal ones."""
+    order = np.lexsort((np.arange(src.size), -weight, src, tgt))
+    s_sorted, t_sorted = src[order], tgt[order]
+    keep = np.ones(order.size, dtype=bool)
+    keep[1:] = (s_sorted[1:] != s_sorted[:-1]) | (t_sorted[1:] != t_sorted[:-1])
+    return order[keep]
+
+
+def _kept_link_evidence(
+    link_evidence: Sequence[str] | str, evidence: Sequence[Any], order: np.ndarray
+) -> tuple[str, ...]:
+    """The evidence of the kept links ``order`` (one string for all stays that string)."""
+    if isinstance(link_evidence, str):
+        return (link_evidence,) * int(order.size)
+    return tuple(evidence[k] for k in order.tolist())
+
+
+def _group_by_tool(ids: np.ndarray, owner: np.ndarray, n_tools: int) -> tuple[list[int], list[int]]:
+    """``ids`` grouped by owning tool (id order kept) and the group offsets."""
+    ids = ids[np.argsort(owner[ids], kind="stable")]
+    counts = np.bincount(owner[ids], minlength=n_tools)
+    return ids.tolist(), [0, *np.cumsum(counts).tolist()]
+
+
+def _nodes_and_tools(
+    codes: np.ndarray,
+    owner: np.ndarray,
+    paths: Sequence[Any],
+    types: Sequence[Any],
+    descriptions: Sequence[Any],
+    required: np.ndarray,
+    input_side: np.ndarray,
+    *,
+    tool_name: Sequence[str],
+    tool_description: Sequence[str] | str,
+    tool_metadata: Sequence[Mapping[str, Any]] | None,
+) -> tuple[tuple[SchemaNode, ...], tuple[ToolEdge, ...]]:
+    """The SchemaNode and ToolEdge tuples of :meth:`Hypergraph.from_arrays`, each tool's
+    inputs, outputs and required inputs its nodes in id order; created with the cyclic garbage
+    collector paused (and restored to its previous state)."""
+    m = len(tool_name)
+    ins, in_ptr = _group_by_tool(np.flatnonzero(input_side), owner, m)
+    outs, out_ptr = _group_by_tool(np.flatnonzero(~input_side), owner, m)
+    reqs, req_ptr = _group_by_tool(np.flatnonzero(input_side & required), owner, m)
+    names = _expand_column(tool_name, m, "tool_name")
+    tool_texts = _expand_column(tool_description, m, "tool_description")
+    metas = (_expand_column(tool_metadata, m, "tool_metadata") if tool_metadata is not None
+             else [{} for _ in range(m)])
+    kinds = tuple(NodeKind)
+    # millions of new objects and no garbage: the cyclic collector would only rescan them
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        nodes = tuple(map(SchemaNode, range(len(codes)), map(kinds.__getitem__, codes.tolist()),
+                          owner.tolist(), paths, types, descriptions, required.tolist()))
+        tools = tuple(
+            ToolEdge(j, names[j], tool_texts[j], tuple(ins[in_ptr[j]:in_ptr[j + 1]]),
+                     tuple(outs[out_ptr[j]:out_ptr[j + 1]]),
+                     tuple(reqs[req_ptr[j]:req_ptr[j + 1]]), metas[j])
+            for j in range(m)
+        )
+    finally:
+        if collecting:
+            gc.enable()
+    return nodes, tools
