@@ -111,10 +111,13 @@ def test_store_cuts_a_half_written_last_line_and_names_bad_lines(tmp_path: Path)
     assert [json.loads(line)["id"] for line in lines] == ["t1", "t2"]
 
     path.write_text("[1, 2]\n" + json.dumps(good) + "\n")
-    with pytest.raises(HyperplanError, match=r"s\.jsonl:1: expected an object"):
+    with pytest.raises(HyperplanError, match=r"s\.jsonl:1: not a stored interpretation \(no"):
         InterpretationStore(path).__enter__()
     path.write_text("not json\n" + json.dumps(good) + "\n")
-    with pytest.raises(HyperplanError, match=r"s\.jsonl:1: not JSON"):
+    with pytest.raises(HyperplanError, match=r"s\.jsonl:1: not a stored interpretation: "):
+        InterpretationStore(path).__enter__()
+    path.write_text(json.dumps({**good, "id": 7}) + "\n" + json.dumps(good) + "\n")
+    with pytest.raises(HyperplanError, match="id 7 is not a string"):
         InterpretationStore(path).__enter__()
     path.write_text(json.dumps({**good, "operations": "a"}) + "\n")
     with InterpretationStore(path) as store, pytest.raises(HyperplanError, match="task t1"):

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from hyperplan.errors import HyperplanError
+from hyperplan.jsonl import read_records
 from hyperplan.llm.types import LLM
 from hyperplan.plan.planner import interpret
 from hyperplan.retrieve.interpret import (
@@ -124,26 +125,16 @@ class InterpretationStore:
 
 def _read_store(path: Path) -> dict[str, dict[str, Any]]:
     """The rows of a store by task id (a later line for the same id wins); a line that is
-    not a JSON object with a string ``id`` is an error naming the file and line, except an
-    unterminated last line (a run killed while writing it), which is cut off the file."""
-    text = path.read_text(encoding="utf-8")
-    lines = text.split("\n")
-    if lines[-1].strip():
-        try:
-            json.loads(lines[-1])
-        except json.JSONDecodeError:
-            path.write_text("\n".join(lines[:-1]) + ("\n" if len(lines) > 1 else ""),
-                            encoding="utf-8")
-            lines = lines[:-1]
-    rows: dict[str, dict[str, Any]] = {}
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise HyperplanError(f"{path}:{number}: not JSON: {exc.msg}") from None
-        if not isinstance(row, dict) or not isinstance(row.get("id"), str):
-            raise HyperplanError(f"{path}:{number}: expected an object with a string 'id'")
-        rows[row["id"]] = row
-    return rows
+    not a JSON object with a string ``id`` is an error naming the file and line, except a
+    torn last line (a run killed while writing it), which is cut off the file."""
+    rows, torn = read_records(path, what="stored interpretation", key="id")
+    if torn:
+        kept = path.read_text(encoding="utf-8").rstrip("\n").rpartition("\n")[0]
+        path.write_text(kept + "\n" if kept else "", encoding="utf-8")
+    by_id: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        if not isinstance(row["id"], str):
+            raise HyperplanError(f"{path}: stored interpretation id {row['id']!r} is not a "
+                                 "string")
+        by_id[row["id"]] = row
+    return by_id

@@ -17,8 +17,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from hyperplan.errors import HyperplanError
 from hyperplan.graph.effects import is_credential
+from hyperplan.jsonl import read_records
 
 SECRET_WORDS = ("password", "passwd", "secret", "authorization", "cookie")
 REDACTED = "***"
@@ -73,24 +73,7 @@ class TraceWriter:
 def read_trace(path: str | Path) -> list[dict[str, Any]]:
     """The events of a trace file; a malformed line is an error naming the file and line
     (a truncated last line from a crash is skipped)."""
-    p = Path(path)
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise HyperplanError(f"{p}: cannot read trace: {exc.strerror}") from None
-    events = []
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            event = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if number == len(lines):
-                break
-            raise HyperplanError(f"{p}:{number}: not a trace event: {exc.msg}") from None
-        if not isinstance(event, dict) or "type" not in event:
-            raise HyperplanError(f"{p}:{number}: not a trace event (no 'type')")
-        events.append(event)
+    events, _ = read_records(path, what="trace event", key="type")
     return events
 
 
