@@ -246,33 +246,10 @@ class TravelEnv(StateEnv):
         if p[0] == "view":
             return self._view_hint(p[1], plan)
         # hard factors multiply (a known violation: 0.2, unknown: 0.7-0.8), soft ones average
-        hard: list[float] = []
-        soft: list[float] = []
         if p[0] in ("out", "back"):
-            t = self._trans[p[1]]
-            if p[0] == "out":
-                soft.append(1.0 if t.arrive + 60 <= 9 * 60 else
-                            0.5 if t.arrive + 60 <= 12 * 60 else 0.2)
-                after = self._pref("depart_after")
-                if after is not None:
-                    hard.append(1.0 if t.depart >= int(after) else 0.2)
-            else:
-                soft.append(1.0 if t.depart >= 20 * 60 + 30 else
-                            0.5 if t.depart >= 19 * 60 else 0.2)
-            mode = self._pref("mode")
-            if mode is not None:
-                hard.append(1.0 if t.mode == mode else 0.2)
-            same = [x.price for x in self.task.transports if x.leg == t.leg]
-            soft.append(min(same) / max(1, t.price))
+            hard, soft = self._transport_factors(p[0], self._trans[p[1]])
         elif p[0] == "hotel":
-            h = self._hotels[p[1]]
-            stars, amen = self._pref("hotel_stars"), self._pref("hotel_amenity")
-            if stars is not None:
-                hard.append(1.0 if h.stars >= int(stars) else 0.2)
-            if amen is not None:
-                hard.append((1.0 if amen in h.amenities else 0.2) if h.hid in st.viewed
-                            else 0.8)
-            soft.append(min(x.price for x in self.task.hotels) / max(1, h.price))
+            hard, soft = self._hotel_factors(self._hotels[p[1]])
         else:
             _, day, slot, opt = p
             used = {v for c, v in plan.items() if c[0] == "slot"}
@@ -280,34 +257,83 @@ class TravelEnv(StateEnv):
                 return 0.05 if slot in MEALS else 0.2
             if opt in used:
                 return 0.0
-            known = opt in st.viewed
-            if known:
-                hard.append(1.0 if _open_for(self.task, day, slot, opt) else 0.2)
-                hard.append(1.0 if _fits(self.task, slot, opt) else 0.2)
-            else:  # opening hours and visit length not revealed yet
-                hard += [0.7, 0.7]
-            start, end = _visit(self.task, slot, opt) if known else (
-                _slot(slot)[1], _slot(slot)[2])
-            out = self._trans.get(plan.get(("out",), ""))
-            if day == 0 and out is not None:
-                hard.append(1.0 if out.arrive + 60 <= start else 0.2)
-            back = self._trans.get(plan.get(("back",), ""))
-            if day == self.task.days - 1 and back is not None:
-                hard.append(1.0 if end + 60 <= back.depart else 0.2)
-            if slot in MEALS:
-                cuisine = self._pref("cuisine")
-                if cuisine is not None:
-                    soft.append(1.0 if self._rest[opt].cuisine == cuisine else 0.6)
-                soft.append(min(40, self._rest[opt].price) / max(1, self._rest[opt].price))
-            else:
-                must = self._pref("must_visit")
-                if must is not None:
-                    soft.append(1.0 if opt == must else 0.6)
-                soft.append(1.0 - min(1.0, self._attr[opt].price / 200))
-        value = sum(soft) / len(soft) if soft else 1.0
-        for h_ in hard:
-            value *= h_
-        return value
+            hard = self._slot_timing_factors(day, slot, opt, plan)
+            soft = self._slot_appeal_factors(slot, opt)
+        return _combine_factors(hard, soft)
+
+    def _transport_factors(self, leg: str, t: Transport) -> tuple[list[float], list[float]]:
+        """(hard, soft) factors of taking ``t`` as the ``leg`` ("out"/"back") transport:
+        arrival/departure comfort, the depart-after and mode preferences, the price relative
+        to the cheapest transport of the same leg."""
+        hard: list[float] = []
+        soft: list[float] = []
+        if leg == "out":
+            soft.append(1.0 if t.arrive + 60 <= 9 * 60 else
+                        0.5 if t.arrive + 60 <= 12 * 60 else 0.2)
+            after = self._pref("depart_after")
+            if after is not None:
+                hard.append(1.0 if t.depart >= int(after) else 0.2)
+        else:
+            soft.append(1.0 if t.depart >= 20 * 60 + 30 else
+                        0.5 if t.depart >= 19 * 60 else 0.2)
+        mode = self._pref("mode")
+        if mode is not None:
+            hard.append(1.0 if t.mode == mode else 0.2)
+        same = [x.price for x in self.task.transports if x.leg == t.leg]
+        soft.append(min(same) / max(1, t.price))
+        return hard, soft
+
+    def _hotel_factors(self, h: Hotel) -> tuple[list[float], list[float]]:
+        """(hard, soft) factors of booking ``h``: the stars preference, the amenity preference
+        (0.8 while the amenities are not viewed), the price relative to the cheapest hotel."""
+        hard: list[float] = []
+        soft: list[float] = []
+        stars, amen = self._pref("hotel_stars"), self._pref("hotel_amenity")
+        if stars is not None:
+            hard.append(1.0 if h.stars >= int(stars) else 0.2)
+        if amen is not None:
+            hard.append((1.0 if amen in h.amenities else 0.2) if h.hid in self.state.viewed
+                        else 0.8)
+        soft.append(min(x.price for x in self.task.hotels) / max(1, h.price))
+        return hard, soft
+
+    def _slot_timing_factors(self, day: int, slot: str, opt: str,
+                             plan: dict[tuple[Any, ...], Any]) -> list[float]:
+        """Hard factors of scheduling ``opt`` in ``slot`` of ``day``: opening hours and visit
+        length (0.7 each while not viewed), then arrival on day 1 and departure on the last
+        day against the transports already chosen."""
+        hard: list[float] = []
+        known = opt in self.state.viewed
+        if known:
+            hard.append(1.0 if _open_for(self.task, day, slot, opt) else 0.2)
+            hard.append(1.0 if _fits(self.task, slot, opt) else 0.2)
+        else:  # opening hours and visit length not revealed yet
+            hard += [0.7, 0.7]
+        start, end = _visit(self.task, slot, opt) if known else (
+            _slot(slot)[1], _slot(slot)[2])
+        out = self._trans.get(plan.get(("out",), ""))
+        if day == 0 and out is not None:
+            hard.append(1.0 if out.arrive + 60 <= start else 0.2)
+        back = self._trans.get(plan.get(("back",), ""))
+        if day == self.task.days - 1 and back is not None:
+            hard.append(1.0 if end + 60 <= back.depart else 0.2)
+        return hard
+
+    def _slot_appeal_factors(self, slot: str, opt: str) -> list[float]:
+        """Soft factors of scheduling ``opt`` in ``slot``: cuisine match and meal price for a
+        restaurant, must-visit match and ticket price for an attraction."""
+        soft: list[float] = []
+        if slot in MEALS:
+            cuisine = self._pref("cuisine")
+            if cuisine is not None:
+                soft.append(1.0 if self._rest[opt].cuisine == cuisine else 0.6)
+            soft.append(min(40, self._rest[opt].price) / max(1, self._rest[opt].price))
+        else:
+            must = self._pref("must_visit")
+            if must is not None:
+                soft.append(1.0 if opt == must else 0.6)
+            soft.append(1.0 - min(1.0, self._attr[opt].price / 200))
+        return soft
 
     def _view_hint(self, i: str, plan: dict[tuple[Any, ...], Any]) -> float:
         """Viewing pays while fewer unused viewed candidates are known than open slots."""
@@ -345,3 +371,11 @@ class TravelEnv(StateEnv):
                  for g in self.task.gold]
         acts.append(Action("finish", ActionKind.COMMIT, ("finish",)))
         return acts
+
+
+def _combine_factors(hard: list[float], soft: list[float]) -> float:
+    """The mean of the soft factors (1 if none) times every hard factor, in list order."""
+    value = sum(soft) / len(soft) if soft else 1.0
+    for h_ in hard:
+        value *= h_
+    return value

@@ -212,15 +212,35 @@ def _fits(task: TravelTask, slot: str, option: str) -> bool:
 
 def evaluate(task: TravelTask, plan: dict[tuple[Any, ...], Any]) -> tuple[
         dict[str, float], dict[str, float]]:
-    """Objective scores and metrics of a (possibly partial) plan: component -> choice id."""
+    """Objective scores and metrics of a (possibly partial) plan: component -> choice id.
+    The scores are ordered: cs objectives, ``ps.budget``, then the preferences in task order."""
     trans = {t.tid: t for t in task.transports}
     out = trans.get(plan.get(("out",), ""))
     back = trans.get(plan.get(("back",), ""))
     hotel = next((h for h in task.hotels if h.hid == plan.get(("hotel",))), None)
-    sched: list[tuple[int, str, str]] = [
+    sched = _scheduled(task, plan)
+    sc = _commonsense_scores(task, plan, out, back, hotel, sched)
+    rest = {r.rid: r for r in task.restaurants}
+    cost = _plan_cost(task, rest, out, back, hotel, sched)
+    sc["ps.budget"] = float(out is not None and back is not None and cost <= task.budget)
+    for p in task.preferences:
+        sc[f"ps.{p.kind}"] = _preference_score(p, rest, out, back, hotel, sched)
+    return sc, _summary_metrics(task, sc, cost)
+
+
+def _scheduled(task: TravelTask, plan: dict[tuple[Any, ...], Any]) -> list[tuple[int, str, str]]:
+    """(day, slot, option) of every slot the plan fills (not undecided, not skipped), in day
+    and slot order."""
+    return [
         (d, s[0], plan[("slot", d, s[0])]) for d in range(task.days) for s in SLOTS
         if plan.get(("slot", d, s[0])) not in (None, "skip")
     ]
+
+
+def _commonsense_scores(task: TravelTask, plan: dict[tuple[Any, ...], Any],
+                        out: Transport | None, back: Transport | None, hotel: Hotel | None,
+                        sched: list[tuple[int, str, str]]) -> dict[str, float]:
+    """The ``cs.*`` scores (module doc), in objective order."""
     sc: dict[str, float] = {}
     sc["cs.transport"] = float(out is not None and back is not None)
     day0 = [_visit(task, s, o) for d, s, o in sched if d == 0]
@@ -230,7 +250,20 @@ def evaluate(task: TravelTask, plan: dict[tuple[Any, ...], Any]) -> tuple[
                                                          for _, en in last))
     sc["cs.hours"] = float(all(_open_for(task, d, s, o) for d, s, o in sched))
     sc["cs.overlap"] = float(all(_fits(task, s, o) for d, s, o in sched))
-    meals_ok = True
+    sc["cs.meals"] = float(_meals_covered(task, plan, out, back))
+    ids = [o for _, _, o in sched]
+    sc["cs.repeat"] = float(len(ids) == len(set(ids)))
+    sc["cs.sightseeing"] = float(all(
+        any(d == day and s not in MEALS for d, s, _ in sched) for day in range(task.days)))
+    if task.days > 1:
+        sc["cs.hotel"] = float(hotel is not None)
+    return sc
+
+
+def _meals_covered(task: TravelTask, plan: dict[tuple[Any, ...], Any],
+                   out: Transport | None, back: Transport | None) -> bool:
+    """``cs.meals``: lunch and dinner are scheduled whenever the traveller is in town for them
+    (arrival + 1 h <= meal start, meal end + 1 h <= return departure)."""
     for d in range(task.days):
         for meal in MEALS:
             _, start, end = _slot(meal)
@@ -238,40 +271,45 @@ def evaluate(task: TravelTask, plan: dict[tuple[Any, ...], Any]) -> tuple[
             present = present and not (
                 d == task.days - 1 and back is not None and end + 60 > back.depart)
             if present and plan.get(("slot", d, meal)) in (None, "skip"):
-                meals_ok = False
-    sc["cs.meals"] = float(meals_ok)
-    ids = [o for _, _, o in sched]
-    sc["cs.repeat"] = float(len(ids) == len(set(ids)))
-    sc["cs.sightseeing"] = float(all(
-        any(d == day and s not in MEALS for d, s, _ in sched) for day in range(task.days)))
-    if task.days > 1:
-        sc["cs.hotel"] = float(hotel is not None)
+                return False
+    return True
+
+
+def _plan_cost(task: TravelTask, rest: dict[str, Restaurant], out: Transport | None,
+               back: Transport | None, hotel: Hotel | None,
+               sched: list[tuple[int, str, str]]) -> int:
+    """Total cost of the chosen transports, hotel nights, tickets and meals."""
     nights = task.days - 1
-    rest = {r.rid: r for r in task.restaurants}
     cost = (out.price if out else 0) + (back.price if back else 0)
     cost += hotel.price * nights if hotel else 0
     for _, s, o in sched:
         cost += rest[o].price if s in MEALS else task.attraction(o).price
-    sc["ps.budget"] = float(out is not None and back is not None and cost <= task.budget)
-    for p in task.preferences:
-        key = f"ps.{p.kind}"
-        if p.kind == "hotel_stars":
-            sc[key] = float(hotel is not None and hotel.stars >= int(p.value))
-        elif p.kind == "hotel_amenity":
-            sc[key] = float(hotel is not None and p.value in hotel.amenities)
-        elif p.kind == "must_visit":
-            sc[key] = float(p.value in ids)
-        elif p.kind == "cuisine":
-            sc[key] = float(any(s in MEALS and rest[o].cuisine == p.value for _, s, o in sched))
-        elif p.kind == "mode":
-            sc[key] = float(out is not None and back is not None
-                            and out.mode == p.value and back.mode == p.value)
-        else:
-            sc[key] = float(out is not None and out.depart >= int(p.value))
+    return cost
+
+
+def _preference_score(p: Preference, rest: dict[str, Restaurant], out: Transport | None,
+                      back: Transport | None, hotel: Hotel | None,
+                      sched: list[tuple[int, str, str]]) -> float:
+    """The ``ps.<kind>`` score of preference ``p`` (module doc)."""
+    if p.kind == "hotel_stars":
+        return float(hotel is not None and hotel.stars >= int(p.value))
+    if p.kind == "hotel_amenity":
+        return float(hotel is not None and p.value in hotel.amenities)
+    if p.kind == "must_visit":
+        return float(p.value in [o for _, _, o in sched])
+    if p.kind == "cuisine":
+        return float(any(s in MEALS and rest[o].cuisine == p.value for _, s, o in sched))
+    if p.kind == "mode":
+        return float(out is not None and back is not None
+                     and out.mode == p.value and back.mode == p.value)
+    return float(out is not None and out.depart >= int(p.value))
+
+
+def _summary_metrics(task: TravelTask, sc: dict[str, float], cost: int) -> dict[str, float]:
+    """CS score, PS score (means in score order), their composite, and the task figures."""
     cs = [v for k, v in sc.items() if k.startswith("cs.")]
     ps = [v for k, v in sc.items() if k.startswith("ps.")]
     cs_score, ps_score = sum(cs) / len(cs), sum(ps) / len(ps)
-    metrics = {"cs_score": cs_score, "ps_score": ps_score,
-               "composite": (cs_score + ps_score) / 2, "cost": float(cost),
-               "budget": float(task.budget), "level": float(task.level)}
-    return sc, metrics
+    return {"cs_score": cs_score, "ps_score": ps_score,
+            "composite": (cs_score + ps_score) / 2, "cost": float(cost),
+            "budget": float(task.budget), "level": float(task.level)}
