@@ -32,7 +32,7 @@ def retrieval_cmd(
         "custom: a catalog source KIND:LOCATION (as for graph build)"),
     tasks: Path = typer.Option(
         ..., help="AppWorld tasks_train.jsonl; StableToolBench query file; NesTools *.jsonl; "
-        'custom: JSONL of {"id", "request", "tools": [gold tool names]}'),
+        'custom: JSONL of {"id", "request", "tools"}, tools = the gold tool names'),
     budget: int = typer.Option(20, help="at most this many tools per method and task"),
     embedder: str = typer.Option("auto", help="auto | minilm | hashing | openai:MODEL"),
     split: str = typer.Option("all", help="all | dev (every 5th task) | heldout"),
