@@ -145,3 +145,46 @@ def test_agent_runs_end_to_end_on_the_real_server(base_url: str, tmp_path: Path)
     assert accounting.totals().calls >= len(calls)
     assert accounting.totals().prompt_tokens > 0
     assert summarize(events)["status"] == result.status
+
+
+def test_retrieval_benchmark_reads_the_real_models_interpretation(
+    base_url: str, tmp_path: Path
+) -> None:
+    """``eval retrieval`` with the interpretation from the real server (the paper's setting),
+    on a custom suite of the demo catalog: every task is interpreted once, by the model or by
+    the rules after an unusable answer, and a second run reads every answer from the store."""
+    from hyperplan.eval.interpretations import InterpretationStore, Interpreted, llm_interpreter
+    from hyperplan.eval.retrieval import METHODS, evaluate_retrieval
+
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(
+        '{"id": "like", "request": "Like the song Yesterday", '
+        '"tools": ["music.search_songs", "music.like_song"]}\n'
+        '{"id": "mail", "request": "Email Ann my playlist", '
+        '"tools": ["contacts.search_contacts", "mail.send_email"]}\n')
+    client = OpenAICompatibleLLM(os.environ.get("HYPERPLAN_LLM_TEST_MODEL", "smollm2"),
+                                 base_url=base_url, timeout=120, temperature=0.0, max_tokens=128,
+                                 max_retries=1, max_reasks=1)
+    store_path = tmp_path / "interpretations.jsonl"
+    try:
+        with InterpretationStore(store_path) as store:
+            doc = evaluate_retrieval("custom", "demo", tasks, budget=5,
+                                     embedder=get_embedder("hashing"),
+                                     interpreter=llm_interpreter(client),
+                                     interpreter_name="llm:smollm2", store=store)
+    finally:
+        client.close()
+    info = doc["interpretation"]
+    assert info["by"] == "llm:smollm2" and info["llm"] + info["rules"] == 2
+    assert info["seconds_p50"] > 0
+    assert set(doc["methods"]) == set(METHODS) and doc["n_tasks"] == 2
+    assert len(store_path.read_text().splitlines()) == 2
+
+    def refuse(text: str, namespaces: object) -> Interpreted:
+        raise AssertionError("the store should answer")
+
+    with InterpretationStore(store_path) as store:
+        again = evaluate_retrieval("custom", "demo", tasks, budget=5,
+                                   embedder=get_embedder("hashing"), interpreter=refuse,
+                                   interpreter_name="llm:smollm2", store=store)
+    assert again["methods"]["context_graph"]["recall"] == doc["methods"]["context_graph"]["recall"]
