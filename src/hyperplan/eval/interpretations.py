@@ -86,8 +86,9 @@ class InterpretationStore:
     def __enter__(self) -> InterpretationStore:
         if self.path.exists():
             self._known = _read_store(self.path)
+        unterminated = _ends_without_newline(self.path)
         self._out = self.path.open("a", encoding="utf-8")
-        if self.path.stat().st_size and not self.path.read_text(encoding="utf-8").endswith("\n"):
+        if unterminated:
             self._out.write("\n")  # a hand-written file whose last line has no newline
         return self
 
@@ -121,6 +122,15 @@ class InterpretationStore:
         assert self._out is not None, "use InterpretationStore as a context manager"
         self._out.write(json.dumps(row, ensure_ascii=False) + "\n")
         self._out.flush()
+
+
+def _ends_without_newline(path: Path) -> bool:
+    """Whether ``path`` exists, is not empty and its last byte is not a newline."""
+    if not path.exists() or not path.stat().st_size:
+        return False
+    with path.open("rb") as f:
+        f.seek(-1, 2)
+        return f.read(1) != b"\n"
 
 
 def _read_store(path: Path) -> dict[str, dict[str, Any]]:

@@ -199,16 +199,18 @@ def evaluate_retrieval(
     requests = l2_normalize(embedder.embed([t.text for t in scored])) if scored else None
     rows: dict[str, list[Row]] = {m: [] for m in METHODS}
     interpreted: list[Interpreted] = []
+    read = interpreter or rules_interpreter
     for i, task in enumerate(scored):
         if progress:
             progress("retrieving", i, len(scored))
         assert requests is not None
-        item = _interpretation(task, index.namespaces, interpreter or rules_interpreter, store)
+        item = _interpretation(task, index.namespaces, read, store)
         interpreted.append(item)
         with single_thread_blas():  # as in extract_with_vectors, for comparable timings
             results = _retrieve(index, bm25, embedder, cfg, item.task, task.text, requests[i])
+        gold = {graph.tool_index[n] for n in task.tools}
         for method, (ids, ms) in results.items():
-            rows[method].append(_row(graph, task, ids, ms))
+            rows[method].append(_row(graph, gold, ids, ms))
         if on_task is not None:
             on_task(_task_detail(graph, task, item, results))
     return {
@@ -231,8 +233,7 @@ Row = tuple[float, bool, int, int, float]
 """Per task and method: recall, complete, tools retrieved, prompt tokens, milliseconds."""
 
 
-def _row(graph: Hypergraph, task: GoldTask, ids: list[int], ms: float) -> Row:
-    gold = {graph.tool_index[n] for n in task.tools}
+def _row(graph: Hypergraph, gold: set[int], ids: list[int], ms: float) -> Row:
     got = set(ids)
     tokens = count_tokens(serialize_tools(graph, ids))
     return len(gold & got) / len(gold), gold <= got, len(got), tokens, ms
@@ -242,11 +243,11 @@ def _task_detail(graph: Hypergraph, task: GoldTask, item: Interpreted,
                  results: dict[str, tuple[list[int], float]]) -> dict[str, Any]:
     """One task's record for ``on_task``: the request, its gold tools, the interpretation,
     and per method the retrieved tools in rank order and the gold tools it missed."""
-    names = [t.name for t in graph.tools]
     methods = {}
     for method, (ids, _) in results.items():
-        got = {names[i] for i in ids}
-        methods[method] = {"retrieved": [names[i] for i in ids],
+        retrieved = [graph.tools[i].name for i in ids]
+        got = set(retrieved)
+        methods[method] = {"retrieved": retrieved,
                            "missing": [n for n in task.tools if n not in got]}
     return {"id": task.id, "request": task.text, "gold": list(task.tools),
             "interpretation": {"source": item.source, "operations": list(item.task.operations),
