@@ -124,3 +124,24 @@ def test_python_dash_m_runs_the_same_cli() -> None:
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 1
     assert "/nonexistent" in result.stderr and "Traceback" not in result.stderr
+
+
+def _leaf_commands(command: object, path: str = "") -> list[tuple[str, object]]:
+    children = getattr(command, "commands", None)
+    if children is None:
+        return [(path, command)]
+    return [leaf for name, child in children.items()
+            for leaf in _leaf_commands(child, f"{path} {name}".strip())]
+
+
+def test_every_command_help_is_unwrapped_prose() -> None:
+    """Typer prints a docstring's line breaks as they are; every command's help must have
+    its source wrapping removed, or ``--help`` and the command lists show ragged lines."""
+    import typer.main
+
+    leaves = _leaf_commands(typer.main.get_command(app))
+    assert len(leaves) >= 20
+    for path, command in leaves:
+        text = getattr(command, "help", None) or ""
+        assert text, f"{path} has no help"
+        assert all("\n" not in p for p in text.split("\n\n")), f"{path}: {text!r}"

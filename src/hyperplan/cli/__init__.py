@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import sys
 
 import typer
@@ -34,6 +35,25 @@ app.command()(demo)
 app.command()(run)
 app.command("report")(report_cmd)
 app.add_typer(trace_app, name="trace")
+
+
+def _unwrap(doc: str) -> str:
+    """A docstring as help text: paragraphs kept, the line breaks inside each one dropped
+    (Typer prints them as they are, so wrapped source lines would show as ragged help)."""
+    return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(doc).split("\n\n"))
+
+
+def _unwrap_help(group: typer.Typer) -> None:
+    """Give every command of ``group`` and its sub-groups its docstring, unwrapped, as help."""
+    for info in group.registered_commands:
+        if info.help is None and info.callback is not None and info.callback.__doc__:
+            info.help = _unwrap(info.callback.__doc__)
+    for sub in group.registered_groups:
+        if sub.typer_instance is not None:
+            _unwrap_help(sub.typer_instance)
+
+
+_unwrap_help(app)
 
 
 def main() -> None:

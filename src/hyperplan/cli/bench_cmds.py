@@ -268,8 +268,10 @@ def links_cmd(
         "(0: none)"),
     as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
 ) -> None:
-    """Link-inference scale: build synthetic catalogs of each size in a fresh process and
-    report nodes, links, candidate pairs, seconds and peak RSS."""
+    """Link-inference scale on synthetic catalogs of each size.
+
+    Each size is built in a fresh process; reports nodes, links, candidate pairs, seconds and
+    peak RSS."""
     sizes = parse_sizes(tools)
     if embedder.split(":")[0].lower() in ("minilm", "auto", "openai") and max(
             sizes) >= _SLOW_EMBEDDER_TOOLS:
@@ -345,8 +347,10 @@ def scale_cmd(
         "(0: none)"),
     as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
 ) -> None:
-    """Planning scale: synthetic hypergraphs with heavy-tailed degrees, each size in a fresh
-    process; reports build seconds, peak RSS, DOE and context-graph latency (p50/p99)."""
+    """Planning scale: DOE and context-graph latency on synthetic hypergraphs.
+
+    The hypergraphs have heavy-tailed degrees; each size is built in a fresh process. Reports
+    build seconds, peak RSS, DOE and context-graph latency (p50/p99)."""
     sizes = parse_sizes(tools)
     if embedder not in ("words", "hashing"):
         raise typer.BadParameter(f"unknown embedder {embedder!r}: use words or hashing")

@@ -51,8 +51,10 @@ def chains_cmd(
     beam: int = typer.Option(DOEConfig.beam_width, help="DOE beam width (B)"),
     as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
 ) -> None:
-    """Can DOE find the producer tools of the gold calls? (exact, producer P/R, baselines,
-    each method's operating points and DOE vs. each baseline at equal recall)"""
+    """Can DOE find the producer tools of the gold calls? DOE against its baselines.
+
+    Reports exact, producer precision/recall and unsatisfiable for DOE and each baseline,
+    each method's operating points, and DOE vs. each baseline at equal recall."""
     source = domain if suite == "tau2" else data
     if source is None:
         raise HyperplanError("--data is required" if suite != "tau2" else "--domain is required")

@@ -95,8 +95,10 @@ def support_cmd(
     beam: int = typer.Option(DOEConfig.beam_width, help="beam width (B)"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
 ) -> None:
-    """Deficit-Oriented Expansion: the fewest producer tools still missing for a terminal tool,
-    given what is already known (Definitions 5-6)."""
+    """Deficit-Oriented Expansion: the producer tools a terminal tool still needs.
+
+    The fewest producer tools still missing for the terminal tool, given what is already
+    known (Definitions 5-6)."""
     graph = load_graph(path)
     unknown = [t for t in _split(tools) if t not in graph.tool_index]
     if unknown:

@@ -188,8 +188,10 @@ def mcts_bench_cmd(
         False, help="time replays of a recorded run (environment and policy answered from a "
         "log): the search's own work with warm caches"),
 ) -> None:
-    """Bookkeeping microseconds per iteration (policy and environment time excluded); the
-    JSON says whether the compiled search core ran (``HYPERPLAN_COMPILE=1 pip install .``)."""
+    """Bookkeeping microseconds per iteration (policy and environment time excluded).
+
+    The JSON says whether the compiled search core ran (built by
+    `HYPERPLAN_COMPILE=1 pip install .`)."""
     from hyperplan.search.bench import BENCH_SUITES, bench_bookkeeping
 
     if suite not in BENCH_SUITES:
