@@ -195,17 +195,22 @@ def _as_dict(mapping: Mapping[KT, VT]) -> dict[KT, VT]:
 
 
 def _observe_edge(
-    edges: dict[EdgeKey, EdgeStats], nodes: dict[Hashable, NodeStats], born: list[Hashable],
-    decisions: frozenset[Hashable], label: str, score: float, track_incident: bool,
+    by_label: dict[str, dict[frozenset[Hashable], EdgeStats]], nodes: dict[Hashable, NodeStats],
+    born: list[Hashable], decisions: frozenset[Hashable], label: str, score: float,
+    track_incident: bool,
 ) -> None:
     """One observation (S, y, r): N(e) <- N(e) + 1, Q(e) <- Q(e) + (r - Q(e)) / N(e) for
     e = (S, y) (a new edge: N = 1 and Q = 0 + (r - 0)), then the pooled records of S under y
-    (:func:`_pool_score`). Module-level functions, not methods: :class:`Hypergraph` allows
-    interpreted subclasses, so the compiled build would dispatch its method calls generically."""
-    key = (decisions, label)
-    stats = edges.get(key)
+    (:func:`_pool_score`). Edges are found by label, then by decision set, so no (S, y) key
+    is built or hashed per observation. Module-level functions, not methods:
+    :class:`Hypergraph` allows interpreted subclasses, so the compiled build would dispatch its
+    method calls generically."""
+    edges = by_label.get(label)
+    if edges is None:
+        edges = by_label[label] = {}
+    stats = edges.get(decisions)
     if stats is None:
-        stats = edges[key] = EdgeStats()
+        stats = edges[decisions] = EdgeStats()
         stats.n = 1
         stats.mean += score - stats.mean  # the incremental mean at N = 1, as update()
         _pool_score(nodes, born, decisions, label, score, stats if track_incident else None)
@@ -254,7 +259,7 @@ class Hypergraph:
     """E_k with pooled per-label statistics per decision node (module doc); prior(v) is
     computed when read and cached on the node until an observation touches it."""
 
-    __slots__ = ("_agg", "_track_incident", "agg_name", "born", "edges", "nodes", "rollouts")
+    __slots__ = ("_agg", "_track_incident", "agg_name", "born", "by_label", "nodes", "rollouts")
 
     def __init__(self, agg: str = DEFAULT_AGG) -> None:
         if agg not in AGGREGATORS:
@@ -262,7 +267,8 @@ class Hypergraph:
         self.agg_name = agg
         self._agg = AGGREGATORS[agg]
         self._track_incident = agg == "max"  # the only Agg that reads E_k(v) itself
-        self.edges: dict[EdgeKey, EdgeStats] = {}
+        # E_k by label y, then by decision set S (:attr:`edges` is the flat (S, y) view)
+        self.by_label: dict[str, dict[frozenset[Hashable], EdgeStats]] = {}
         self.nodes: dict[Hashable, NodeStats] = {}
         # the node ids in order of creation (append-only; progressive widening reads the
         # ids born since it last looked, tree.Pending.sync)
@@ -283,7 +289,7 @@ class Hypergraph:
         """``update(extract(recorded, verdict, objectives))`` fused: the same observations in
         the same order (so the same statistics, bit for bit) without building them."""
         self.rollouts += 1
-        edges, nodes, born, track = self.edges, self.nodes, self.born, self._track_incident
+        edges, nodes, born, track = self.by_label, self.nodes, self.born, self._track_incident
         decisions = frozenset(recorded)
         reward = verdict.reward
         reward = 0.0 if reward < 0.0 else (1.0 if reward > 1.0 else reward)
@@ -305,7 +311,7 @@ class Hypergraph:
 
     def _observe(self, decisions: frozenset[Hashable], label: str, score: float) -> None:
         """One observation (S, y, r) (:func:`_observe_edge`)."""
-        _observe_edge(self.edges, self.nodes, self.born, decisions, label, score,
+        _observe_edge(self.by_label, self.nodes, self.born, decisions, label, score,
                       self._track_incident)
 
     def prior(self, v: Hashable) -> float:
@@ -345,13 +351,20 @@ class Hypergraph:
 
     def edge(self, decisions: Iterable[Hashable], label: str) -> EdgeStats | None:
         """The statistics of edge (S, y), or None when unseen."""
-        return self.edges.get((frozenset(decisions), label))
+        edges = self.by_label.get(label)
+        return None if edges is None else edges.get(frozenset(decisions))
 
     def incident(self, v: Hashable) -> list[EdgeKey]:
         """The keys of E_k(v)."""
         return [key for key in self.edges if v in key[0]]
 
     @property
+    def edges(self) -> dict[EdgeKey, EdgeStats]:
+        """E_k as one mapping (S, y) -> statistics, label by label (a new dict per read)."""
+        return {(decisions, label): stats for label, edges in self.by_label.items()
+                for decisions, stats in edges.items()}
+
+    @property
     def empty(self) -> bool:
         """Whether E_k is empty (no observation yet)."""
-        return not self.edges
+        return not self.by_label
