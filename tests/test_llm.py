@@ -22,6 +22,7 @@ from hyperplan.llm import (
     Accounting,
     Budget,
     BudgetExceeded,
+    ContextLengthError,
     LLMError,
     Message,
     OpenAICompatibleLLM,
@@ -188,6 +189,74 @@ def test_no_retry_on_400(server: FakeServer) -> None:
         make_llm(server).complete(USER)
     assert info.value.status_code == 400
     assert len(server.requests) == 1
+
+
+def _too_long(messages: int, completion: int, limit: int = 4096) -> dict[str, Any]:
+    """What llama-cpp-python's server (and OpenAI, vLLM) answer for a request too long."""
+    text = (f"This model's maximum context length is {limit} tokens. However, you requested "
+            f"{messages + completion} tokens ({messages} in the messages, {completion} in the "
+            "completion). Please reduce the length of the messages or completion.")
+    return {"error": {"message": text, "type": "invalid_request_error", "param": "messages",
+                      "code": "context_length_exceeded"}}
+
+
+def test_messages_longer_than_the_context_window_raise_context_length_error(
+        server: FakeServer) -> None:
+    server.push(400, _too_long(4136, 1024))
+    with pytest.raises(ContextLengthError) as info:
+        make_llm(server, max_tokens=1024).complete(USER)
+    assert (info.value.limit, info.value.prompt_tokens, info.value.completion_tokens) == (
+        4096, 4136, 1024)
+    assert info.value.status_code == 400 and "window 4096" in str(info.value)
+    assert len(server.requests) == 1  # not retried: the same request would fail again
+
+
+def test_a_completion_cap_that_does_not_fit_is_lowered_once(server: FakeServer) -> None:
+    server.push(400, _too_long(3600, 1000))
+    server.push(200, completion_body('{"steps": ["a"]}'))
+    llm = make_llm(server, max_tokens=1000)
+    assert llm.complete(USER, schema=SCHEMA).parsed == {"steps": ["a"]}
+    assert [r.get("max_tokens") for r in server.requests] == [1000, 496]
+    # the next exchange starts from the configured cap again
+    llm.complete(USER)
+    assert server.requests[-1]["max_tokens"] == 1000
+
+
+def test_too_little_room_for_a_completion_is_not_retried(server: FakeServer) -> None:
+    server.push(400, _too_long(3900, 1000))  # 196 tokens left: below MIN_COMPLETION_TOKENS
+    with pytest.raises(ContextLengthError):
+        make_llm(server, max_tokens=1000).complete(USER)
+    assert len(server.requests) == 1
+
+
+def test_a_reask_that_outgrows_the_window_is_a_structured_output_error(
+        server: FakeServer) -> None:
+    server.push(200, completion_body("not json at all"))
+    server.push(400, _too_long(4300, 1024))  # the re-ask carries the bad reply: too long now
+    with pytest.raises(StructuredOutputError) as info:
+        make_llm(server, max_tokens=1024).complete(USER, schema=SCHEMA)
+    assert not isinstance(info.value, ContextLengthError)
+    assert "re-ask does not fit the context window" in str(info.value)
+    assert info.value.last_text == "not json at all"
+    assert len(server.requests) == 2
+
+
+def test_llama_server_context_error_is_understood(server: FakeServer) -> None:
+    body = {"error": {"code": 400, "type": "exceed_context_size_error",
+                      "message": "request (4476 tokens) exceeds the available context size "
+                                 "(4096 tokens)", "n_prompt_tokens": 4476, "n_ctx": 4096}}
+    server.push(400, body)
+    with pytest.raises(ContextLengthError) as info:
+        make_llm(server).complete(USER)
+    assert (info.value.limit, info.value.prompt_tokens) == (4096, 4476)
+
+
+def test_async_complete_lowers_the_completion_cap_too(server: FakeServer) -> None:
+    server.push(400, _too_long(3000, 2000))
+    llm = make_llm(server, max_tokens=2000)
+    response = asyncio.run(llm.acomplete(USER))
+    assert response.text == "ok"
+    assert [r.get("max_tokens") for r in server.requests] == [2000, 1096]
 
 
 def test_json_schema_mode_when_supported(server: FakeServer) -> None:

@@ -23,7 +23,15 @@ from hyperplan.execute.subtask import AgentConfig, RunContext
 from hyperplan.execute.trace import TraceWriter, read_trace, summarize
 from hyperplan.execute.traced_llm import TracedLLM
 from hyperplan.graph.build import build_graph
-from hyperplan.llm import Accounting, Budget, LLMResponse, Message, OpenAICompatibleLLM, ToolSpec
+from hyperplan.llm import (
+    Accounting,
+    Budget,
+    ContextLengthError,
+    LLMResponse,
+    Message,
+    OpenAICompatibleLLM,
+    ToolSpec,
+)
 from toy_music import MusicWorld, music_catalog
 
 SCHEMA = {
@@ -114,6 +122,21 @@ def test_forced_tool_call(llm: OpenAICompatibleLLM) -> None:
     call = response.tool_calls[0]
     assert call.name == "get_weather"
     assert isinstance(call.arguments, dict)
+
+
+def test_the_servers_context_window_is_read_from_its_refusal(base_url: str) -> None:
+    """scripts/start-llm-server.sh serves a 4096-token window: messages longer than it are a
+    ContextLengthError with the server's counts, not retried. (This server lowers a completion
+    cap that overflows by itself; the client's lowering is for servers that refuse it, such as
+    OpenAI's and vLLM's, and is tested in test_llm.py.)"""
+    accounting = Accounting()
+    client = OpenAICompatibleLLM(os.environ.get("HYPERPLAN_LLM_TEST_MODEL", "smollm2"),
+                                 base_url=base_url, timeout=120, temperature=0.0,
+                                 max_tokens=8, accounting=accounting)
+    with pytest.raises(ContextLengthError) as info:
+        client.complete([Message.user("Say yes. " + "word " * 6000)])
+    assert info.value.limit == 4096 and (info.value.prompt_tokens or 0) > 4096
+    assert (accounting.totals().calls, accounting.totals().errors) == (1, 1)
 
 
 def test_agent_runs_end_to_end_on_the_real_server(base_url: str, tmp_path: Path) -> None:

@@ -123,7 +123,9 @@ def render_event(e: dict[str, Any]) -> list[str]:
                 f"{e.get('reason', '')}".rstrip()]
     if kind == "context_graph":
         names = e["tools"][:6] + (["…"] if len(e["tools"]) > 6 else [])
-        return [f"context graph ({len(e['tools'])} tools, {e['tokens']} tokens): "
+        fitted = (f", cut from {e['tools_before']} to fit the model's "
+                  f"{e['fitted_to_window']}-token window" if e.get("fitted_to_window") else "")
+        return [f"context graph ({len(e['tools'])} tools, {e['tokens']} tokens{fitted}): "
                 + ", ".join(names)]
     return []
 

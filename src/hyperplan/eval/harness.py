@@ -164,7 +164,10 @@ def request_relevance(session: SuiteSession, text: str) -> dict[str, float] | No
 def _metrics(result: RunResult | None, accounting: Accounting, events: list[dict[str, Any]],
              seconds: float) -> dict[str, Any]:
     totals = accounting.totals()
-    context = sum(int(e.get("tokens", 0)) for e in events if e["type"] == "context_graph")
+    # the context graph the planner was last shown (a window too small for the first one is
+    # answered with a cut one, traced after it)
+    context = next((int(e.get("tokens", 0)) for e in reversed(events)
+                    if e["type"] == "context_graph"), 0)
     calls = [e for e in events if e["type"] == "llm_call"]
     planning = sum(1 for e in calls if e.get("component") in ("planner", "refiner"))
     doc_tokens = context * planning + sum(int(e.get("tool_doc_tokens", 0)) for e in calls)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hyperplan.embed.base import Embedder
+from hyperplan.execute.fit import MAX_FITS, Render, shrink_to_window
 from hyperplan.execute.goal import StructuredGoal, dag_from_goal
 from hyperplan.execute.state import AgentState, SubtaskStatus
 from hyperplan.execute.subtask import (
@@ -28,9 +29,11 @@ from hyperplan.execute.subtask import (
 )
 from hyperplan.graph.model import Hypergraph
 from hyperplan.llm.budget import BudgetExceeded
+from hyperplan.llm.types import ContextLengthError
 from hyperplan.plan.planner import interpret, plan_dag, refine_dag
 from hyperplan.plan.taskdag import PlanError, TaskDAG, validate_dag
 from hyperplan.retrieve.context_graph import (
+    ContextGraph,
     ContextGraphConfig,
     GraphIndex,
     extract_context_graph,
@@ -113,10 +116,7 @@ def plan_request(ctx: RunContext, request: str, embedder: Embedder,
                         schemas=list(interp.task.schemas), values=dict(interp.values))
         cg = extract_context_graph(ctx.graph, interp.task, embedder=embedder, index=index,
                                    config=ContextGraphConfig(budget=ctx.config.context_budget))
-        text = plain_tools(cg.subgraph) if plain_context else serialize_context_graph(cg)
-        ctx.tracer.emit("context_graph", tools=cg.tool_names, tokens=count_tokens(text),
-                        links=[] if plain_context else tool_links(cg.subgraph), text=text)
-        dag = plan_dag(llm, request, cg.subgraph, text)
+        cg, text, dag = _plan_in_window(ctx, request, cg, plain_context)
     except BudgetExceeded as exc:
         return finish_run(ctx, RunResult("budget_exhausted", state, None, message=str(exc)))
     except PlanError as exc:
@@ -124,6 +124,33 @@ def plan_request(ctx: RunContext, request: str, embedder: Embedder,
     ctx.tracer.emit("dag", **dag.as_dict())
     ctx = replace(ctx, context_graph=cg.subgraph, context_text=text)
     return PlannedRequest(ctx, dag, AgentState.start(interp.values))
+
+
+def _plan_in_window(ctx: RunContext, request: str, cg: ContextGraph,
+                    plain_context: bool) -> tuple[ContextGraph, str, TaskDAG]:
+    """The Task DAG over ``cg``, cut to its best-ranked tools when the model's context window
+    cannot hold the planner prompt (:mod:`hyperplan.execute.fit`); each graph the planner is
+    shown is traced. A window too small even for one tool is a :class:`PlanError`."""
+    assert ctx.llm is not None
+    render: Render = ((lambda c: plain_tools(c.subgraph)) if plain_context
+                      else serialize_context_graph)
+    history: list[tuple[int, int]] = []
+    fitted: dict[str, Any] = {}
+    while True:
+        text = render(cg)
+        ctx.tracer.emit("context_graph", tools=cg.tool_names, tokens=count_tokens(text),
+                        links=[] if plain_context else tool_links(cg.subgraph), text=text,
+                        **fitted)
+        try:
+            return cg, text, plan_dag(ctx.llm, request, cg.subgraph, text)
+        except ContextLengthError as exc:
+            smaller = (shrink_to_window(cg, render, exc, history, ctx.config.plan_room)
+                       if len(history) < MAX_FITS else None)
+            if smaller is None:
+                raise PlanError(f"the planner prompt does not fit the model's context window "
+                                f"with the {len(cg.tools)} best tools: {exc}") from None
+            fitted = {"fitted_to_window": exc.limit, "tools_before": len(cg.tools)}
+            cg = smaller
 
 
 def run_request(ctx: RunContext, request: str, embedder: Embedder,
@@ -207,7 +234,7 @@ def _refine(ctx: RunContext, dag: TaskDAG, state: AgentState,
     try:
         new = refine_dag(ctx.llm, ctx.request, dag, status, notes,
                          ctx.context_graph or ctx.graph, ctx.context_text)
-    except PlanError as exc:
+    except (PlanError, ContextLengthError) as exc:
         ctx.tracer.emit("refinement", scope="dag", ok=False, reason=str(exc))
         return None
     ctx.tracer.emit("refinement", scope="dag", ok=True, observations=notes)

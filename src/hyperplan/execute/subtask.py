@@ -61,8 +61,10 @@ from hyperplan.plan.taskdag import Subtask
 @dataclass(frozen=True)
 class AgentConfig:
     """Knobs of the runtime: DOE parameters, the minimum link weight used for grounding and
-    binding, local retries per subtask, DAG refinements (LLM mode), tool timeout, and the
-    tool budget of the context graph (LLM mode)."""
+    binding, local retries per subtask, DAG refinements (LLM mode), tool timeout, the
+    tool budget of the context graph (LLM mode) and the model tokens its planner prompt must
+    leave for the plan when the context graph is cut to the model's window
+    (:mod:`hyperplan.execute.fit`)."""
 
     doe: DOEConfig = field(default_factory=DOEConfig)
     min_weight: float = 0.5
@@ -70,6 +72,7 @@ class AgentConfig:
     max_refinements: int = 2
     tool_timeout: float = 30.0
     context_budget: int = 20
+    plan_room: int = 512
 
 
 @dataclass(frozen=True)

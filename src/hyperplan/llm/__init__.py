@@ -10,6 +10,7 @@ from hyperplan.llm.openai_client import OpenAICompatibleLLM, StructuredMode
 from hyperplan.llm.scripted import ScriptedCall, ScriptedLLM, ScriptedRule
 from hyperplan.llm.types import (
     LLM,
+    ContextLengthError,
     JSONSchema,
     LLMError,
     LLMResponse,
@@ -27,6 +28,7 @@ __all__ = [
     "Budget",
     "BudgetExceeded",
     "ComponentStats",
+    "ContextLengthError",
     "JSONSchema",
     "LLMError",
     "LLMResponse",

@@ -13,6 +13,12 @@ Works with OpenAI, vLLM, Ollama and the llama.cpp server through the official `o
   (schema in the system prompt). A 400/422/500 whose body names the response format triggers the
   next mode. Every reply is validated with `jsonschema`; an invalid reply is re-asked at most
   `max_reasks` times with the exact validation error fed back.
+* Context window: a request the server rejects as too long for the model raises
+  :class:`~hyperplan.llm.types.ContextLengthError` with the window and token counts the server
+  gave (OpenAI, vLLM, llama-cpp-python and llama.cpp's own server wordings). When only the
+  completion cap does not fit (the messages leave at least ``MIN_COMPLETION_TOKENS``), the
+  request is sent once more with ``max_tokens`` lowered to what is left; a caller that must
+  shorten its messages (the planner's context graph) catches the error.
 * Secrets: the API key never appears in ``repr``, log records or raised exceptions.
 """
 
@@ -23,6 +29,7 @@ import contextlib
 import json
 import logging
 import os
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -35,6 +42,7 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolC
 from hyperplan.llm.budget import Accounting
 from hyperplan.llm.structured import parse_and_validate, reask_message, with_schema_instruction
 from hyperplan.llm.types import (
+    ContextLengthError,
     JSONSchema,
     LLMError,
     LLMResponse,
@@ -58,6 +66,21 @@ _MODE_LOCK = threading.Lock()
 _RETRYABLE = frozenset({408, 409, 429})
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "schema")
 _PLACEHOLDER_KEY = "sk-no-key-required"
+MIN_COMPLETION_TOKENS = 256
+"""The least completion room worth a second request with a lowered ``max_tokens``."""
+_CONTEXT_ERROR = re.compile(
+    r"maximum context length|context[_ ]length[_ ]exceeded|exceed_context_size|"
+    r"exceeds the available context|context window|input is too long", re.IGNORECASE)
+_CONTEXT_LIMIT = (re.compile(r"maximum context length is (\d+)"),
+                  re.compile(r"available context size \((\d+) tokens\)"),
+                  re.compile(r'"n_ctx"\s*:\s*(\d+)'))
+_CONTEXT_PROMPT = (re.compile(r"\((\d+) in the messages"),
+                   re.compile(r"messages resulted in (\d+) tokens"),
+                   re.compile(r"request has (\d+) input tokens"),
+                   re.compile(r"request \((\d+) tokens\) exceeds"),
+                   re.compile(r'"n_prompt_tokens"\s*:\s*(\d+)'))
+_CONTEXT_COMPLETION = (re.compile(r"(\d+) in the completion"),
+                       re.compile(r"max_completion_tokens' is too large: (\d+)"))
 
 
 @dataclass
@@ -70,12 +93,15 @@ class _Exchange:
     tools: Sequence[ToolSpec] | None
     tool_choice: ToolChoice
     mode: StructuredMode | None
+    max_tokens: int | None
     usage: Usage = field(default_factory=Usage)
     latency: float = 0.0
     reasks: int = 0
+    refitted: bool = False
+    rejected: _Step | None = None  # the last reply that failed validation (re-asked)
 
     def args(self) -> tuple[Any, ...]:
-        return self.convo, self.schema, self.tools, self.tool_choice, self.mode
+        return self.convo, self.schema, self.tools, self.tool_choice, self.mode, self.max_tokens
 
 
 class _ModeRejected(Exception):
@@ -154,13 +180,15 @@ class OpenAICompatibleLLM:
         component: str = "",
     ) -> LLMResponse:
         """Complete a chat; see the module docstring for retries, fallbacks and re-asks."""
-        ex = _Exchange(list(messages), schema, tools, tool_choice,
-                       self.structured_mode() if schema is not None else None)
+        ex = self._exchange(messages, schema, tools, tool_choice)
         while True:
             try:
                 completion, dt = self._send(self._request(*ex.args()), component, ex.mode)
             except _ModeRejected:
                 ex.mode = self._downgrade(cast(StructuredMode, ex.mode))
+                continue
+            except ContextLengthError as exc:
+                self._refit(ex, exc)
                 continue
             done = self._absorb(ex, completion, dt)
             if done is not None:
@@ -176,17 +204,46 @@ class OpenAICompatibleLLM:
         component: str = "",
     ) -> LLMResponse:
         """Async variant of `complete` (uses `openai.AsyncOpenAI`)."""
-        ex = _Exchange(list(messages), schema, tools, tool_choice,
-                       self.structured_mode() if schema is not None else None)
+        ex = self._exchange(messages, schema, tools, tool_choice)
         while True:
             try:
                 completion, dt = await self._asend(self._request(*ex.args()), component, ex.mode)
             except _ModeRejected:
                 ex.mode = self._downgrade(cast(StructuredMode, ex.mode))
                 continue
+            except ContextLengthError as exc:
+                self._refit(ex, exc)
+                continue
             done = self._absorb(ex, completion, dt)
             if done is not None:
                 return done
+
+    def _exchange(self, messages: Sequence[Message], schema: JSONSchema | None,
+                  tools: Sequence[ToolSpec] | None, tool_choice: ToolChoice) -> _Exchange:
+        return _Exchange(list(messages), schema, tools, tool_choice,
+                         self.structured_mode() if schema is not None else None, self.max_tokens)
+
+    def _refit(self, ex: _Exchange, exc: ContextLengthError) -> None:
+        """Lower the exchange's completion cap to the room the messages leave, once, when that
+        room is at least ``MIN_COMPLETION_TOKENS``; otherwise re-raise ``exc``. A re-ask that
+        does not fit ends the exchange as a :class:`StructuredOutputError`: the caller's
+        messages did fit."""
+        if ex.rejected is not None:  # the re-ask outgrew the window, not the caller's messages
+            error = cast(str, ex.rejected.error)
+            raise StructuredOutputError(
+                f"no schema-valid reply after {ex.reasks} attempt(s), and the re-ask does not "
+                f"fit the context window: {error}",
+                last_text=ex.rejected.text, validation_error=error) from None
+        room = (exc.limit - exc.prompt_tokens
+                if exc.limit is not None and exc.prompt_tokens is not None else None)
+        if ex.refitted or room is None or room < MIN_COMPLETION_TOKENS:
+            raise exc
+        if ex.max_tokens is not None and room >= ex.max_tokens:
+            raise exc  # the cap was not what overflowed: nothing to lower
+        log.info("completion cap %s does not fit the context window of %d tokens "
+                 "(%d in the messages); retrying with max_tokens=%d",
+                 ex.max_tokens, exc.limit, exc.prompt_tokens, room)
+        ex.max_tokens, ex.refitted = room, True
 
     def structured_mode(self) -> StructuredMode:
         """The structured-output mode currently used for this endpoint and model."""
@@ -263,6 +320,8 @@ class OpenAICompatibleLLM:
         status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
         detail = self._redact(_error_detail(exc))
         log.debug("llm call failed component=%s status=%s: %s", component, status, detail)
+        if status in (400, 413) and _CONTEXT_ERROR.search(detail):
+            raise _context_error(detail, status) from None
         if (
             mode in _NEXT_MODE
             and status in (400, 422, 500)
@@ -302,6 +361,7 @@ class OpenAICompatibleLLM:
         tools: Sequence[ToolSpec] | None,
         tool_choice: ToolChoice,
         mode: StructuredMode | None,
+        max_tokens: int | None,
     ) -> dict[str, Any]:
         if schema is not None and mode in ("json_object", "prompt"):
             convo = with_schema_instruction(convo, schema)
@@ -311,8 +371,8 @@ class OpenAICompatibleLLM:
         }
         if self.temperature is not None:
             request["temperature"] = self.temperature
-        if self.max_tokens is not None:
-            request["max_tokens"] = self.max_tokens
+        if max_tokens is not None:
+            request["max_tokens"] = max_tokens
         if tools:
             request["tools"] = [_tool_param(t) for t in tools]
         if tool_choice is not None:
@@ -356,6 +416,7 @@ class OpenAICompatibleLLM:
         if step.error is None:
             return step.response(ex.usage, ex.latency, self.model)
         ex.reasks = self._check_reask(ex.reasks, step)
+        ex.rejected = step
         ex.convo += [Message.assistant(step.text), reask_message(step.error)]
         return None
 
@@ -410,6 +471,28 @@ class _Step:
 def _usage(completion: ChatCompletion) -> Usage:
     u = completion.usage
     return Usage(u.prompt_tokens, u.completion_tokens) if u is not None else Usage()
+
+
+def _first_int(patterns: Sequence[re.Pattern[str]], text: str) -> int | None:
+    for pattern in patterns:
+        found = pattern.search(text)
+        if found:
+            return int(found.group(1))
+    return None
+
+
+def _context_error(detail: str, status: int | None) -> ContextLengthError:
+    """A :class:`ContextLengthError` from a server's "too long for the context" reply."""
+    limit = _first_int(_CONTEXT_LIMIT, detail)
+    prompt = _first_int(_CONTEXT_PROMPT, detail)
+    completion = _first_int(_CONTEXT_COMPLETION, detail)
+    said = ", ".join(f"{label} {value}" for label, value in (
+        ("window", limit), ("messages", prompt), ("completion", completion))
+        if value is not None)
+    return ContextLengthError(
+        f"the request does not fit the model's context window ({said or 'sizes not given'} "
+        f"tokens; status {status}): {detail}",
+        status_code=status, limit=limit, prompt_tokens=prompt, completion_tokens=completion)
 
 
 def _error_detail(exc: openai.APIError) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 from hyperplan.llm.budget import Accounting
 from hyperplan.llm.structured import parse_and_validate
 from hyperplan.llm.types import (
+    ContextLengthError,
     JSONSchema,
     LLMError,
     LLMResponse,
@@ -87,11 +88,14 @@ class ScriptedCall:
 
 @dataclass
 class ScriptedLLM:
-    """Deterministic `LLM` double. Token usage is estimated as ceil(chars / 4) unless scripted."""
+    """Deterministic `LLM` double. Token usage is estimated as ceil(chars / 4) unless scripted.
+    With ``context_window``, messages estimated longer than it raise `ContextLengthError`, as a
+    server with that window would (counted as a failed call, no rule consumed)."""
 
     rules: Sequence[ScriptedRule]
     accounting: Accounting | None = None
     model: str = "scripted"
+    context_window: int | None = None
     calls: list[ScriptedCall] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -110,6 +114,14 @@ class ScriptedLLM:
         """Return the first matching rule's response (see `ScriptedRule`)."""
         if self.accounting is not None:
             self.accounting.check(component)
+        prompt_tokens = -(-sum(len(m.content) for m in messages) // 4)
+        if self.context_window is not None and prompt_tokens > self.context_window:
+            if self.accounting is not None:
+                self.accounting.record_call(component, Usage(), 0.0, error=True)
+            raise ContextLengthError(
+                f"ScriptedLLM: {prompt_tokens} tokens in the messages exceed the context window "
+                f"of {self.context_window}", status_code=400, limit=self.context_window,
+                prompt_tokens=prompt_tokens)
         with self._lock:
             index = self._pick(messages, component)
             self._used[index] += 1
@@ -120,10 +132,8 @@ class ScriptedLLM:
             )
         rule = self.rules[index]
         text = rule.reply_text()
-        usage = rule.usage or Usage(
-            prompt_tokens=-(-sum(len(m.content) for m in messages) // 4),
-            completion_tokens=-(-len(text) // 4),
-        )
+        usage = rule.usage or Usage(prompt_tokens=prompt_tokens,
+                                    completion_tokens=-(-len(text) // 4))
         if self.accounting is not None:
             self.accounting.record_call(component, usage, 0.0)
         parsed: Any = None

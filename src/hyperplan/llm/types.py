@@ -29,6 +29,20 @@ class LLMError(RuntimeError):
         self.status_code = status_code
 
 
+class ContextLengthError(LLMError):
+    """The request does not fit the model's context window. ``limit`` is the window and
+    ``prompt_tokens`` / ``completion_tokens`` what the request asked for, in the model's own
+    tokens, as far as the server said (None when it did not)."""
+
+    def __init__(self, message: str, *, status_code: int | None = None, limit: int | None = None,
+                 prompt_tokens: int | None = None,
+                 completion_tokens: int | None = None) -> None:
+        super().__init__(message, status_code=status_code)
+        self.limit = limit
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
+
+
 class StructuredOutputError(LLMError):
     """The model did not produce JSON that validates against the schema within the re-ask bound."""
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hyperplan.graph.model import Hypergraph
-from hyperplan.llm.types import LLM, LLMError, Message
+from hyperplan.llm.types import LLM, ContextLengthError, LLMError, Message
 from hyperplan.plan.prompts import render
 from hyperplan.plan.taskdag import (
     DAG_SCHEMA,
@@ -83,7 +83,9 @@ def interpret(llm: LLM | None, request: str, apps: Sequence[str] = ()) -> Interp
 
 def plan_dag(llm: LLM, request: str, context: Hypergraph, context_text: str) -> TaskDAG:
     """A validated Task DAG over the Tool Context Graph ``context`` (serialised as
-    ``context_text``), repaired at most once."""
+    ``context_text``), repaired at most once. A request too long for the model's window raises
+    :class:`~hyperplan.llm.types.ContextLengthError` (not a :class:`PlanError`), so the
+    caller can shorten the context and ask again."""
     system, user = render("plan", request=request, context=context_text)
     messages = [Message.system(system), Message.user(user)]
     return _ask_valid(llm, messages, context, done=(), version=0, component="planner")
@@ -114,6 +116,11 @@ def _ask_valid(llm: LLM, messages: list[Message], context: Hypergraph,
             messages.append(Message.user(repair))
         try:
             resp = llm.complete(messages, schema=DAG_SCHEMA, component=component)
+        except ContextLengthError as exc:
+            if attempt:  # the plan came back invalid and the repair does not fit
+                raise PlanError(f"the {component}'s plan is invalid and the repair does not "
+                                f"fit the model's context window ({exc})", violations) from None
+            raise  # the caller can shorten the context graph and ask again
         except LLMError as exc:
             raise PlanError(f"the {component} gave no usable plan: {exc}") from None
         messages.append(Message.assistant(resp.text))
