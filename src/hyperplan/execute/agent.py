@@ -136,7 +136,7 @@ def _plan_in_window(ctx: RunContext, request: str, cg: ContextGraph,
                       else serialize_context_graph)
     history: list[tuple[int, int]] = []
     fitted: dict[str, Any] = {}
-    while True:
+    for cuts in range(MAX_FITS + 1):
         text = render(cg)
         ctx.tracer.emit("context_graph", tools=cg.tool_names, tokens=count_tokens(text),
                         links=[] if plain_context else tool_links(cg.subgraph), text=text,
@@ -145,12 +145,13 @@ def _plan_in_window(ctx: RunContext, request: str, cg: ContextGraph,
             return cg, text, plan_dag(ctx.llm, request, cg.subgraph, text)
         except ContextLengthError as exc:
             smaller = (shrink_to_window(cg, render, exc, history, ctx.config.plan_room)
-                       if len(history) < MAX_FITS else None)
+                       if cuts < MAX_FITS else None)
             if smaller is None:
                 raise PlanError(f"the planner prompt does not fit the model's context window "
                                 f"with the {len(cg.tools)} best tools: {exc}") from None
             fitted = {"fitted_to_window": exc.limit, "tools_before": len(cg.tools)}
             cg = smaller
+    raise AssertionError("unreachable: the last cut either plans or raises")
 
 
 def run_request(ctx: RunContext, request: str, embedder: Embedder,
