@@ -458,6 +458,17 @@ def test_scripted_is_deterministic_and_async() -> None:
     assert asyncio.run(async_llm.acomplete(USER)).text == "a"
 
 
+def test_raw_control_characters_inside_json_strings_are_accepted() -> None:
+    from hyperplan.llm.structured import parse_and_validate
+
+    value, error = parse_and_validate('{"steps": ["first line\nsecond\tline"]}', SCHEMA)
+    assert error is None and value == {"steps": ["first line\nsecond\tline"]}
+    value, error = parse_and_validate('Here:\n```json\n{"steps": ["a\nb"]}\n```', SCHEMA)
+    assert error is None and value == {"steps": ["a\nb"]}
+    _, error = parse_and_validate('{"steps": ["a"', SCHEMA)
+    assert error is not None and error.startswith("the reply is not valid JSON")
+
+
 def test_scripted_validates_schema() -> None:
     llm = ScriptedLLM([ScriptedRule(json={"steps": 3})])
     with pytest.raises(StructuredOutputError, match="does not validate"):

@@ -55,9 +55,12 @@ def parse_and_validate(text: str, schema: JSONSchema) -> tuple[Any, str | None]:
 
 
 def _decode(text: str) -> Any:
+    """JSON from a model's reply: the whole text, else a fenced block, else the outermost
+    object or array. Raw control characters inside strings (a literal newline or tab, which
+    models often write) are accepted (``strict=False``)."""
     stripped = text.strip()
     try:
-        return json.loads(stripped)
+        return json.loads(stripped, strict=False)
     except json.JSONDecodeError as first:
         fenced = _FENCE.search(stripped)
         candidates = [fenced.group(1)] if fenced else []
@@ -67,7 +70,7 @@ def _decode(text: str) -> Any:
                 candidates.append(stripped[start : end + 1])
         for candidate in candidates:
             try:
-                return json.loads(candidate)
+                return json.loads(candidate, strict=False)
             except json.JSONDecodeError:
                 continue
         raise ValueError(str(first)) from None
