@@ -213,3 +213,24 @@ def test_trace_records_run_and_hides_secrets(graph: Hypergraph, tmp_path: Path) 
     support = next(e for e in events if e["type"] == "support_graph")
     assert support["tools"] == ["music.login", "music.search_songs", "music.like_song"]
     assert json.loads(path.read_text().splitlines()[0])["type"] == "run_start"
+
+
+def test_an_interpretation_that_anchors_no_tool_falls_back_to_the_rules(
+        graph: Hypergraph, tmp_path: Path) -> None:
+    """SmolLM2 once read "Create a playlist ... add 'Clair de Lune'" as the single operation
+    ", 'Clair de Lune'": nothing anchors, and the planner would see an empty tool list."""
+    world = MusicWorld()
+    garbage = {"operations": ["zqxj vwkp"], "schemas": [""], "values": INTERPRETATION["values"]}
+    llm = ScriptedLLM([ScriptedRule(json=garbage, component="interpreter"),
+                       ScriptedRule(json=_plan(LIKE), component="planner")])
+    ctx = _context(graph, world, llm=llm, trace=tmp_path / "t.jsonl")
+    result = run_request(ctx, "Like the song Help", get_embedder("hashing"))
+    assert result.status == "success", result.message
+    events = read_trace(tmp_path / "t.jsonl")
+    readings = [e for e in events if e["type"] == "interpretation"]
+    assert [e["source"] for e in readings] == ["llm", "rules"]
+    assert "anchors no tool" in readings[1]["reason"]
+    assert readings[1]["values"]["query"] == "Help"  # the model's values are kept
+    assert readings[1]["values"]["password"] == "***"  # and redacted in the trace
+    (shown,) = [e for e in events if e["type"] == "context_graph"]
+    assert "music.like_song" in shown["tools"]

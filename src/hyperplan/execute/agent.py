@@ -30,7 +30,7 @@ from hyperplan.execute.subtask import (
 from hyperplan.graph.model import Hypergraph
 from hyperplan.llm.budget import BudgetExceeded
 from hyperplan.llm.types import ContextLengthError
-from hyperplan.plan.planner import interpret, plan_dag, refine_dag
+from hyperplan.plan.planner import Interpretation, interpret, plan_dag, refine_dag
 from hyperplan.plan.taskdag import PlanError, TaskDAG, validate_dag
 from hyperplan.retrieve.context_graph import (
     ContextGraph,
@@ -38,6 +38,7 @@ from hyperplan.retrieve.context_graph import (
     GraphIndex,
     extract_context_graph,
 )
+from hyperplan.retrieve.interpret import interpret_request
 from hyperplan.retrieve.serialize import count_tokens, serialize_context_graph
 
 _SETTLED = (SubtaskStatus.DONE, SubtaskStatus.FAILED, SubtaskStatus.BLOCKED,
@@ -114,8 +115,7 @@ def plan_request(ctx: RunContext, request: str, embedder: Embedder,
         ctx.tracer.emit("interpretation", source=interp.source,
                         operations=list(interp.task.operations),
                         schemas=list(interp.task.schemas), values=dict(interp.values))
-        cg = extract_context_graph(ctx.graph, interp.task, embedder=embedder, index=index,
-                                   config=ContextGraphConfig(budget=ctx.config.context_budget))
+        interp, cg = _context_graph(ctx, interp, embedder, index)
         cg, text, dag = _plan_in_window(ctx, request, cg, plain_context)
     except BudgetExceeded as exc:
         return finish_run(ctx, RunResult("budget_exhausted", state, None, message=str(exc)))
@@ -124,6 +124,26 @@ def plan_request(ctx: RunContext, request: str, embedder: Embedder,
     ctx.tracer.emit("dag", **dag.as_dict())
     ctx = replace(ctx, context_graph=cg.subgraph, context_text=text)
     return PlannedRequest(ctx, dag, AgentState.start(interp.values))
+
+
+def _context_graph(ctx: RunContext, interp: Interpretation, embedder: Embedder,
+                   index: GraphIndex | None) -> tuple[Interpretation, ContextGraph]:
+    """The Tool Context Graph of the interpretation; when the model's interpretation anchors
+    no tool at all, the deterministic rules read the request instead (traced), as they do
+    when its answer is unusable."""
+    config = ContextGraphConfig(budget=ctx.config.context_budget)
+    cg = extract_context_graph(ctx.graph, interp.task, embedder=embedder, index=index,
+                               config=config)
+    if cg.tools or interp.source != "llm":
+        return interp, cg
+    interp = replace(interp, task=interpret_request(ctx.request, namespaces(ctx.graph)),
+                     source="rules")
+    ctx.tracer.emit("interpretation", source="rules",
+                    reason="the model's interpretation anchors no tool",
+                    operations=list(interp.task.operations), schemas=list(interp.task.schemas),
+                    values=dict(interp.values))
+    return interp, extract_context_graph(ctx.graph, interp.task, embedder=embedder, index=index,
+                                         config=config)
 
 
 def _plan_in_window(ctx: RunContext, request: str, cg: ContextGraph,
