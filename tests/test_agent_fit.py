@@ -50,7 +50,8 @@ def cg(graph: Hypergraph) -> ContextGraph:
 
 
 def _run(graph: Hypergraph, window: int, trace: Path, rules: list[ScriptedRule] | None = None,
-         plan_room: int = 0) -> tuple[RunResult, ScriptedLLM, list[dict[str, Any]]]:
+         plan_room: int = 0, plain_context: bool = False,
+         ) -> tuple[RunResult, ScriptedLLM, list[dict[str, Any]]]:
     world = MusicWorld()
     accounting = Accounting()
     llm = ScriptedLLM([ScriptedRule(json=INTERPRETATION, component="interpreter"),
@@ -62,7 +63,8 @@ def _run(graph: Hypergraph, window: int, trace: Path, rules: list[ScriptedRule] 
                      runtime=PythonRuntime(world.tools()), accounting=accounting,
                      tracer=tracer, config=AgentConfig(plan_room=plan_room),
                      llm=TracedLLM(llm, tracer))
-    result = run_request(ctx, "Like the song Help", get_embedder("hashing"))
+    result = run_request(ctx, "Like the song Help", get_embedder("hashing"),
+                         plain_context=plain_context)
     return result, llm, read_trace(trace)
 
 
@@ -147,3 +149,16 @@ def test_a_repair_that_does_not_fit_is_a_plan_error(graph: Hypergraph, tmp_path:
     assert "invalid and the repair does not fit" in result.message
     assert "unknown tool 'music.play_song'" in result.message
     assert len([e for e in events if e["type"] == "context_graph"]) == 1  # no cut for that
+
+
+def test_plain_tool_lists_are_cut_the_same_way(graph: Hypergraph, tmp_path: Path) -> None:
+    """Variant 1 shows the planner "name: description" lines (319 tokens of messages with
+    all 4 tools): the cut measures those."""
+    full, _, _ = _run(graph, 10**6, tmp_path / "full.jsonl", plain_context=True)
+    assert full.status == "success"
+    result, llm, events = _run(graph, 310, tmp_path / "t.jsonl", plain_context=True)
+    assert result.status == "success", result.message
+    shown = [e for e in events if e["type"] == "context_graph"]
+    assert len(shown) == 2 and len(shown[1]["tools"]) < len(shown[0]["tools"])
+    planner = next(c for c in llm.calls if c.component == "planner").messages[-1].content
+    assert "# Tools" not in planner and "- music.like_song:" in planner
