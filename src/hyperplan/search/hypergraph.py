@@ -289,12 +289,12 @@ class Hypergraph:
         """``update(extract(recorded, verdict, objectives))`` fused: the same observations in
         the same order (so the same statistics, bit for bit) without building them."""
         self.rollouts += 1
-        edges, nodes, born, track = self.by_label, self.nodes, self.born, self._track_incident
+        by_label, nodes, born, track = self.by_label, self.nodes, self.born, self._track_incident
         decisions = frozenset(recorded)
         reward = verdict.reward
         reward = 0.0 if reward < 0.0 else (1.0 if reward > 1.0 else reward)
         if len(decisions) >= 2:
-            _observe_edge(edges, nodes, born, decisions, GLOBAL, reward, track)
+            _observe_edge(by_label, nodes, born, decisions, GLOBAL, reward, track)
         subsets = _as_dict(verdict.objective_decisions)
         scores = _as_dict(verdict.objective_scores)
         for objective in objectives:
@@ -307,7 +307,7 @@ class Hypergraph:
             if members:
                 score = scores.get(gid, reward)
                 score = 0.0 if score < 0.0 else (1.0 if score > 1.0 else score)
-                _observe_edge(edges, nodes, born, members, gid, score, track)
+                _observe_edge(by_label, nodes, born, members, gid, score, track)
 
     def _observe(self, decisions: frozenset[Hashable], label: str, score: float) -> None:
         """One observation (S, y, r) (:func:`_observe_edge`)."""
