@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Start a local llama.cpp server (SmolLM2-135M, chatml-function-calling) for integration tests.
+# Start a local llama.cpp server (SmolLM2-135M, chatml template) for integration tests.
 #
 # Usage: scripts/start-llm-server.sh PORT
 # Installs llama-cpp-python[server]==0.3.36 (built from source, ~4 min on 2 cores; pip caches the
@@ -8,7 +8,12 @@
 # OpenAI-compatible base URL (http://127.0.0.1:PORT/v1) after a one-token smoke completion.
 #
 # Environment: PYTHON (interpreter, default python), LLM_SERVER_TIMEOUT (seconds, default 120),
-# LLM_SERVER_LOG (log file), LLAMA_CMAKE_ARGS (default: a portable AVX2 build, see below).
+# LLM_SERVER_LOG (log file), LLAMA_CMAKE_ARGS (default: a portable AVX2 build, see below),
+# LLM_CHAT_FORMAT (default chatml). llama-cpp-python 0.3.36's chatml-function-calling format
+# renders messages through a Jinja template with HTML autoescaping, so the model would see every
+# quote of a prompt as &#34; or &#39; (JSON schemas included); plain chatml passes text as it
+# is. Set LLM_CHAT_FORMAT=chatml-function-calling for tool_choice="auto" tool calls, which the
+# plain format ignores (a forced tool_choice works with both).
 # The default is not -DGGML_NATIVE=ON: on CPUs that advertise AMX but where the kernel does not
 # grant AMX tile state to the process (seen on this project's VMs), a native build dies with
 # SIGILL "tilezero" on the first completion. The install uses --no-cache-dir so that a native
@@ -53,7 +58,7 @@ PY
 echo "starting llama.cpp server on 127.0.0.1:${PORT} with ${GGUF} (log: ${LOG})" >&2
 setsid nohup "$PYTHON" -m llama_cpp.server --model "$GGUF" --model_alias smollm2 \
     --host 127.0.0.1 --port "$PORT" --n_ctx 4096 --n_threads 2 \
-    --chat_format chatml-function-calling >"$LOG" 2>&1 &
+    --chat_format "${LLM_CHAT_FORMAT:-chatml}" >"$LOG" 2>&1 &
 PID=$!
 echo "server pid: ${PID}" >&2
 
