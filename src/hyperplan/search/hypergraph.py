@@ -356,7 +356,8 @@ class Hypergraph:
 
     def incident(self, v: Hashable) -> list[EdgeKey]:
         """The keys of E_k(v)."""
-        return [key for key in self.edges if v in key[0]]
+        return [(decisions, label) for label, edges in self.by_label.items()
+                for decisions in edges if v in decisions]
 
     @property
     def edges(self) -> dict[EdgeKey, EdgeStats]:
