@@ -15,7 +15,7 @@ from hyperplan.execute.agent import RunResult, run_goal, run_request
 from hyperplan.execute.goal import StructuredGoal
 from hyperplan.execute.runtimes.python import PythonRuntime
 from hyperplan.execute.subtask import AgentConfig, RunContext
-from hyperplan.execute.trace import TraceWriter, read_trace, summarize
+from hyperplan.execute.trace import TraceWriter, read_trace, redact, summarize
 from hyperplan.execute.traced_llm import TracedLLM
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.model import Hypergraph
@@ -234,3 +234,13 @@ def test_an_interpretation_that_anchors_no_tool_falls_back_to_the_rules(
     assert readings[1]["values"]["password"] == "***"  # and redacted in the trace
     (shown,) = [e for e in events if e["type"] == "context_graph"]
     assert "music.like_song" in shown["tools"]
+
+
+def test_redact_hides_credentials_and_payment_cards():
+    event = {"arguments": {"username": "me", "password": "pw", "spotify_access_token": "t",
+                           "cardNumber": "4111", "payment": {"card_number": "4111", "cvv": "123"}},
+             "result": [{"order_id": "o1", "security_code": "9"}]}
+    assert redact(event) == {
+        "arguments": {"username": "me", "password": "***", "spotify_access_token": "***",
+                      "cardNumber": "***", "payment": {"card_number": "***", "cvv": "***"}},
+        "result": [{"order_id": "o1", "security_code": "***"}]}

@@ -231,3 +231,30 @@ def test_appworld_build_is_deterministic(appworld):
     assert again.link_evidence == appworld.link_evidence
     assert again.nodes == appworld.nodes and again.tools == appworld.tools
     assert (again.producer_matrix != appworld.producer_matrix).nnz == 0
+
+
+def _bare(name, inputs, output, desc):
+    return make_tool(name=name, description=desc, input_schema=_obj(**inputs),
+                     output_schema=output)
+
+
+def test_bare_return_values_are_linked_by_their_description():
+    """A bare return value (``result``) or a list of scalars (``[]``) has no name of its own,
+    so its description names it: "the cart id" feeds ``cart_id``, "The id of each book"
+    feeds ``book_id``; without a description there is nothing to link by."""
+    tools = [
+        _bare("add_to_cart", {"book_id": "string"},
+              {"type": "string", "description": "the cart id"}, "Add a book to the cart."),
+        _bare("find_books", {"query": "string"},
+              {"type": "array", "items": {"type": "string"},
+               "description": "The id of each book."}, "Search books."),
+        _bare("checkout", {"cart_id": "string"}, {"type": "string"}, "Pay for the cart."),
+        _bare("ship", {"order_id": "string"}, {"type": "string"}, "Ship an order."),
+    ]
+    graph = build_graph(build_catalog(tools))
+    links = link_names(graph)
+    assert links[("add_to_cart:out:result", "checkout:in:cart_id")] >= 0.5
+    assert links[("find_books:out:[]", "add_to_cart:in:book_id")] >= 0.5
+    # checkout's bare result has no description: no name, no link to ship's order_id
+    assert not any(target == "ship:in:order_id" for _, target in links)
+    assert producer_names(graph, "checkout:in:cart_id") == ["add_to_cart"]

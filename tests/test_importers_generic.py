@@ -26,6 +26,7 @@ from hyperplan.importers.python_callables import (
     get_callable,
     load_python_callables,
     load_python_target,
+    parse_docstring,
 )
 
 OBJ, STR = "object", {"type": "string"}
@@ -255,6 +256,37 @@ def test_python_callables_schemas_and_docs() -> None:
     assert "$ref" not in json.dumps(cat.get("count").input_schema)
     assert get_callable(cat.get("count")) is count
     assert cat.get("count").metadata == {"module": __name__, "qualname": "count"}
+
+
+def add_to_cart(book_id: str, access_token: str) -> str:
+    """Add a book to the shopping cart; returns the cart id."""
+    return "c1"
+
+
+def find_books(query: str) -> list[str]:
+    """Search the catalogue.
+
+    Returns:
+        The ids of the matching books.
+    """
+    return []
+
+
+def test_python_callables_bare_returns_are_described() -> None:
+    cat = load_python_callables([add_to_cart, find_books, count], source="unit")
+    cart = cat.get("add_to_cart")
+    assert cart.description == "Add a book to the shopping cart; returns the cart id."
+    assert cart.output_schema == {"type": "string", "description": "the cart id"}
+    assert [(f.path, f.description) for f in output_fields(cart.output_schema)] == [
+        ("result", "the cart id")]
+    books = cat.get("find_books").output_schema
+    assert [(f.path, f.type, f.description) for f in output_fields(books)] == [
+        ("[]", "string", "The ids of the matching books.")]
+    assert "description" not in cat.get("count").output_schema  # nothing to describe it by
+    assert parse_docstring("Return the ids of the matching books.").returns == (
+        "the ids of the matching books")
+    assert parse_docstring("Show the returns policy of the store.").returns == ""
+    assert parse_docstring("Pay, returns the order id. More.").returns == "the order id"
 
 
 def test_python_target_forms() -> None:

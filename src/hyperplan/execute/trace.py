@@ -5,8 +5,9 @@ Event types: ``run_start``, ``interpretation``, ``context_graph``, ``dag`` (ever
 ``support_graph``, ``blocked``, ``tool_call``, ``llm_call``, ``subtask``, ``refinement``,
 ``run_end``. Every event carries ``t`` (seconds since the run started) and ``type``.
 
-Secrets never land in a trace: values of credential-like keys (tokens, passwords, API keys)
-are replaced by ``"***"`` wherever they appear, in arguments and in results.
+Secrets never land in a trace: values of credential-like keys (tokens, passwords, API keys,
+payment card numbers and security codes) are replaced by ``"***"`` wherever they appear, in
+arguments and in results.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from typing import IO, Any
 from hyperplan.graph.effects import is_credential
 from hyperplan.jsonl import read_records
 
-SECRET_WORDS = ("password", "passwd", "secret", "authorization", "cookie")
+SECRET_WORDS = ("password", "passwd", "secret", "authorization", "cookie",
+                # payment cards: the number and its security code
+                "card_number", "cardnumber", "cvv", "cvc", "security_code")
 REDACTED = "***"
 
 

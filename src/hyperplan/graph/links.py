@@ -31,6 +31,7 @@ import scipy.sparse as sp
 from hyperplan.graph.effects import credential_scope, is_credential
 from hyperplan.graph.model import Hypergraph, Link, NodeKind, SchemaNode
 from hyperplan.graph.text import (
+    NAMELESS_OUTPUTS,
     input_keys,
     name_tokens,
     output_keys,
@@ -170,12 +171,18 @@ def _input_features(graph: Hypergraph, node: SchemaNode) -> tuple[dict[str, floa
 
 
 def _output_features(graph: Hypergraph, node: SchemaNode) -> tuple[dict[str, float], ...]:
+    """Canonical keys, name tokens and description tokens of an output. An output with no name
+    of its own (a bare return value: ``result``, or ``[]`` for a list of scalars) is known by
+    its description, so its content words are its name tokens ("The id of the cart" ->
+    cart, id), and it is found and scored like a named output."""
     keys = output_keys(node.path, entity_hint=_tool_short(graph, node))
+    descs = {singular(t): 1.0 for t in text_tokens(node.description)}
+    if node.path in NAMELESS_OUTPUTS and descs:
+        return keys, dict(descs), descs
     segments = path_segments(node.path)
     leaf = name_tokens(segments[-1]) if segments else ()
     parent = name_tokens(segments[-2]) if len(segments) > 1 else ()
     names = {singular(t): 1.0 for t in (*parent[-1:], *leaf)}
-    descs = {singular(t): 1.0 for t in text_tokens(node.description)}
     return keys, names, descs
 
 

@@ -162,9 +162,11 @@ def _walk(
         items = schema.get("items")
         if isinstance(items, dict) and schema_type(_merge_composite(items)) in ("object", "array"):
             _walk(items, f"{prefix}[]", out, stack, depth + 1, where)
-        elif not prefix:
+        elif not prefix:  # a root list of scalars: its own description, else its items'
             item_type = schema_type(items) if isinstance(items, dict) else "any"
-            out.append(SchemaField(path="[]", type=item_type))
+            described = schema.get("description") or (
+                items.get("description") if isinstance(items, dict) else "")
+            out.append(SchemaField(path="[]", type=item_type, description=str(described or "")))
     elif not prefix:
         out.append(
             SchemaField(path="result", type=kind, description=str(schema.get("description", "")))

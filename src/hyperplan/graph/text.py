@@ -27,6 +27,10 @@ GENERIC_LEAVES = frozenset(
 )
 
 
+# Paths of outputs that have no name of their own: a bare return value and a list of scalars
+# (``schema_paths.output_fields``); link inference names them by their description.
+NAMELESS_OUTPUTS = frozenset({"result", "[]"})
+
 # Strength of a bare generic leaf (``id``) when a qualified key (``song_id``) exists.
 GENERIC_ALONE = 0.6
 

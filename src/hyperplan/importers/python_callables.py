@@ -11,7 +11,9 @@ an unconstrained schema ``{}`` (an unannotated parameter with a scalar default t
 default's type). A parameter with a default is optional and its default is
 recorded when JSON-serialisable. Descriptions come from the docstring: the summary (first
 paragraph) describes the tool; Google ``Args:`` / ``Returns:`` sections and reST
-``:param x:`` / ``:returns:`` fields describe parameters and output. The return annotation
+``:param x:`` / ``:returns:`` fields describe parameters and output (without either, a
+"returns X" clause of the summary describes the output: "Add a book to the cart; returns the
+cart id"). The return annotation
 gives the output schema (``None``/missing -> no output schema).
 
 Tools carry ``metadata = {"module", "qualname"}`` and the callable is kept in a registry:
@@ -47,6 +49,8 @@ _GOOGLE_ARG = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 _REST_FIELD = re.compile(r"^:(param|parameter|arg|argument|key|returns?)\b([^:]*):\s*(.*)$")
 _ARG_SECTIONS = frozenset({"Args", "Arguments", "Parameters", "Params", "Keyword Args"})
 _RETURN_SECTIONS = frozenset({"Returns", "Return", "Yields"})
+# "...; returns the cart id." / "Return the ids of the matching books." in a summary
+_SUMMARY_RETURNS = re.compile(r"(?:^|[;,.:]\s*|\band\s+)returns?\s+([^;.]+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -300,7 +304,12 @@ def parse_docstring(doc: str) -> Docstring:
     returns: list[str] = []
     _parse_google(lines, params, returns)
     _parse_rest(lines, params, returns)
-    return Docstring(" ".join(summary), params, " ".join(returns).strip())
+    text = " ".join(summary)
+    if not returns:  # no Returns section: a "returns X" clause of the summary describes it
+        match = _SUMMARY_RETURNS.search(text)
+        if match:
+            returns.append(match.group(1).strip())
+    return Docstring(text, params, " ".join(returns).strip())
 
 
 def _parse_google(lines: list[str], params: dict[str, str], returns: list[str]) -> None:
