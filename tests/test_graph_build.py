@@ -255,6 +255,10 @@ def test_bare_return_values_are_linked_by_their_description():
     links = link_names(graph)
     assert links[("add_to_cart:out:result", "checkout:in:cart_id")] >= 0.5
     assert links[("find_books:out:[]", "add_to_cart:in:book_id")] >= 0.5
+    plural = build_graph(build_catalog([tools[0], _bare(
+        "find_books", {"query": "string"}, {"type": "array", "items": {"type": "string"},
+                                            "description": "The ids of the books."}, "")]))
+    assert link_names(plural)[("find_books:out:[]", "add_to_cart:in:book_id")] >= 0.5  # ids: id
     # checkout's bare result has no description: no name, no link to ship's order_id
     assert not any(target == "ship:in:order_id" for _, target in links)
     assert producer_names(graph, "checkout:in:cart_id") == ["add_to_cart"]

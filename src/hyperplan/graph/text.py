@@ -51,6 +51,8 @@ def text_tokens(text: str) -> tuple[str, ...]:
 def singular(word: str) -> str:
     """A rough English singular, good enough for identifiers (``songs`` -> ``song``,
     ``playlists`` -> ``playlist``, ``categories`` -> ``category``, ``addresses`` -> ``address``)."""
+    if word == "ids":  # the one short plural identifiers use ("uids" is long enough)
+        return "id"
     if len(word) <= 3 or word.endswith(("ss", "us", "is")):
         return word
     if word.endswith("ies"):
