@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from hyperplan.cli import app
+from hyperplan.errors import HyperplanError
 from hyperplan.sources import demo_catalog_path
 
 runner = CliRunner()
@@ -145,3 +146,146 @@ def test_every_command_help_is_unwrapped_prose() -> None:
         text = getattr(command, "help", None) or ""
         assert text, f"{path} has no help"
         assert all("\n" not in p for p in text.split("\n\n")), f"{path}: {text!r}"
+
+
+# A user's mistakes: one line naming the file and field, exit code 1, never a traceback.
+
+def cli_error(*args: str) -> str:
+    """The one-line error of an in-process run: ``fail()``'s output, or the message of the
+    hyperplan error that ``main()`` prints."""
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == 1, result.output
+    if isinstance(result.exception, HyperplanError):
+        return str(result.exception)
+    assert isinstance(result.exception, SystemExit), repr(result.exception)
+    assert result.output.startswith("error: "), result.output
+    return result.output
+
+
+def test_unreadable_graph_files_name_the_file(demo_graph: Path, tmp_path: Path) -> None:
+    binary = tmp_path / "image.json"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00")
+    assert cli_error("graph", "stats", str(binary)) == \
+        f"{binary}: not a hyperplan graph file (not UTF-8 text)"
+    assert cli_error("graph", "stats", str(tmp_path)) == \
+        f"{tmp_path}: cannot read graph file (Is a directory)"
+    doc = json.loads(demo_graph.read_text())
+    doc["nodes"] = doc["nodes"][:3]  # the stored producer matrix no longer fits
+    corrupt = demo_graph.parent / "corrupt.json"
+    corrupt.write_text(json.dumps(doc))
+    assert cli_error("plan", "support", str(corrupt), "music.like_song").startswith(
+        f"{corrupt}: corrupt graph file (")
+
+
+def test_graph_file_is_no_catalog(demo_graph: Path) -> None:
+    message = cli_error("graph", "build", f"openai:{demo_graph}", "-o", "/tmp/x.json")
+    assert message.startswith(f"file {demo_graph}, field 'format': a saved hyperplan graph")
+
+
+def test_build_checks_the_catalog_and_min_weight(tmp_path: Path) -> None:
+    empty = tmp_path / "tasks.jsonl"
+    empty.write_text("")
+    out_path = str(tmp_path / "g.json")
+    assert f"nestools:{empty}: no tools found" in cli_error(
+        "graph", "build", f"nestools:{empty}", "-o", out_path, "--embedder", "none")
+    for weight in ("0", "-1", "5"):
+        assert "--min-weight must be in (0, 1]" in cli_error(
+            "graph", "build", "demo", "-o", out_path, "--min-weight", weight)
+    assert not (tmp_path / "g.json").exists()
+
+
+def test_yaml_errors_are_one_line_with_the_place(tmp_path: Path) -> None:
+    spec = tmp_path / "api.yaml"
+    spec.write_text("openapi: 3.0.0\npaths:\n  /x: [unclosed\n")
+    message = cli_error("graph", "build", f"openapi:{spec}", "-o", str(tmp_path / "g.json"))
+    assert message == (f"file {spec}: malformed YAML: expected ',' or ']', but got "
+                       "'<stream end>' (line 4, column 1)")
+    overrides = tmp_path / "links.yaml"
+    overrides.write_text("add:\n  - from: a\n    to: [\n")
+    message = cli_error("graph", "build", "demo", "-o", str(tmp_path / "g.json"),
+                        "--embedder", "none", "--overrides", str(overrides))
+    assert message.startswith(f"{overrides}: malformed override file: ")
+    assert "(line 4, column 1)" in message and "\n" not in message
+
+
+def test_override_errors_name_the_file(tmp_path: Path) -> None:
+    overrides = tmp_path / "links.yaml"
+    overrides.write_text('add:\n  - {from: "nosuch:out:x", to: "music.login:in:username"}\n')
+    assert cli_error("graph", "build", "demo", "-o", str(tmp_path / "g.json"), "--embedder",
+                     "none", "--overrides", str(overrides)) == \
+        f"{overrides}: add: unknown schema node 'nosuch:out:x'"
+    overrides.write_bytes(b"\xff\xfe\x00")
+    assert cli_error("graph", "build", "demo", "-o", str(tmp_path / "g.json"), "--embedder",
+                     "none", "--overrides", str(overrides)) == \
+        f"{overrides}: override file is not UTF-8 text"
+
+
+def test_output_paths_that_cannot_be_written(demo_graph: Path, tmp_path: Path) -> None:
+    for args, message in [
+        (("graph", "export", str(demo_graph), "-o", str(tmp_path)),
+         f"error: {tmp_path}: Is a directory"),
+        (("graph", "build", "demo", "-o", str(tmp_path), "--embedder", "none"),
+         f"error: {tmp_path}: Is a directory"),
+        (("demo", "--embedder", "hashing", "--task", "t01_like_song", "--trace-dir",
+          str(demo_graph)), f"error: {demo_graph}: exists and is not a directory"),
+    ]:
+        result = run_cli(*args)
+        assert result.returncode == 1, result.stderr
+        assert result.stderr.strip().splitlines()[-1] == message
+        assert "Traceback" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # no temporary file left
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("plan", "context", "G", "like a song", "--budget", "0"), "--budget must be >= 1, got 0"),
+    (("plan", "support", "G", "music.like_song", "--top-k", "0"),
+     "--top-k and --beam must be >= 1, got 0 and 4"),
+    (("plan", "support", "G", "music.like_song", "--beam", "-1"),
+     "--top-k and --beam must be >= 1, got 5 and -1"),
+    (("plan", "support", "G", " , "), "give at least one terminal tool name"),
+])
+def test_plan_options_are_checked(demo_graph: Path, args: tuple[str, ...], message: str) -> None:
+    shown = cli_error(*(str(demo_graph) if a == "G" else a for a in args))
+    assert shown.strip() == f"error: {message}"
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("eval", "links", "--suite", "nestools", "--sweep", "0.4,abc"),
+     "--sweep takes comma-separated numbers, got '0.4,abc'"),
+    (("eval", "links", "--suite", "nestools", "--threshold", "2"),
+     "--threshold and --sweep are link weights, in [0, 1]"),
+    (("eval", "chains", "--suite", "nestools", "--top-k", "0"),
+     "--top-k and --beam must be >= 1, got 0 and 4"),
+    (("eval", "mcts", "--suite", "toy", "--tasks", "0"), "--tasks must be >= 1, got 0"),
+    (("eval", "mcts", "--suite", "toy", "--methods", " ,"),
+     "--methods is empty; choose from hypermcts, uct, best_of_n, greedy, beam"),
+    (("eval", "mcts-sweep", "--suite", "toy", "--budgets", "0,8"),
+     "every --budgets value must be >= 1 and every --lams value >= 0"),
+])
+def test_eval_options_are_checked(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
+    data = ("--data", str(tmp_path / "unused.jsonl")) if args[1] in ("links", "chains") else ()
+    assert cli_error(*args, *data).strip() == f"error: {message}"
+
+
+def test_empty_benchmark_data_is_an_error(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    for command in ("links", "chains"):
+        assert cli_error("eval", command, "--suite", "nestools", "--data", str(empty),
+                         "--embedder", "none").strip() == f"error: {empty}: no tasks to evaluate"
+    assert cli_error("eval", "retrieval", "--suite", "custom", "--tools", "demo", "--tasks",
+                     str(empty), "--embedder", "hashing").strip() == \
+        f"error: {empty}: no task with a request and gold tools to score"
+
+
+def test_retrieval_unknown_suite_is_named(tmp_path: Path) -> None:
+    assert cli_error("eval", "retrieval", "--suite", "nosuch", "--tools", "demo", "--tasks",
+                     str(tmp_path), "--embedder", "hashing") == \
+        "unknown retrieval suite 'nosuch'; expected appworld, stabletoolbench, nestools, custom"
+
+
+def test_report_does_not_create_a_missing_store(tmp_path: Path) -> None:
+    store = tmp_path / "runs.sqlite"
+    assert cli_error("report", "abc", "--store", str(store)).strip() == \
+        f"error: {store}: run store not found"
+    assert not store.exists()

@@ -12,9 +12,12 @@ from typing import Any
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+from click.testing import Result
 from typer.testing import CliRunner
 
 from hyperplan.cli import app
+from hyperplan.errors import HyperplanError
+from hyperplan.eval.store import RunStore
 
 runner = CliRunner()
 NOTES = {1: "groceries", 2: "gym plan"}
@@ -164,3 +167,112 @@ def test_demo_shows_support_graphs_and_calls(monkeypatch: pytest.MonkeyPatch) ->
     assert result.exit_code == 0, result.output
     assert "support graph:" in result.stdout and "music.search_songs(" in result.stdout
     assert "context graph (" in result.stdout and "solved" in result.stdout
+
+
+# A user's mistakes: one clear line naming the file or option, exit code 1, no traceback.
+
+def _error(result: Result) -> str:
+    """The one-line error ``main()`` prints: a hyperplan error's message or ``fail()``'s."""
+    assert result.exit_code == 1, result.output
+    if isinstance(result.exception, HyperplanError):
+        return str(result.exception)
+    assert isinstance(result.exception, SystemExit), repr(result.exception)
+    return result.output.strip()
+
+
+def test_run_goal_mistakes(spec: Path, tmp_path: Path) -> None:
+    binary = tmp_path / "goal.json"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n")
+    base = ["run", "--tools", f"openapi:{spec}", "--embedder", "hashing", "--goal"]
+    cases = {
+        str(tmp_path / "none.json"): f"--goal '{tmp_path / 'none.json'}': no such file, and "
+                                     "not a JSON object",
+        str(binary): f"{binary}: not JSON (not UTF-8 text)",
+        str(tmp_path): f"{tmp_path}: cannot read the goal file (Is a directory)",
+        "  ": "--goal is empty: give a JSON object or a file holding one",
+        '{"terminals": [': "--goal: not JSON: Expecting value (line 1)",
+    }
+    for goal, message in cases.items():
+        assert _error(runner.invoke(app, [*base, goal])) == message
+
+
+def test_run_long_inline_goal_is_not_taken_for_a_path(spec: Path) -> None:
+    goal = {"terminals": ["notes.nosuch"], "description": "x" * 400}  # > NAME_MAX bytes
+    result = runner.invoke(app, ["run", "--tools", f"openapi:{spec}", "--embedder", "hashing",
+                                 "--goal", json.dumps(goal)])
+    assert "unknown tool 'notes.nosuch'" in _error(result)
+
+
+@pytest.mark.parametrize("budget", [("--max-tool-calls", "-1"), ("--max-seconds", "0"),
+                                    ("--max-llm-calls", "0"), ("--max-tokens", "-5")])
+def test_budgets_must_be_positive(spec: Path, tmp_path: Path, budget: tuple[str, str]) -> None:
+    goal = json.dumps(GOAL)
+    run = runner.invoke(app, ["run", "--tools", f"openapi:{spec}", "--goal", goal, *budget])
+    expected = "error: budgets must be positive (leave one out for no limit): " \
+               f"{budget[0]} {float(budget[1]) if budget[0] == '--max-seconds' else budget[1]}"
+    assert _error(run) == expected
+    store = tmp_path / "runs.sqlite"
+    evaluated = runner.invoke(app, ["eval", "run", "--agents", "hyperagent-goal", "--store",
+                                    str(store), *budget])
+    assert _error(evaluated) == expected
+
+
+def test_unreachable_llm_endpoint_fails_at_once(spec: Path, tmp_path: Path) -> None:
+    url = "http://127.0.0.1:9/v1"  # port 9 (discard) refuses connections
+    for args in (["run", "--tools", f"openapi:{spec}", "--llm", url, "--model", "m",
+                  "delete my note"],
+                 ["demo", "--llm", url, "--embedder", "hashing"],
+                 ["eval", "run", "--agents", "react", "--llm", url, "--store",
+                  str(tmp_path / "runs.sqlite")]):
+        message = _error(runner.invoke(app, args))
+        assert message.startswith(f"cannot reach the LLM endpoint {url}: "), message
+        assert "refused" in message
+    with RunStore(tmp_path / "runs.sqlite") as db:
+        assert db.runs() == []  # no empty run left behind
+
+
+def test_eval_run_option_mistakes(tmp_path: Path) -> None:
+    store = tmp_path / "runs.sqlite"
+    empty = tmp_path / "tasks.jsonl"
+    empty.write_text("")
+    base = ["eval", "run", "--store", str(store)]
+    cases = {
+        ("--agents", " , "): "error: --agents is empty; give one or more of hyperagent, "
+                             "hyperagent-goal, react, planexec, variant1, variant2",
+        ("--agents", "hyperagent-goal", "--limit", "0"):
+            "error: --workers and --limit must be >= 1, got 2 and 0",
+        ("--agents", "hyperagent-goal", "--workers", "0"):
+            "error: --workers and --limit must be >= 1, got 0 and None",
+        ("--agents", "hyperagent-goal", "--suite", "nestools", "--data", str(empty)):
+            f"error: suite 'nestools' has no tasks in {empty}",
+    }
+    for extra, message in cases.items():
+        assert _error(runner.invoke(app, [*base, *extra])) == message
+    with RunStore(store) as db:
+        assert db.runs() == []
+    missing = tmp_path / "other.sqlite"
+    assert _error(runner.invoke(app, ["eval", "run", "--resume", "abc", "--store",
+                                      str(missing)])) == \
+        f"error: {missing}: run store not found (--resume abc)"
+    assert not missing.exists()
+
+
+def test_trace_show_mistakes(tmp_path: Path) -> None:
+    foreign = tmp_path / "foreign.jsonl"
+    foreign.write_text('{"type": "tool_call", "tool": "a"}\n')
+    assert _error(runner.invoke(app, ["trace", "show", str(foreign)])) == (
+        f"error: {foreign}: not a trace written by hyperplan run/demo: an event has a missing "
+        "or malformed field (KeyError: 't')")
+    binary = tmp_path / "binary.jsonl"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n")
+    assert _error(runner.invoke(app, ["trace", "show", str(binary)])) == \
+        f"{binary}: cannot read trace events: not UTF-8 text"
+
+
+def test_trace_show_prints_values_that_look_like_markup(tmp_path: Path) -> None:
+    trace = tmp_path / "run.jsonl"
+    trace.write_text(json.dumps({"t": 0.1, "type": "tool_call", "tool": "a", "ok": True,
+                                 "arguments": {"q": "[/red]"}, "value": "[/bold] x"}) + "\n")
+    result = runner.invoke(app, ["trace", "show", str(trace)])
+    assert result.exit_code == 0, result.output
+    assert 'a("q": "[/red]") ok "[/bold] x"' in result.stdout

@@ -26,6 +26,8 @@ def read_records(path: str | Path, *, what: str, key: str) -> tuple[list[dict[st
         lines = p.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise HyperplanError(f"{p}: cannot read {what}s: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise HyperplanError(f"{p}: cannot read {what}s: not UTF-8 text") from None
     records: list[dict[str, Any]] = []
     for number, line in enumerate(lines, 1):
         if not line.strip():

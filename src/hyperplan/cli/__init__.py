@@ -57,11 +57,17 @@ _unwrap_help(app)
 
 
 def main() -> None:
-    """Console-script entry point: hyperplan errors become one clear line and exit code 1."""
+    """Console-script entry point: hyperplan errors, and files the user named that cannot be
+    read or written, become one clear line and exit code 1."""
     try:
         app()
     except HyperplanError as exc:
         fail(str(exc))
+    except OSError as exc:  # e.g. -o naming a directory, --out naming a file
+        where = exc.filename2 or exc.filename
+        reason = "exists and is not a directory" if isinstance(exc, FileExistsError) \
+            else exc.strerror
+        fail(f"{where}: {reason}" if where and reason else str(exc))
     except KeyboardInterrupt:
         console.print("[red]interrupted[/red]")
         sys.exit(130)

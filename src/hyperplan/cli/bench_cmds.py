@@ -356,6 +356,8 @@ def scale_cmd(
         raise typer.BadParameter(f"unknown embedder {embedder!r}: use words or hashing")
     if not 0 <= grounded <= 1:
         raise typer.BadParameter("--grounded is a fraction in [0, 1]")
+    if dim < 1 or terminals < 0 or requests < 0:
+        raise typer.BadParameter("--dim must be >= 1, --terminals and --requests >= 0")
     options = {"dim": dim, "terminals": terminals, "requests": requests, "grounded": grounded,
                "freeze_gc": freeze_gc}
     started = time.perf_counter()

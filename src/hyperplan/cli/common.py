@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from hyperplan.graph.links import TextEmbedder
+from hyperplan.llm.budget import Budget
 
 console = Console(stderr=True)
 out = Console()
@@ -20,6 +21,19 @@ out = Console()
 def fail(message: str, code: int = 1) -> NoReturn:
     console.print(f"[bold red]error:[/bold red] {message}", highlight=False, soft_wrap=True)
     sys.exit(code)
+
+
+def budget_from_options(max_llm_calls: int | None, max_tokens: int | None,
+                        max_tool_calls: int | None, max_seconds: float | None) -> Budget:
+    """The ``--max-*`` options as a :class:`Budget`; a limit that is given must be positive
+    (none given: no limit)."""
+    given = {"--max-llm-calls": max_llm_calls, "--max-tokens": max_tokens,
+             "--max-tool-calls": max_tool_calls, "--max-seconds": max_seconds}
+    bad = [f"{name} {value}" for name, value in given.items()
+           if value is not None and not value > 0]
+    if bad:
+        fail(f"budgets must be positive (leave one out for no limit): {', '.join(bad)}")
+    return Budget(max_llm_calls, max_tokens, max_tool_calls, max_seconds)
 
 
 def embedder_from_option(spec: str) -> TextEmbedder | None:

@@ -50,7 +50,7 @@ def demo(
     emb = search_embedder(embedder)
     graph = build_graph(world.catalog(), embedder=emb)
     index = GraphIndex(graph, emb)
-    probe = llm_from_options(llm, model, Accounting())
+    probe = llm_from_options(llm, model, Accounting(), check=True)
     use_llm = probe is not None
     if probe is not None:
         model = probe.model

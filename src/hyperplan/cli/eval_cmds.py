@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
-from hyperplan.cli.common import embedder_from_option, out, stage_progress
+from hyperplan.cli.common import embedder_from_option, fail, out, stage_progress
 from hyperplan.errors import HyperplanError
 from hyperplan.eval.chains import evaluate_chains
 from hyperplan.eval.links import DEFAULT_THRESHOLD, evaluate_links
@@ -28,12 +29,18 @@ def links_cmd(
     as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
 ) -> None:
     """Precision/recall/F1 of inferred links against the data flows of gold calls."""
-    thresholds = [float(x) for x in sweep.split(",") if x.strip()]
+    try:
+        thresholds = [float(x) for x in sweep.split(",") if x.strip()]
+    except ValueError:
+        fail(f"--sweep takes comma-separated numbers, got {sweep!r}")
+    if not all(0 <= t <= 1 for t in [threshold, *thresholds]):
+        fail("--threshold and --sweep are link weights, in [0, 1]")
     with stage_progress(not as_json) as progress:
         result = evaluate_links(
             suite, data, embedder=embedder_from_option(embedder), split=split,
             threshold=threshold, thresholds=thresholds, progress=progress,
         )
+    _check_tasks(result, data, split)
     if as_json:
         print(json.dumps(result))
         return
@@ -58,15 +65,24 @@ def chains_cmd(
     source = domain if suite == "tau2" else data
     if source is None:
         raise HyperplanError("--data is required" if suite != "tau2" else "--domain is required")
+    if top_k < 1 or beam < 1:
+        fail(f"--top-k and --beam must be >= 1, got {top_k} and {beam}")
     with stage_progress(not as_json) as progress:
         result = evaluate_chains(
             suite, source, embedder=embedder_from_option(embedder), split=split,
             config=DOEConfig(top_k=top_k, beam_width=beam), progress=progress,
         )
+    _check_tasks(result, source, split)
     if as_json:
         print(json.dumps(result))
         return
     out.print_json(json.dumps(result))
+
+
+def _check_tasks(result: dict[str, Any], data: object, split: str) -> None:
+    """A benchmark over no task is a mistake (an empty or wrong data file), not a result."""
+    if not result.get("n_tasks"):
+        fail(f"{data}: no tasks to evaluate" + (f" in split {split!r}" if split != "all" else ""))
 
 
 # HyperMCTS benchmarks (issue 5), defined in search_cmds.

@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from hyperplan.cli.common import embedder_from_option, out, stage_progress
+from hyperplan.cli.common import embedder_from_option, fail, out, stage_progress
 from hyperplan.embed.base import Embedder
 from hyperplan.eval.interpretations import (
     InterpretationStore,
@@ -75,6 +75,9 @@ def retrieval_cmd(
             interpreter=reader, interpreter_name=name, store=store,
             on_task=write if sink else None,
         )
+    if not result["n_tasks"]:
+        fail(f"{tasks}: no task with a request and gold tools to score"
+             + (f" in split {split!r}" if split != "all" else ""))
     if as_json:
         print(json.dumps(result))
         return
@@ -91,7 +94,7 @@ def _interpreter(choice: str | None, url: str | None, model: str | None
         return rules_interpreter, "rules"
     if mode != "llm":
         raise RetrievalEvalError(f"--interpreter must be rules or llm, got {choice!r}")
-    client = llm_from_options(url, model, Accounting())
+    client = llm_from_options(url, model, Accounting(), check=True)
     if client is None:
         raise RetrievalEvalError("--interpreter llm needs --llm URL or HYPERPLAN_LLM_BASE_URL")
     return llm_interpreter(client), f"llm:{client.model}"

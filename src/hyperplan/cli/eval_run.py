@@ -12,11 +12,12 @@ from typing import Any
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from hyperplan.cli.common import console, out
+from hyperplan.cli.common import budget_from_options, console, fail, out
 from hyperplan.errors import HyperplanError
 from hyperplan.eval.harness import AGENTS, EvalConfig, TaskOutcome, pending_jobs, run_eval
 from hyperplan.eval.store import RunStore
-from hyperplan.llm.budget import Budget
+from hyperplan.execute.setup import llm_from_options
+from hyperplan.llm.budget import Accounting, Budget
 
 DEFAULT_STORE = Path(".hyperplan") / "runs.sqlite"
 
@@ -46,26 +47,38 @@ def eval_run_cmd(
     as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
 ) -> None:
     """Run agents on a suite; results go to the run store as each task finishes."""
+    if resume and not store.exists():
+        fail(f"{store}: run store not found (--resume {resume})")
     with RunStore(store) as db:
         if resume:
             info = db.run(resume)
             cfg = EvalConfig(**{**info.config, "agents": tuple(info.config["agents"]),
                                 "budget": Budget(**info.config["budget"])})
             run_id = resume
+            todo = len(pending_jobs(cfg, db.done(run_id)))
         else:
-            cfg = EvalConfig(suite=suite, agents=tuple(a.strip() for a in agents.split(",")
-                                                       if a.strip()),
+            chosen = tuple(a.strip() for a in agents.split(",") if a.strip())
+            if not chosen:
+                fail(f"--agents is empty; give one or more of {', '.join(AGENTS)}")
+            if workers < 1 or (limit is not None and limit < 1):
+                fail(f"--workers and --limit must be >= 1, got {workers} and {limit}")
+            cfg = EvalConfig(suite=suite, agents=chosen,
                              llm=llm, model=model, embedder=embedder,
-                             budget=Budget(max_llm_calls, max_tokens, max_tool_calls,
-                                           max_seconds),
+                             budget=budget_from_options(max_llm_calls, max_tokens,
+                                                        max_tool_calls, max_seconds),
                              workers=workers, limit=limit,
                              suite_options=_suite_options(domain=domain, data=data),
                              backend=backend, ray_address=ray_address)
             cfg.check()
+            if llm not in ("none", "scripted"):  # an endpoint: reachable before any task
+                llm_from_options(llm, model or None, Accounting(), check=True)
+            todo = len(pending_jobs(cfg, set()))
+            if not todo:
+                fail(f"suite {suite!r} has no tasks"
+                     + (f" in {data}" if data else f" for domain {domain!r}" if domain else ""))
             run_id = db.create_run(suite=cfg.suite, agents=cfg.agents, llm=cfg.llm,
                                    model=cfg.model, command=shlex.join(sys.argv),
                                    config=cfg.as_dict())
-        todo = len(pending_jobs(cfg, db.done(run_id)))
         console.print(f"run {run_id}: {todo} task runs to do ({cfg.suite}, "
                       f"{', '.join(cfg.agents)}, llm {cfg.llm})")
         _run_with_progress(cfg, db, run_id, todo)
@@ -130,6 +143,8 @@ def report_cmd(
     from hyperplan.eval.report import write_report
 
     target = out_dir or Path("reports") / run_id
+    if not store.exists():
+        fail(f"{store}: run store not found")
     with RunStore(store) as db:
         written = write_report(db, run_id, target)
     for kind, path in written.items():

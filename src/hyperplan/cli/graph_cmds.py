@@ -31,7 +31,11 @@ def build_cmd(
     min_weight: float = typer.Option(LinkConfig.min_weight, help="keep links at least this"),
 ) -> None:
     """Import a tool catalog, infer dependency links and save the hypergraph."""
+    if not 0 < min_weight <= 1:
+        fail(f"--min-weight must be in (0, 1] (link weights are), got {min_weight}")
     catalog = load_source(source)
+    if not len(catalog):
+        fail(f"{source}: no tools found")
     console.print(f"imported {len(catalog)} tools from {source}")
     config = LinkConfig(min_weight=min_weight)
     with stage_progress() as progress:

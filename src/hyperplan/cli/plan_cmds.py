@@ -41,6 +41,8 @@ def context_cmd(
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
 ) -> None:
     """Extract the Tool Context Graph for a request (Definition 2)."""
+    if budget < 1:
+        fail(f"--budget must be >= 1, got {budget}")
     graph = load_graph(path)
     emb = embedder_from_option(embedder)
     if emb is None or not isinstance(emb, Embedder):
@@ -99,6 +101,10 @@ def support_cmd(
 
     The fewest producer tools still missing for the terminal tool, given what is already
     known (Definitions 5-6)."""
+    if top_k < 1 or beam < 1:
+        fail(f"--top-k and --beam must be >= 1, got {top_k} and {beam}")
+    if not _split(tools):
+        fail("give at least one terminal tool name")
     graph = load_graph(path)
     unknown = [t for t in _split(tools) if t not in graph.tool_index]
     if unknown:

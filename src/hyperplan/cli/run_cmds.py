@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
-from hyperplan.cli.common import console, embedder_from_option, out
+from hyperplan.cli.common import budget_from_options, console, embedder_from_option, fail, out
 from hyperplan.embed import get_embedder
 from hyperplan.embed.base import Embedder
 from hyperplan.errors import HyperplanError
@@ -20,20 +21,32 @@ from hyperplan.execute.subtask import AgentConfig, RunContext
 from hyperplan.execute.trace import TraceWriter, read_trace, summarize
 from hyperplan.execute.traced_llm import TracedLLM
 from hyperplan.graph.build import build_graph
-from hyperplan.llm.budget import Accounting, Budget
+from hyperplan.llm.budget import Accounting
 
 trace_app = typer.Typer(help="Read run traces.", no_args_is_help=True)
 
 
 def _goal(goal: str) -> StructuredGoal:
-    path = Path(goal)
-    text = path.read_text(encoding="utf-8") if path.is_file() else goal
+    """``--goal``: a JSON object, or the path of a file holding one (inline JSON is never
+    taken for a path: a long one is no valid file name)."""
+    where, text = "--goal", goal
+    if not goal.lstrip().startswith(("{", "[")):
+        path = Path(goal)
+        where = str(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise HyperplanError(f"--goal {goal!r}: no such file, and not a JSON "
+                                 "object") from None
+        except OSError as exc:
+            raise HyperplanError(f"{path}: cannot read the goal file ({exc.strerror})") from None
+        except UnicodeDecodeError:
+            raise HyperplanError(f"{path}: not JSON (not UTF-8 text)") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        where = str(path) if path.is_file() else "--goal"
         raise HyperplanError(f"{where}: not JSON: {exc.msg} (line {exc.lineno})") from None
-    return StructuredGoal.from_dict(data, source=str(path) if path.is_file() else "--goal")
+    return StructuredGoal.from_dict(data, source=where)
 
 
 def run(
@@ -56,10 +69,13 @@ def run(
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Run the agent: LLM-free on a structured --goal, or the full agent on REQUEST."""
+    accounting = Accounting(budget_from_options(max_llm_calls, max_tokens, max_tool_calls,
+                                                max_seconds))
+    if goal is not None and not goal.strip():
+        raise HyperplanError("--goal is empty: give a JSON object or a file holding one")
     setup = tools_from_source(tools, base_url=base_url, headers=parse_headers(header),
                               mcp_command=mcp_command)
-    accounting = Accounting(Budget(max_llm_calls, max_tokens, max_tool_calls, max_seconds))
-    client = None if goal else llm_from_options(llm, model, accounting)
+    client = None if goal else llm_from_options(llm, model, accounting, check=True)
     if goal is None and client is None:
         raise HyperplanError("give --goal for an LLM-free run, or --llm URL (or set "
                              "HYPERPLAN_LLM_BASE_URL) to run the agent on a request")
@@ -99,28 +115,29 @@ def render_event(e: dict[str, Any]) -> list[str]:
     if kind == "support_graph":
         if e.get("ok"):
             return [f"[bold]{e['subtask']}[/bold] support graph: " + " -> ".join(e["tools"])]
-        return [f"[bold]{e['subtask']}[/bold] [red]{e.get('reason', '')}[/red]"]
+        return [f"[bold]{e['subtask']}[/bold] [red]{escape(str(e.get('reason', '')))}[/red]"]
     if kind == "tool_call":
         mark = "[green]ok[/green]" if e["ok"] else f"[red]{e['error_kind']}[/red]"
         args = json.dumps(e["arguments"], ensure_ascii=False, default=str)[1:-1]
         shown = json.dumps(e["value"], ensure_ascii=False, default=str) if e["ok"] \
             else e["error"]
-        return [f"  {e['tool']}({args}) {mark} {_short(shown)}"]
+        return [f"  {e['tool']}({escape(args)}) {mark} {escape(_short(shown))}"]
     if kind == "blocked":
         return [f"  [yellow]needs a choice[/yellow] for {c['tool']}.{c['parameter']}: "
-                + (" | ".join(_short(json.dumps(x.get("record") or x["value"], default=str), 70)
-                              for x in c["candidates"]) or "no value")
+                + (escape(" | ".join(_short(json.dumps(x.get("record") or x["value"],
+                                                       default=str), 70)
+                                     for x in c["candidates"])) or "no value")
                 for c in e["choices"]]
     if kind == "dag":
         subtasks = ", ".join(f"{s['id']}:{'/'.join(s['terminals'])}" for s in e["subtasks"])
         return [f"[bold]plan v{e['version']}[/bold] {subtasks}"]
     if kind == "llm_call":
-        tail = "" if e.get("ok") else f" [red]{_short(str(e.get('error', '')))}[/red]"
+        tail = "" if e.get("ok") else f" [red]{escape(_short(str(e.get('error', ''))))}[/red]"
         return [f"  llm {e['component']}: {e.get('prompt_tokens', 0)}+"
                 f"{e.get('completion_tokens', 0)} tokens{tail}"]
     if kind in ("refinement", "subtask"):
         return [f"  {kind} {e.get('id') or e.get('subtask', '')} {e.get('status', '')} "
-                f"{e.get('reason', '')}".rstrip()]
+                f"{escape(str(e.get('reason', '')))}".rstrip()]
     if kind == "context_graph":
         names = e["tools"][:6] + (["…"] if len(e["tools"]) > 6 else [])
         fitted = (f", cut from {e['tools_before']} to fit the model's "
@@ -137,7 +154,7 @@ def print_result(result: RunResult, events: list[dict[str, Any]]) -> None:
             out.print(line, highlight=False)
     colour = {"success": "green", "blocked": "yellow"}.get(result.status, "red")
     out.print(f"[{colour}]{result.status}[/{colour}] tool calls {result.tool_calls}, "
-              f"LLM calls {result.llm_calls} {result.message}", highlight=False)
+              f"LLM calls {result.llm_calls} {escape(result.message)}", highlight=False)
 
 
 def _short(text: str, limit: int = 100) -> str:
@@ -152,7 +169,12 @@ def trace_show(
 ) -> None:
     """Summarise a trace and replay its steps: plan versions, support graphs, calls."""
     events = read_trace(path)
-    summary = summarize(events)
+    try:
+        summary = summarize(events)
+        lines = [line for e in events for line in render_event(e)]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        fail(f"{path}: not a trace written by hyperplan run/demo: an event has a missing or "
+             f"malformed field ({type(exc).__name__}: {exc})")
     if as_json:
         out.print_json(json.dumps(summary))
         return
@@ -160,6 +182,5 @@ def trace_show(
     for key, value in summary.items():
         table.add_row(key, json.dumps(value) if isinstance(value, dict) else str(value))
     out.print(table)
-    for e in events:
-        for line in render_event(e):
-            out.print(line, highlight=False)
+    for line in lines:
+        out.print(line, highlight=False)

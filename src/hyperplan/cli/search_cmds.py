@@ -69,6 +69,8 @@ def _config(
 
 
 def _tasks(suite: str, n: int, seed: int, level: int | None) -> list[SearchEnv]:
+    if n < 1:
+        fail(f"--tasks must be >= 1, got {n}")
     try:
         return load_tasks(suite, n, seed, level)
     except ImportError as exc:
@@ -100,7 +102,9 @@ def mcts_cmd(
                      expand_rollout)
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
     unknown = [m for m in chosen if m not in METHODS]
-    if unknown or not chosen:
+    if not chosen:
+        fail(f"--methods is empty; choose from {', '.join(METHODS)}")
+    if unknown:
         fail(f"unknown methods {unknown}; choose from {', '.join(METHODS)}")
     if policy not in POLICIES:
         fail(f"unknown --policy {policy!r}; choose one of {', '.join(POLICIES)}")
@@ -146,16 +150,18 @@ def mcts_sweep_cmd(
         fail("--budgets takes integers and --lams numbers, comma-separated")
     if not budget_list or not lam_list:
         fail("--budgets and --lams must not be empty")
+    if min(budget_list) < 1 or min(lam_list) < 0:
+        fail("every --budgets value must be >= 1 and every --lams value >= 0")
     config = _config(max(budget_list), branching, max(lam_list), c, agg, rollout_guidance,
                      branch_on, widen)
     envs = _tasks(suite, tasks, seed, level)
+    out_dir.mkdir(parents=True, exist_ok=True)  # before the sweep, so a bad --out fails fast
     with stage_progress() as progress:
         result = sweep(envs, config, budget_list, lam_list, policy=policy, seed=seed,
                        progress=progress)
     result = {"suite": suite, "seed": seed, "level": level, "policy": policy,
               "branch_on": branch_on, "rollout_guidance": rollout_guidance, "widen": widen,
               **result}
-    out_dir.mkdir(parents=True, exist_ok=True)
     png = out_dir / f"mcts_sweep_{suite}.png"
     try:
         sweep_plot(result, str(png),

@@ -88,6 +88,9 @@ class RetrievalSuite:
 
 def load_retrieval_suite(suite: str, tools: str | Path, tasks: str | Path) -> RetrievalSuite:
     """Catalog and gold tasks of ``suite`` (see the module doc)."""
+    if suite not in SUITES:  # before the paths are checked, which mean nothing then
+        raise RetrievalEvalError(f"unknown retrieval suite {suite!r}; expected "
+                                 f"{', '.join(SUITES)}")
     if suite == "custom":
         if not Path(tasks).exists():
             raise RetrievalEvalError(f"{tasks}: no such file or directory")

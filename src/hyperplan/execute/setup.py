@@ -96,26 +96,38 @@ def parse_headers(items: list[str]) -> dict[str, str]:
 
 
 def llm_from_options(url: str | None, model: str | None, accounting: Accounting, *,
-                     max_tokens: int | None = None) -> OpenAICompatibleLLM | None:
+                     max_tokens: int | None = None,
+                     check: bool = False) -> OpenAICompatibleLLM | None:
     """An OpenAI-compatible client for ``url`` (else ``HYPERPLAN_LLM_BASE_URL``), or None
     when no endpoint is configured. The model defaults to ``HYPERPLAN_LLM_MODEL``, else the
     first model the server lists. Completions are capped at ``max_tokens`` (else
     ``HYPERPLAN_LLM_MAX_TOKENS``, else 1024) so a model that never closes its JSON cannot run
-    to the end of its context."""
+    to the end of its context. An endpoint that cannot be connected to is a
+    :class:`HyperplanError` when the model must be listed, or with ``check`` (the command
+    line's, once at start, rather than every call failing after its retries)."""
     base = url or os.environ.get("HYPERPLAN_LLM_BASE_URL")
     if not base:
         return None
-    chosen = model or os.environ.get("HYPERPLAN_LLM_MODEL") or _first_model(base)
+    chosen = _model(base, model or os.environ.get("HYPERPLAN_LLM_MODEL"), check)
     cap = max_tokens or int(os.environ.get("HYPERPLAN_LLM_MAX_TOKENS") or 1024)
     return OpenAICompatibleLLM(chosen, base_url=base, accounting=accounting, max_tokens=cap,
                                temperature=0.0)
 
 
-def _first_model(base_url: str) -> str:
+def _model(base_url: str, model: str | None, check: bool) -> str:
+    """``model``, else the first model the server lists; asks the server when either is
+    needed, and only a failed connection is an error when ``model`` is given."""
     import httpx
 
+    if model and not check:
+        return model
     try:
         data = httpx.get(base_url.rstrip("/") + "/models", timeout=10).json()
-        return str(data["data"][0]["id"])
+        return model or str(data["data"][0]["id"])
+    except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol,
+            httpx.InvalidURL) as exc:
+        raise HyperplanError(f"cannot reach the LLM endpoint {base_url}: {exc}") from None
     except (httpx.HTTPError, KeyError, IndexError, ValueError, TypeError):
+        if model:
+            return model
         raise HyperplanError(f"cannot list models at {base_url}; pass --model") from None

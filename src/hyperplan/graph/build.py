@@ -105,8 +105,13 @@ def build_graph(
         link_config=(config or LinkConfig()).as_dict(),
     )
     if overrides is not None:
+        from hyperplan.errors import OverrideError
         from hyperplan.graph.overrides import apply_overrides, load_overrides
 
-        graph = apply_overrides(graph, load_overrides(overrides))
+        rules = load_overrides(overrides)  # its errors name the file already
+        try:
+            graph = apply_overrides(graph, rules)
+        except OverrideError as exc:
+            raise OverrideError(f"{overrides}: {exc}") from None
     elapsed = time.perf_counter() - started
     return replace(graph, metadata={**graph.metadata, "build_seconds": round(elapsed, 3)})

@@ -98,6 +98,10 @@ def load_graph(path: str | Path) -> Hypergraph:
         doc = json.loads(json_path.read_text("utf-8"))
     except FileNotFoundError:
         raise GraphError(f"{json_path}: graph file not found") from None
+    except OSError as exc:
+        raise GraphError(f"{json_path}: cannot read graph file ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise GraphError(f"{json_path}: not a hyperplan graph file (not UTF-8 text)") from None
     except json.JSONDecodeError as exc:
         raise GraphError(f"{json_path}: malformed JSON ({exc.msg}, line {exc.lineno})") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
@@ -123,20 +127,23 @@ def load_graph(path: str | Path) -> Hypergraph:
         raise GraphError(f"{json_path}: corrupt graph file ({exc!r})") from None
     arrays = _load_matrices(json_path, matrices)
     n_in = sum(1 for n in nodes if n.kind.input_side)
-    graph = Hypergraph(
-        nodes=nodes,
-        tools=tools,
-        link_source=_ro(arrays["link_source"]),
-        link_target=_ro(arrays["link_target"]),
-        link_weight=_ro(arrays["link_weight"]),
-        link_evidence=tuple(evidence[c] for c in arrays["link_evidence"].tolist()),
-        n_input_nodes=n_in,
-        metadata=doc.get("metadata", {}),
-    )
-    prod = sp.csr_matrix(
-        (arrays["prod_data"], arrays["prod_indices"], arrays["prod_indptr"]),
-        shape=(n_in, len(tools)),
-    )
+    try:
+        graph = Hypergraph(
+            nodes=nodes,
+            tools=tools,
+            link_source=_ro(arrays["link_source"]),
+            link_target=_ro(arrays["link_target"]),
+            link_weight=_ro(arrays["link_weight"]),
+            link_evidence=tuple(evidence[c] for c in arrays["link_evidence"].tolist()),
+            n_input_nodes=n_in,
+            metadata=doc.get("metadata", {}),
+        )
+        prod = sp.csr_matrix(
+            (arrays["prod_data"], arrays["prod_indices"], arrays["prod_indptr"]),
+            shape=(n_in, len(tools)),
+        )
+    except (KeyError, ValueError, TypeError, IndexError) as exc:
+        raise GraphError(f"{json_path}: corrupt graph file ({exc})") from None
     graph.__dict__["producer_matrix"] = prod  # A_prod is stored, not rebuilt
     return graph
 

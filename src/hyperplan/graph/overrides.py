@@ -45,8 +45,14 @@ def load_overrides(path: str | Path) -> LinkOverrides:
         doc = json.loads(text) if p.suffix == ".json" else yaml.safe_load(text)
     except FileNotFoundError:
         raise OverrideError(f"{p}: override file not found") from None
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+    except OSError as exc:
+        raise OverrideError(f"{p}: cannot read override file ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise OverrideError(f"{p}: override file is not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
         raise OverrideError(f"{p}: malformed override file: {exc}") from None
+    except yaml.YAMLError as exc:
+        raise OverrideError(f"{p}: malformed override file: {yaml_problem(exc)}") from None
     doc = doc or {}
     if not isinstance(doc, dict):
         raise OverrideError(f"{p}: expected a mapping with add/remove/reweight")
@@ -67,6 +73,13 @@ def load_overrides(path: str | Path) -> LinkOverrides:
             _weighted(p, "reweight", k, e) for k, e in enumerate(_entries(p, doc, "reweight"))
         ),
     )
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error on one line: what is wrong and where (PyYAML's own text spans lines)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark else problem
 
 
 def _entries(p: Path, doc: dict[str, Any], section: str) -> list[dict[str, Any]]:

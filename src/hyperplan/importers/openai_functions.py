@@ -40,6 +40,9 @@ def load_openai_functions(source: str | Path | list[Any] | dict[str, Any]) -> Ca
 
 
 def _entries(data: Any, file: str) -> list[Any]:
+    if isinstance(data, dict) and data.get("format") == "hyperplan.graph":  # graph.io.FORMAT
+        raise CatalogError("a saved hyperplan graph, not a tool catalog; read it with "
+                           "`hyperplan graph stats|show`", file=file, field="format")
     if isinstance(data, dict):
         for key in ("tools", "functions"):
             if key in data:

@@ -36,6 +36,7 @@ import yaml
 
 from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
 from hyperplan.errors import CatalogError
+from hyperplan.graph.overrides import yaml_problem
 from hyperplan.importers.common import read_text
 from hyperplan.importers.schema_refs import (
     lookup_pointer,
@@ -132,7 +133,7 @@ def _read_yaml(path: Path) -> Any:
     try:
         return yaml.load(text, Loader=_YamlLoader)  # a SafeLoader subclass
     except yaml.YAMLError as exc:
-        raise CatalogError(f"malformed YAML: {exc}", file=str(path)) from None
+        raise CatalogError(f"malformed YAML: {yaml_problem(exc)}", file=str(path)) from None
     except RecursionError:
         raise CatalogError("YAML nested too deeply", file=str(path)) from None
 
