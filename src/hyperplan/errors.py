@@ -43,3 +43,11 @@ class EmbeddingError(HyperplanError):
 
 class OverrideError(HyperplanError):
     """A link-override file is malformed or names unknown nodes."""
+
+
+def yaml_problem(exc: Exception) -> str:
+    """A PyYAML error on one line: what is wrong and where (PyYAML's own text spans lines and
+    draws a caret under the spot)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark else problem

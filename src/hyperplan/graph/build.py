@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperplan.catalog import Catalog, ToolSpec
+from hyperplan.errors import OverrideError
 from hyperplan.graph.effects import effects_of, preconditions_of
 from hyperplan.graph.links import LinkConfig, TextEmbedder, infer_links
 from hyperplan.graph.model import Hypergraph, NodeKind, SchemaNode, ToolEdge
@@ -105,7 +106,6 @@ def build_graph(
         link_config=(config or LinkConfig()).as_dict(),
     )
     if overrides is not None:
-        from hyperplan.errors import OverrideError
         from hyperplan.graph.overrides import apply_overrides, load_overrides
 
         rules = load_overrides(overrides)  # its errors name the file already

@@ -24,7 +24,7 @@ from typing import Any
 
 import yaml
 
-from hyperplan.errors import GraphError, OverrideError
+from hyperplan.errors import GraphError, OverrideError, yaml_problem
 from hyperplan.graph.model import Hypergraph, Link, NodeKind, node_key
 
 
@@ -73,13 +73,6 @@ def load_overrides(path: str | Path) -> LinkOverrides:
             _weighted(p, "reweight", k, e) for k, e in enumerate(_entries(p, doc, "reweight"))
         ),
     )
-
-
-def yaml_problem(exc: yaml.YAMLError) -> str:
-    """A YAML error on one line: what is wrong and where (PyYAML's own text spans lines)."""
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
-    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark else problem
 
 
 def _entries(p: Path, doc: dict[str, Any], section: str) -> list[dict[str, Any]]:

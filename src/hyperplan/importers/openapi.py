@@ -35,8 +35,7 @@ from typing import Any
 import yaml
 
 from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
-from hyperplan.errors import CatalogError
-from hyperplan.graph.overrides import yaml_problem
+from hyperplan.errors import CatalogError, yaml_problem
 from hyperplan.importers.common import read_text
 from hyperplan.importers.schema_refs import (
     lookup_pointer,
