@@ -289,3 +289,22 @@ def test_report_does_not_create_a_missing_store(tmp_path: Path) -> None:
     assert cli_error("report", "abc", "--store", str(store)).strip() == \
         f"error: {store}: run store not found"
     assert not store.exists()
+
+
+def test_build_notes_bare_values_nothing_can_link_to(tmp_path: Path) -> None:
+    catalog = tmp_path / "tools.json"
+    catalog.write_text(json.dumps([
+        {"name": "add_to_cart", "parameters": {"type": "object", "properties": {
+            "book_id": {"type": "string"}}}, "returns": {"type": "string"}},
+        {"name": "checkout", "parameters": {"type": "object", "properties": {
+            "cart_id": {"type": "string"}}},
+         "returns": {"type": "string", "description": "the order id"}}]))
+    graph = tmp_path / "g.json"
+    result = runner.invoke(app, ["graph", "build", f"openai:{catalog}", "-o", str(graph),
+                                 "--embedder", "none"])
+    assert result.exit_code == 0, result.output
+    note = " ".join(result.output.split())
+    assert "note: 1 tool returns a bare value with no name and no description (add_to_cart)" \
+        in note  # checkout's bare value is described, so it is not listed
+    stats = runner.invoke(app, ["graph", "stats", str(graph), "--json"])
+    assert json.loads(stats.output)["unnamed_outputs"] == 1

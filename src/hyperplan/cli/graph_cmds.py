@@ -17,6 +17,7 @@ from hyperplan.graph.export import neighbourhood, to_dot, to_mermaid
 from hyperplan.graph.io import load_graph, save_graph
 from hyperplan.graph.links import LinkConfig
 from hyperplan.graph.model import Hypergraph, NodeKind
+from hyperplan.graph.text import NAMELESS_OUTPUTS
 from hyperplan.sources import load_source
 
 graph_app = typer.Typer(help="Build and inspect Tool-Schema Hypergraphs.", no_args_is_help=True)
@@ -43,7 +44,23 @@ def build_cmd(
                             overrides=overrides, progress=progress)
     json_path, npz_path = save_graph(graph, output)
     print_stats(graph)
+    unnamed = unnamed_outputs(graph)
+    if unnamed:
+        shown = ", ".join(unnamed[:5]) + (f" and {len(unnamed) - 5} more" if len(unnamed) > 5
+                                          else "")
+        tools = "1 tool returns" if len(unnamed) == 1 else f"{len(unnamed)} tools return"
+        console.print(f"[yellow]note[/yellow]: {tools} a bare value with no name and no "
+                      f"description ({shown}); no input can be linked to it. "
+                      "Describe it (a docstring's 'Returns:' section, a schema description) or "
+                      "name its fields (a TypedDict, an object schema).", highlight=False)
     out.print(f"wrote {json_path} and {npz_path} in {graph.metadata.get('build_seconds')} s")
+
+
+def unnamed_outputs(graph: Hypergraph) -> list[str]:
+    """The tools whose output is a bare value (``result``, or ``[]`` for a list of scalars)
+    without a description: link inference has nothing to name it by."""
+    return [graph.tools[n.tool].name for n in graph.nodes
+            if n.kind is NodeKind.OUTPUT and n.path in NAMELESS_OUTPUTS and not n.description]
 
 
 def graph_stats(graph: Hypergraph) -> dict[str, Any]:
@@ -64,6 +81,7 @@ def graph_stats(graph: Hypergraph) -> dict[str, Any]:
         if weights.size else [],
         "required_inputs": len(required),
         "required_inputs_without_producer": unsupported,
+        "unnamed_outputs": len(unnamed_outputs(graph)),
         "build_seconds": graph.metadata.get("build_seconds"),
         "embedder": graph.metadata.get("embedder"),
     }
