@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
@@ -19,6 +19,7 @@ from hyperplan.execute.trace import TraceWriter, read_trace, redact, summarize
 from hyperplan.execute.traced_llm import TracedLLM
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.model import Hypergraph
+from hyperplan.importers.python_callables import load_python_callables
 from hyperplan.llm import LLM, Accounting, Budget, ScriptedLLM, ScriptedRule
 from toy_music import CREDENTIALS, MusicWorld, music_catalog
 
@@ -244,3 +245,46 @@ def test_redact_hides_credentials_and_payment_cards():
         "arguments": {"username": "me", "password": "***", "spotify_access_token": "***",
                       "cardNumber": "***", "payment": {"card_number": "***", "cvv": "***"}},
         "result": [{"order_id": "o1", "security_code": "***"}]}
+
+
+class Found(TypedDict):
+    result: list[str]
+
+
+class Made(TypedDict):
+    result: str
+
+
+def find_books(query: str) -> Found:
+    """Search the catalogue for books; returns the book ids."""
+    return {"result": ["b1"] if "dune" in query else ["b1", "b2"]}
+
+
+def add_to_cart(book_id: str) -> Made:
+    """Add a book to the shopping cart; returns the cart id."""
+    return {"result": f"cart-{book_id}"}
+
+
+def checkout(cart_id: str) -> Made:
+    """Pay for the cart; returns the order id."""
+    return {"result": f"order-{cart_id}"}
+
+
+@pytest.mark.parametrize(("query", "status"), [("dune", "success"), ("any", "blocked")])
+def test_wrapped_bare_results_link_and_bind(query: str, status: str) -> None:
+    """Tools that wrap a bare value as ``{"result": ...}`` (as MCP servers do), undescribed in
+    their schemas: the "returns X" clause of each description names the value, so DOE chains
+    them, and the one-element list binds the string input (two elements are a choice)."""
+    catalog = load_python_callables([find_books, add_to_cart, checkout], source="unit")
+    graph = build_graph(catalog, embedder=get_embedder("minilm"))  # the CLI's default
+    context = RunContext(graph=graph, catalog=catalog, runtime=PythonRuntime.from_catalog(catalog),
+                         accounting=Accounting(), tracer=TraceWriter(None), config=AgentConfig())
+    goal = StructuredGoal.from_dict({"terminals": ["checkout"], "values": {"query": query}})
+    result = run_goal(context, goal)
+    assert result.status == status
+    if status == "success":
+        assert _calls(result) == ["find_books", "add_to_cart", "checkout"]
+        assert result.state.history[-1].result.value == {"result": "order-cart-b1"}
+    else:
+        assert _calls(result) == ["find_books"]
+        assert "book_id" in result.message

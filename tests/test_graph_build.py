@@ -262,3 +262,17 @@ def test_bare_return_values_are_linked_by_their_description():
     # checkout's bare result has no description: no name, no link to ship's order_id
     assert not any(target == "ship:in:order_id" for _, target in links)
     assert producer_names(graph, "checkout:in:cart_id") == ["add_to_cart"]
+
+
+def test_undescribed_bare_values_take_the_returns_clause_of_the_tool():
+    wrapped = {"type": "object", "properties": {"result": {"type": "string", "title": "Result"}}}
+    described = {"type": "string", "description": "an opaque handle"}
+    graph = build_graph(build_catalog([
+        _bare("make_cart", {}, wrapped, "Create a cart; returns the cart id."),  # MCP's wrapper
+        _bare("make_order", {}, described, "Place an order; returns the order id."),
+        _bare("ping", {}, {"type": "string"}, "Check the server."),
+    ]))
+    descriptions = {graph.node_name(n.id): n.description for n in graph.nodes}
+    assert descriptions["make_cart:out:result"] == "the cart id"
+    assert descriptions["make_order:out:result"] == "an opaque handle"  # the schema's own
+    assert descriptions["ping:out:result"] == ""

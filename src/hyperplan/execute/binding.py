@@ -12,8 +12,9 @@ For each input parameter p of tool e (input node r = ``e:in:p``), in order:
 2. **Linked outputs** (required inputs only): the values the state holds on the output node
    that DOE's resolution used for r, else on the highest-weight linked output node (weight at
    least ``min_weight``) that has values. Only the latest call of a producer counts. Values of
-   the wrong JSON type for the input are dropped. An array-typed input linked from a path that
-   runs through an array takes the whole list.
+   the wrong JSON type for the input are dropped, except that a list of values of the right
+   type offers its elements (an MCP tool's ``{"result": ["b1", "b2"]}`` for a string input).
+   An array-typed input linked from a path that runs through an array takes the whole list.
 3. **Disambiguation**: several distinct values are narrowed to the elements whose record (the
    enclosing array element) has the most fields equal to a known value (strings compared
    case-insensitively); one value left binds, more stay *ambiguous* with their candidates.
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hyperplan.execute.state import AgentState, Binding, path_parts
@@ -129,6 +130,9 @@ def linked_candidates(graph: Hypergraph, input_node: int, state: AgentState,
         if target.type == "array" and "[]" in path_parts(source.split(":", 2)[-1]):
             return [Candidate([b.value for b in found], source)]
         typed = [b for b in found if _type_ok(b.value, target.type)]
+        if not typed and target.type != "array":  # a list of such values offers its elements
+            typed = [replace(b, value=v) for b in found if isinstance(b.value, list)
+                     for v in b.value if _type_ok(v, target.type)]
         if typed:
             return _distinct(typed, source)
     return []

@@ -19,6 +19,7 @@ from hyperplan.graph.effects import effects_of, preconditions_of
 from hyperplan.graph.links import LinkConfig, TextEmbedder, infer_links
 from hyperplan.graph.model import Hypergraph, NodeKind, SchemaNode, ToolEdge
 from hyperplan.graph.schema_paths import SchemaField, input_fields, output_fields
+from hyperplan.graph.text import NAMELESS_OUTPUTS, name_tokens, returns_clause
 
 Progress = Callable[[str, int, int], None]
 
@@ -39,13 +40,25 @@ def _tool_nodes(tool_id: int, tool: ToolSpec) -> list[_PendingNode]:
                      SchemaField(p, "boolean", f"precondition: {p}", required=True))
         for p in preconditions_of(tool, ins)
     ]
-    pending += [_PendingNode(NodeKind.OUTPUT, tool_id, f) for f in outs]
+    pending += [_PendingNode(NodeKind.OUTPUT, tool_id, _described(f, tool)) for f in outs]
     pending += [
         _PendingNode(NodeKind.EFFECT, tool_id,
                      SchemaField(p, "boolean", f"effect: {p}: {tool.description}".strip()))
         for p in effects_of(tool, outs)
     ]
     return pending
+
+
+def _described(field: SchemaField, tool: ToolSpec) -> SchemaField:
+    """A bare return value (``result``, ``[]``) that its schema does not describe (no
+    description, or only its own name, as MCP servers' ``{"result": ...}`` wrappers titled
+    "Result") takes the "returns X" clause of the tool's description, if any: link inference
+    knows such an output by its description only (``links._output_features``)."""
+    if field.path not in NAMELESS_OUTPUTS or (
+            field.description and name_tokens(field.description) != name_tokens(field.path)):
+        return field
+    said = returns_clause(tool.description)
+    return replace(field, description=said) if said else field
 
 
 def structure_from_catalog(catalog: Catalog) -> tuple[list[SchemaNode], list[ToolEdge]]:

@@ -31,6 +31,16 @@ GENERIC_LEAVES = frozenset(
 # (``schema_paths.output_fields``); link inference names them by their description.
 NAMELESS_OUTPUTS = frozenset({"result", "[]"})
 
+# "...; returns the cart id." / "Return the ids of the matching books." in a tool description
+_RETURNS_CLAUSE = re.compile(r"(?:^|[;,.:]\s*|\band\s+)returns?\s+([^;.]+)", re.IGNORECASE)
+
+
+def returns_clause(text: str) -> str:
+    """What a "returns X" clause of a tool's description says it returns ("" when it has
+    none): "Add a book to the cart; returns the cart id." -> "the cart id"."""
+    match = _RETURNS_CLAUSE.search(text)
+    return match.group(1).strip() if match else ""
+
 # Strength of a bare generic leaf (``id``) when a qualified key (``song_id``) exists.
 GENERIC_ALONE = 0.6
 

@@ -41,6 +41,7 @@ from pydantic_core import to_jsonable_python
 from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
 from hyperplan.errors import CatalogError
 from hyperplan.graph.schema_paths import SchemaWarning
+from hyperplan.graph.text import returns_clause
 from hyperplan.importers.schema_refs import resolve_refs, unique_tools
 
 _REGISTRY: dict[tuple[str, str], Callable[..., Any]] = {}
@@ -49,8 +50,6 @@ _GOOGLE_ARG = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 _REST_FIELD = re.compile(r"^:(param|parameter|arg|argument|key|returns?)\b([^:]*):\s*(.*)$")
 _ARG_SECTIONS = frozenset({"Args", "Arguments", "Parameters", "Params", "Keyword Args"})
 _RETURN_SECTIONS = frozenset({"Returns", "Return", "Yields"})
-# "...; returns the cart id." / "Return the ids of the matching books." in a summary
-_SUMMARY_RETURNS = re.compile(r"(?:^|[;,.:]\s*|\band\s+)returns?\s+([^;.]+)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -306,9 +305,7 @@ def parse_docstring(doc: str) -> Docstring:
     _parse_rest(lines, params, returns)
     text = " ".join(summary)
     if not returns:  # no Returns section: a "returns X" clause of the summary describes it
-        match = _SUMMARY_RETURNS.search(text)
-        if match:
-            returns.append(match.group(1).strip())
+        returns.append(returns_clause(text))
     return Docstring(text, params, " ".join(returns).strip())
 
 
