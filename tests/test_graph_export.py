@@ -157,7 +157,8 @@ def test_neighbourhood_one_hop_is_tool_plus_neighbours(demo):
     login = demo.tool("music.login").id
     assert neighbourhood(demo, ["music.like_song"]) == sorted(
         {demo.tool(n).id for n in ("music.like_song", "music.search_songs", "music.show_song",
-                                   "music.show_playlist")} | {login})
+                                   "music.show_playlist", "music.show_playlist_library")}
+        | {login})  # show_playlist_library: its playlists' song_ids hold song ids
 
 
 def test_neighbourhood_two_hops_and_several_starts(demo):
