@@ -308,3 +308,15 @@ def test_build_notes_bare_values_nothing_can_link_to(tmp_path: Path) -> None:
         in note  # checkout's bare value is described, so it is not listed
     stats = runner.invoke(app, ["graph", "stats", str(graph), "--json"])
     assert json.loads(stats.output)["unnamed_outputs"] == 1
+
+
+def test_unknown_tool_names_suggest_the_likely_one(demo_graph: Path) -> None:
+    assert cli_error("graph", "show", str(demo_graph), "spotify.like_song").endswith(
+        "no tool named 'spotify.like_song'; did you mean: music.like_song\n")
+    assert "unknown tool(s) music.like_sng (did you mean music.like_song?)" in cli_error(
+        "plan", "support", str(demo_graph), "music.like_sng")
+
+
+def test_error_messages_are_text_not_markup(demo_graph: Path) -> None:
+    assert "no tool named 'songs[].id[/red]'" in cli_error(
+        "graph", "show", str(demo_graph), "songs[].id[/red]")

@@ -105,3 +105,13 @@ def test_narrow_prefers_records_matching_known_values() -> None:
              Candidate(2, "s", {"id": 2, "name": "Alex Roe"})]
     assert [c.value for c in narrow(cands, {"name": "alex roe"})] == [2]
     assert len(narrow(cands, {"name": "Sam"})) == 2
+
+
+def test_similar_names_for_unknown_tools() -> None:
+    from hyperplan.graph.text import similar_names
+
+    names = ["music.like_song", "music.unlike_song", "mail.send_email", "checkout"]
+    assert similar_names("like_song", names) == ["music.like_song"]
+    assert similar_names("shop.checkout", names) == ["checkout"]
+    assert similar_names("music.like_sng", names) == ["music.like_song", "music.unlike_song"]
+    assert similar_names("weather", names) == []

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import NoReturn
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from hyperplan.graph.links import TextEmbedder
@@ -19,7 +20,8 @@ out = Console()
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
-    console.print(f"[bold red]error:[/bold red] {message}", highlight=False, soft_wrap=True)
+    console.print(f"[bold red]error:[/bold red] {escape(message)}", highlight=False,
+                  soft_wrap=True)  # a message quoting "[/b]" or "songs[].id" is text, not markup
     sys.exit(code)
 
 

@@ -17,7 +17,7 @@ from hyperplan.graph.export import neighbourhood, to_dot, to_mermaid
 from hyperplan.graph.io import load_graph, save_graph
 from hyperplan.graph.links import LinkConfig
 from hyperplan.graph.model import Hypergraph, NodeKind
-from hyperplan.graph.text import NAMELESS_OUTPUTS
+from hyperplan.graph.text import NAMELESS_OUTPUTS, similar_names
 from hyperplan.sources import load_source
 
 graph_app = typer.Typer(help="Build and inspect Tool-Schema Hypergraphs.", no_args_is_help=True)
@@ -147,7 +147,8 @@ def show_cmd(
     """A tool's inputs with their producers and weights, its outputs and consumers."""
     graph = load_graph(path)
     if tool not in graph.tool_index:
-        close = [n for n in graph.tool_index if tool.lower() in n.lower()][:10]
+        close = similar_names(tool, graph.tool_index) or [
+            n for n in graph.tool_index if tool.lower() in n.lower()][:10]
         hint = f"; did you mean: {', '.join(close)}" if close else ""
         fail(f"{path}: no tool named {tool!r}{hint}")
     print_tool(graph, tool, min_weight)

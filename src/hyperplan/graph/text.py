@@ -7,7 +7,9 @@ These keys drive the name/path evidence of link inference: ``song_id`` <- ``song
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Iterable
 from functools import lru_cache
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
@@ -117,3 +119,15 @@ def output_keys(path: str, entity_hint: str = "") -> dict[str, float]:
         for key in list(keys):
             keys.setdefault(key + "s", 0.95)
     return keys
+
+
+def similar_names(name: str, names: Iterable[str], limit: int = 3) -> list[str]:
+    """The known names a mistyped or wrongly qualified ``name`` most likely means, best first:
+    the same name under another qualification ("bookstore.checkout" / "checkout",
+    "like_song" / "spotify.like_song"), then close spellings (``difflib``)."""
+    pool = list(names)
+    low = name.lower()
+    tail = low.rsplit(".", 1)[-1]
+    same = [n for n in pool if n.lower().rsplit(".", 1)[-1] == tail and n.lower() != low]
+    close = difflib.get_close_matches(name, pool, n=limit, cutoff=0.75)
+    return list(dict.fromkeys(same + close))[:limit]

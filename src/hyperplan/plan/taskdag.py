@@ -17,6 +17,7 @@ from typing import Any
 
 from hyperplan.errors import HyperplanError
 from hyperplan.graph.model import Hypergraph, NodeKind
+from hyperplan.graph.text import similar_names
 
 
 class PlanError(HyperplanError):
@@ -144,7 +145,10 @@ def _subtask_problems(s: Subtask, ids: set[str], graph: Hypergraph) -> list[str]
         out.append(f"subtask {s.id!r} has no candidate terminal tools")
     for t in s.terminals:
         if t not in graph.tool_index:
-            out.append(f"subtask {s.id!r}: unknown tool {t!r} (not in the tool context graph)")
+            like = similar_names(t, graph.tool_index)
+            hint = f"; did you mean {', '.join(map(repr, like))}?" if like else ""
+            out.append(f"subtask {s.id!r}: unknown tool {t!r} (not in the tool context "
+                       f"graph{hint})")
     for d in s.depends_on:
         if d == s.id:
             out.append(f"subtask {s.id!r} depends on itself")
