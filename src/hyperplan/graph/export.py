@@ -54,7 +54,11 @@ _MERMAID_UNSAFE = re.compile(r'["<>{}\[\]|#;]')
 
 
 def _mermaid_text(text: str) -> str:
-    return _MERMAID_UNSAFE.sub(" ", text)
+    """``text`` safe inside a quoted Mermaid label: quotes, brackets, entity and edge syntax
+    become spaces, except the array marker of a path (``songs[].id``), written with Mermaid's
+    entity codes so it shows as ``[]``."""
+    parts = [_MERMAID_UNSAFE.sub(" ", part) for part in text.split("[]")]
+    return "#91;#93;".join(parts)
 
 
 def to_mermaid(graph: Hypergraph, *, min_weight: float = 0.0, max_labels: int = 2) -> str:
