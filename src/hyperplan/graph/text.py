@@ -43,6 +43,7 @@ def returns_clause(text: str) -> str:
     match = _RETURNS_CLAUSE.search(text)
     return match.group(1).strip() if match else ""
 
+
 # Strength of a bare generic leaf (``id``) when a qualified key (``song_id``) exists.
 GENERIC_ALONE = 0.6
 

@@ -13,8 +13,8 @@ recorded when JSON-serialisable. Descriptions come from the docstring: the summa
 paragraph) describes the tool; Google ``Args:`` / ``Returns:`` sections and reST
 ``:param x:`` / ``:returns:`` fields describe parameters and output (without either, a
 "returns X" clause of the summary describes the output: "Add a book to the cart; returns the
-cart id"). The return annotation
-gives the output schema (``None``/missing -> no output schema).
+cart id"). The return annotation gives the output schema (``None``/missing -> no output
+schema).
 
 Tools carry ``metadata = {"module", "qualname"}`` and the callable is kept in a registry:
 :func:`get_callable` returns it for a tool.
