@@ -18,3 +18,30 @@ def test_library_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     printed = capsys.readouterr().out
     assert "music.like_song" in printed
     assert (tmp_path / "out" / "demo.json").exists() and (tmp_path / "out" / "demo.npz").exists()
+
+
+def test_bookstore_goal_runs_as_written() -> None:
+    """The README's LLM-free run on the shipped bookstore: the four calls, one order placed;
+    with a query that matches two books it stops and lists both."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from hyperplan.cli import app
+    from hyperplan.examples import bookstore
+
+    text = README.read_text("utf-8")
+    start = text.index("hyperplan run --tools python:hyperplan.examples.bookstore --goal '")
+    goal = text[start:].split("'")[1]
+    runner = CliRunner()
+    args = ["run", "--tools", "python:hyperplan.examples.bookstore", "--goal", goal, "--json"]
+    bookstore.reset()
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert (summary["status"], summary["tool_calls"]) == ("success", 4)  # the four tools
+    assert bookstore.orders() == {"o1": ["b3"]}
+    bookstore.reset()
+    ambiguous = runner.invoke(app, [*args[:4], goal.replace("messiah", "dune"), "--json"])
+    assert ambiguous.exit_code == 0, ambiguous.output
+    assert json.loads(ambiguous.stdout)["status"] == "blocked" and bookstore.orders() == {}

@@ -1,0 +1,1 @@
+"""Example tool catalogs: the music catalog (JSON) and a bookstore of plain Python functions."""
