@@ -305,7 +305,8 @@ def parse_docstring(doc: str) -> Docstring:
     _parse_rest(lines, params, returns)
     text = " ".join(summary)
     if not returns:  # no Returns section: a "returns X" clause of the summary describes it
-        returns.append(returns_clause(text))
+        said = returns_clause(text)
+        returns += [said] if said else []
     return Docstring(text, params, " ".join(returns).strip())
 
 
