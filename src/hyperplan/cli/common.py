@@ -44,12 +44,27 @@ def embedder_from_option(spec: str) -> TextEmbedder | None:
         return None
     from hyperplan.embed import get_embedder
 
+    with printed_warnings():
+        embedder = get_embedder(spec)
+    return embedder
+
+
+@contextmanager
+def printed_warnings(limit: int = 10) -> Iterator[None]:
+    """Print the warnings raised inside the block as ``warning: <message>`` lines (each
+    message once, at most ``limit`` of them, then how many more), not Python's
+    ``file:line: Category`` form with a source line."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        embedder = get_embedder(spec)
-    for warning in caught:
-        console.print(f"[yellow]warning:[/yellow] {warning.message}", highlight=False)
-    return embedder
+        try:
+            yield
+        finally:
+            messages = list(dict.fromkeys(str(w.message) for w in caught))
+            for message in messages[:limit]:
+                console.print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False)
+            if len(messages) > limit:
+                console.print(f"[yellow]warning:[/yellow] ... and {len(messages) - limit} more",
+                              highlight=False)
 
 
 @contextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +12,22 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from hyperplan.cli.common import console, embedder_from_option, fail, out, stage_progress
+from hyperplan.cli.common import (
+    console,
+    embedder_from_option,
+    fail,
+    out,
+    printed_warnings,
+    stage_progress,
+)
+from hyperplan.embed.cache import CachedEmbedder
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.export import neighbourhood, to_dot, to_mermaid
 from hyperplan.graph.io import load_graph, save_graph
 from hyperplan.graph.links import LinkConfig
 from hyperplan.graph.model import Hypergraph, NodeKind
 from hyperplan.graph.text import NAMELESS_OUTPUTS, similar_names
+from hyperplan.retrieve.context_graph import index_texts
 from hyperplan.sources import load_source
 
 graph_app = typer.Typer(help="Build and inspect Tool-Schema Hypergraphs.", no_args_is_help=True)
@@ -30,18 +40,25 @@ def build_cmd(
     embedder: str = typer.Option("auto", help="auto | minilm | hashing | none | openai:MODEL"),
     overrides: Path | None = typer.Option(None, help="YAML/JSON link overrides"),
     min_weight: float = typer.Option(LinkConfig.min_weight, help="keep links at least this"),
+    warm: bool = typer.Option(True, "--warm/--no-warm",
+                              help="embed the retrieval texts into the embedding cache now, so "
+                                   "the first query on this graph is fast"),
 ) -> None:
     """Import a tool catalog, infer dependency links and save the hypergraph."""
     if not 0 < min_weight <= 1:
         fail(f"--min-weight must be in (0, 1] (link weights are), got {min_weight}")
-    catalog = load_source(source)
+    with printed_warnings():
+        catalog = load_source(source)
     if not len(catalog):
         fail(f"{source}: no tools found")
     console.print(f"imported {len(catalog)} tools from {source}")
     config = LinkConfig(min_weight=min_weight)
-    with stage_progress() as progress:
-        graph = build_graph(catalog, embedder=embedder_from_option(embedder), config=config,
+    text_embedder = embedder_from_option(embedder)
+    with stage_progress() as progress, printed_warnings():
+        graph = build_graph(catalog, embedder=text_embedder, config=config,
                             overrides=overrides, progress=progress)
+        if warm and isinstance(text_embedder, CachedEmbedder):
+            warm_retrieval_cache(graph, text_embedder, progress)
     json_path, npz_path = save_graph(graph, output)
     print_stats(graph)
     unnamed = unnamed_outputs(graph)
@@ -54,6 +71,17 @@ def build_cmd(
                       "Describe it (a docstring's 'Returns:' section, a schema description) or "
                       "name its fields (a TypedDict, an object schema).", highlight=False)
     out.print(f"wrote {json_path} and {npz_path} in {graph.metadata.get('build_seconds')} s")
+
+
+def warm_retrieval_cache(graph: Hypergraph, embedder: CachedEmbedder,
+                         progress: Callable[[str, int, int], None], chunk: int = 512) -> None:
+    """Embed the texts a retrieval index of ``graph`` needs (:func:`index_texts`: one per tool
+    and schema node, 64,000 for GitHub's REST API) into ``embedder``'s cache, with progress."""
+    texts = list(dict.fromkeys(index_texts(graph)))
+    for start in range(0, len(texts), chunk):
+        progress("embedding texts for retrieval", start, len(texts))
+        embedder.embed(texts[start: start + chunk])
+    progress("embedding texts for retrieval", len(texts), len(texts))
 
 
 def unnamed_outputs(graph: Hypergraph) -> list[str]:

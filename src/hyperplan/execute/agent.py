@@ -28,6 +28,7 @@ from hyperplan.execute.subtask import (
     observations,
 )
 from hyperplan.graph.model import Hypergraph
+from hyperplan.graph.text import concise
 from hyperplan.llm.budget import BudgetExceeded
 from hyperplan.llm.types import ContextLengthError
 from hyperplan.plan.planner import Interpretation, interpret, plan_dag, refine_dag
@@ -186,7 +187,7 @@ def run_request(ctx: RunContext, request: str, embedder: Embedder,
 
 def plain_tools(graph: Hypergraph) -> str:
     """Tools as "name: description" lines, no schema nodes or links (Variant 1)."""
-    return "\n".join(f"- {t.name}: {t.description}" for t in
+    return "\n".join(f"- {t.name}: {concise(t.description)}" for t in
                      sorted(graph.tools, key=lambda t: t.name)) + "\n"
 
 

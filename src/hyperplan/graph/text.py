@@ -44,6 +44,32 @@ def returns_clause(text: str) -> str:
     return match.group(1).strip() if match else ""
 
 
+# Characters of a tool description kept for retrieval and planner prompts (``concise``).
+CONCISE_CHARS = 300
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
+
+
+def concise(text: str, limit: int = CONCISE_CHARS, first_paragraph: bool = True) -> str:
+    """The concise description of a tool (seed 000 describes tools and nodes by a "concise
+    description"): its first paragraph (an OpenAPI summary, a docstring's summary) with the
+    whitespace collapsed, cut after the last sentence that ends within ``limit`` characters,
+    or at a word with an ellipsis when no sentence ends past a third of the limit.
+
+    >>> concise("Create an issue comment\\n\\nYou can use the REST API to ...")
+    'Create an issue comment'
+    """
+    head = _PARAGRAPH_BREAK.split(text.strip(), maxsplit=1)[0] if first_paragraph else text
+    flat = " ".join(head.split())
+    if len(flat) <= limit:
+        return flat
+    ends = [m.start() for m in _SENTENCE_END.finditer(flat) if m.start() <= limit]
+    if ends and ends[-1] >= limit // 3:
+        return flat[: ends[-1]]
+    cut = flat[: limit + 1].rsplit(" ", 1)[0] if " " in flat[: limit + 1] else flat[:limit]
+    return cut.rstrip(" ,;:") + "…"
+
+
 # Strength of a bare generic leaf (``id``) when a qualified key (``song_id``) exists.
 GENERIC_ALONE = 0.6
 

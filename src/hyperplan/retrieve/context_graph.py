@@ -62,7 +62,7 @@ import scipy.sparse as sp
 from hyperplan.embed.base import Embedder, FloatMatrix, l2_normalize
 from hyperplan.graph.effects import write_tools
 from hyperplan.graph.model import Hypergraph, SchemaNode, ToolEdge
-from hyperplan.graph.text import name_tokens, singular, text_tokens
+from hyperplan.graph.text import concise, name_tokens, singular, text_tokens
 from hyperplan.retrieve.interpret import TaskInterpretation
 
 __all__ = [
@@ -74,6 +74,7 @@ __all__ = [
     "embed_interpretation",
     "extract_context_graph",
     "extract_with_vectors",
+    "index_texts",
     "node_text",
     "single_thread_blas",
     "tool_text",
@@ -141,8 +142,9 @@ class ContextGraphConfig:
 
 
 def tool_text(tool: ToolEdge) -> str:
-    """The text embedded for a tool hyperedge: ``"spotify show song: Get details of ..."``."""
-    return f"{' '.join(name_tokens(tool.name))}: {tool.description}".strip()
+    """The text embedded for a tool hyperedge: its name words and its concise description
+    (:func:`~hyperplan.graph.text.concise`), ``"spotify show song: Get details of ..."``."""
+    return f"{' '.join(name_tokens(tool.name))}: {concise(tool.description)}".strip()
 
 
 def node_text(graph: Hypergraph, node: SchemaNode) -> str:
@@ -155,6 +157,11 @@ def node_text(graph: Hypergraph, node: SchemaNode) -> str:
     return f"{path} ({owner}): {desc}".strip().rstrip(":")
 
 
+def index_texts(graph: Hypergraph) -> list[str]:
+    """The texts a :class:`GraphIndex` embeds: every tool's, then every schema node's."""
+    return [tool_text(t) for t in graph.tools] + [node_text(graph, n) for n in graph.nodes]
+
+
 class GraphIndex:
     """Tool and node embeddings plus the index arrays the extraction needs, built once per
     (graph, embedder). Texts are deduplicated before embedding; with a
@@ -163,11 +170,9 @@ class GraphIndex:
     def __init__(self, graph: Hypergraph, embedder: Embedder) -> None:
         self.graph = graph
         self.embedder_name = embedder.name
-        tools = [tool_text(t) for t in graph.tools]
-        nodes = [node_text(graph, n) for n in graph.nodes]
-        vectors = _embed_unique(embedder, tools + nodes)
-        self.tool_vecs: FloatMatrix = vectors[: len(tools)]
-        self.node_vecs: FloatMatrix = vectors[len(tools):]
+        vectors = _embed_unique(embedder, index_texts(graph))
+        self.tool_vecs: FloatMatrix = vectors[: graph.n_tools]
+        self.node_vecs: FloatMatrix = vectors[graph.n_tools:]
         self.n_input_nodes = graph.n_input_nodes
         self.node_tool: IntArray = np.asarray(graph.node_tool, dtype=np.int64)
         prod = graph.producer_matrix

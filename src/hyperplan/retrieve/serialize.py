@@ -26,9 +26,11 @@ from typing import Any
 import numpy as np
 
 from hyperplan.graph.model import Hypergraph, NodeKind
+from hyperplan.graph.text import concise, path_segments
 
 __all__ = [
     "CL100K_SHA256",
+    "MAX_OUTPUTS",
     "count_tokens",
     "serialize_context_graph",
     "serialize_subgraph",
@@ -53,6 +55,9 @@ _APPROX = re.compile(
     r"'(?:[sdmtSDMT]|ll|ve|re)|[^\r\n\w]?[^\W\d_]+|\d{1,3}| ?[^\s\w]+[\r\n]*|\s*[\r\n]"
     r"|\s+(?!\S)|\s"
 )
+# Output fields a tool lists in a prompt (GitHub's REST API returns objects of up to 586
+# paths; AppWorld's, NesTools' and τ²'s tools have at most 38, NESTFUL's at most 82).
+MAX_OUTPUTS = 40
 _APPROX_WORD = 7  # letters per token assumed for long words (within ~5% on serialised graphs)
 
 
@@ -67,34 +72,40 @@ def serialize_subgraph(graph: Hypergraph) -> str:
     return serialize_tools(graph, range(graph.n_tools))
 
 
-def serialize_tools(graph: Hypergraph, tool_ids: Iterable[int]) -> str:
+def serialize_tools(graph: Hypergraph, tool_ids: Iterable[int],
+                    max_outputs: int = MAX_OUTPUTS) -> str:
     """The prompt text of the subhypergraph induced by ``tool_ids`` (the same text as
     ``serialize_subgraph(graph.induce(tool_ids))``, without building the subgraph).
 
-    Tools sorted by name, each with its description, inputs (``*`` = required, with type and
+    Tools sorted by name, each with its concise description
+    (:func:`~hyperplan.graph.text.concise`), inputs (``*`` = required, with type and
     description), ``needs:`` preconditions, outputs with types and ``effects:``; then
-    ``# Links``: ``producer.out_path -> consumer.in_path (w)`` for every dependency link between
-    kept tools, sorted by text.
+    ``# Links``: ``producer.out_path -> consumer.in_path (w)``, the strongest link from each
+    kept producer to each input of a kept consumer, sorted by text. A tool lists at most
+    ``max_outputs`` output fields (those linked to a kept tool first, then the shallowest), in
+    schema order, then ``(+N more)``.
     """
     keep = sorted(set(tool_ids))
+    links = _kept_links(graph, keep)
+    linked = {int(graph.link_source[k]) for k in links}
     lines = ["# Tools"]
     for tid in sorted(keep, key=lambda t: graph.tools[t].name):
-        lines.extend(_tool_lines(graph, tid))
-    links = sorted(_link_lines(graph, keep))
-    if links:
+        lines.extend(_tool_lines(graph, tid, linked, max_outputs))
+    texts = sorted(_link_line(graph, k) for k in links)
+    if texts:
         lines.append("# Links")
-        lines.extend(links)
+        lines.extend(texts)
     return "\n".join(lines) + "\n"
 
 
-def _tool_lines(graph: Hypergraph, tid: int) -> list[str]:
+def _tool_lines(graph: Hypergraph, tid: int, linked: set[int], max_outputs: int) -> list[str]:
     tool = graph.tools[tid]
-    lines = [f"- {tool.name}: {_one_line(tool.description)}"]
+    lines = [f"- {tool.name}: {concise(tool.description)}"]
     required = set(tool.required)
     ins: list[str] = []
     pre: list[str] = []
-    outs: list[str] = []
     eff: list[str] = []
+    fields: list[int] = []
     for v in tool.inputs:
         node = graph.nodes[v]
         if node.kind is NodeKind.PRECONDITION:
@@ -108,7 +119,11 @@ def _tool_lines(graph: Hypergraph, tid: int) -> list[str]:
         if node.kind is NodeKind.EFFECT:
             eff.append(node.path)
         else:
-            outs.append(f"{node.path}: {node.type}")
+            fields.append(v)
+    outs = [f"{graph.nodes[v].path}: {graph.nodes[v].type}"
+            for v in _shown_outputs(graph, fields, linked, max_outputs)]
+    if len(fields) > len(outs):
+        outs.append(f"(+{len(fields) - len(outs)} more)")
     for label, items, sep in (("in", ins, "; "), ("needs", pre, ", "), ("out", outs, ", "),
                               ("effects", eff, ", ")):
         if items:
@@ -116,21 +131,40 @@ def _tool_lines(graph: Hypergraph, tid: int) -> list[str]:
     return lines
 
 
-def _link_lines(graph: Hypergraph, keep: list[int]) -> list[str]:
+def _shown_outputs(graph: Hypergraph, fields: list[int], linked: set[int],
+                   max_outputs: int) -> list[int]:
+    """The output fields a tool lists: all when they fit, else those linked to a kept tool,
+    then the shallowest (fewest path segments), in schema order."""
+    if len(fields) <= max_outputs:
+        return fields
+    rank = sorted(range(len(fields)), key=lambda i: (
+        fields[i] not in linked, len(path_segments(graph.nodes[fields[i]].path)), i))
+    return [fields[i] for i in sorted(rank[: max(max_outputs, 0)])]
+
+
+def _kept_links(graph: Hypergraph, keep: list[int]) -> list[int]:
+    """Indices of the dependency links whose producer and consumer are both kept: for each
+    producer tool and consumer input, the strongest (the first on ties), since the planner
+    chooses tools, and the binder reads the producer's fields."""
     if not keep or graph.n_links == 0:
         return []
     kept = np.zeros(graph.n_tools, dtype=bool)
     kept[keep] = True
     owner = graph.node_tool
     mask = kept[owner[graph.link_source]] & kept[owner[graph.link_target]]
-    out = []
+    best: dict[tuple[int, int], int] = {}  # (producer tool, consumer input) -> strongest link
     for k in np.flatnonzero(mask).tolist():
-        src = graph.nodes[int(graph.link_source[k])]
-        dst = graph.nodes[int(graph.link_target[k])]
-        w = float(graph.link_weight[k])
-        out.append(f"{graph.tools[src.tool].name}.{src.path} -> "
-                   f"{graph.tools[dst.tool].name}.{dst.path} ({w:.2f})")
-    return out
+        pair = (int(owner[graph.link_source[k]]), int(graph.link_target[k]))
+        if pair not in best or graph.link_weight[k] > graph.link_weight[best[pair]]:
+            best[pair] = k
+    return sorted(best.values())
+
+
+def _link_line(graph: Hypergraph, k: int) -> str:
+    src = graph.nodes[int(graph.link_source[k])]
+    dst = graph.nodes[int(graph.link_target[k])]
+    return (f"{graph.tools[src.tool].name}.{src.path} -> "
+            f"{graph.tools[dst.tool].name}.{dst.path} ({float(graph.link_weight[k]):.2f})")
 
 
 def _one_line(text: str) -> str:
