@@ -312,9 +312,12 @@ def test_build_notes_bare_values_nothing_can_link_to(tmp_path: Path) -> None:
 
 def test_unknown_tool_names_suggest_the_likely_one(demo_graph: Path) -> None:
     assert cli_error("graph", "show", str(demo_graph), "spotify.like_song").endswith(
-        "no tool named 'spotify.like_song'; did you mean: music.like_song\n")
-    assert "unknown tool(s) music.like_sng (did you mean music.like_song?)" in cli_error(
+        "no tool named 'spotify.like_song'; did you mean 'music.like_song'?\n")
+    assert "unknown tool(s) 'music.like_sng' (did you mean 'music.like_song'?)" in cli_error(
         "plan", "support", str(demo_graph), "music.like_sng")
+    # no close spelling: the names that contain it
+    assert "no tool named 'like'; did you mean 'music.like_song'" in cli_error(
+        "graph", "show", str(demo_graph), "like")
 
 
 def test_error_messages_are_text_not_markup(demo_graph: Path) -> None:

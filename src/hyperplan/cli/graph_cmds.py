@@ -26,7 +26,7 @@ from hyperplan.graph.export import neighbourhood, to_dot, to_mermaid
 from hyperplan.graph.io import load_graph, save_graph
 from hyperplan.graph.links import LinkConfig
 from hyperplan.graph.model import Hypergraph, NodeKind
-from hyperplan.graph.text import NAMELESS_OUTPUTS, similar_names
+from hyperplan.graph.text import NAMELESS_OUTPUTS, did_you_mean
 from hyperplan.retrieve.context_graph import index_texts
 from hyperplan.sources import load_source
 
@@ -175,10 +175,9 @@ def show_cmd(
     """A tool's inputs with their producers and weights, its outputs and consumers."""
     graph = load_graph(path)
     if tool not in graph.tool_index:
-        close = similar_names(tool, graph.tool_index) or [
-            n for n in graph.tool_index if tool.lower() in n.lower()][:10]
-        hint = f"; did you mean: {', '.join(close)}" if close else ""
-        fail(f"{path}: no tool named {tool!r}{hint}")
+        hint = did_you_mean(tool, graph.tool_index,
+                            fallback=[n for n in graph.tool_index if tool.lower() in n.lower()])
+        fail(f"{path}: no tool named {tool!r}" + (f"; {hint}" if hint else ""))
     print_tool(graph, tool, min_weight)
 
 

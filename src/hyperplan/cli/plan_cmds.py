@@ -13,7 +13,7 @@ from hyperplan.cli.common import embedder_from_option, fail, out
 from hyperplan.embed.base import Embedder
 from hyperplan.graph.io import load_graph
 from hyperplan.graph.model import Hypergraph
-from hyperplan.graph.text import similar_names
+from hyperplan.graph.text import did_you_mean
 from hyperplan.plan.doe import DOEConfig, Selection, select_support_graph
 from hyperplan.plan.grounding import ground
 from hyperplan.retrieve import (
@@ -109,8 +109,8 @@ def support_cmd(
     graph = load_graph(path)
     unknown = [t for t in _split(tools) if t not in graph.tool_index]
     if unknown:
-        hints = [f"{t} (did you mean {', '.join(like)}?)" if (like := similar_names(
-            t, graph.tool_index)) else t for t in unknown]
+        hints = [f"{t!r} ({hint})" if (hint := did_you_mean(t, graph.tool_index)) else repr(t)
+                 for t in unknown]
         fail(f"{path}: unknown tool(s) {', '.join(hints)}")
     grounding = ground(graph, _split(known), _split(effects))
     selection = select_support_graph(graph, _split(tools), grounding,

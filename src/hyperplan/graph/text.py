@@ -158,3 +158,11 @@ def similar_names(name: str, names: Iterable[str], limit: int = 3) -> list[str]:
     same = [n for n in pool if n.lower().rsplit(".", 1)[-1] == tail and n.lower() != low]
     close = difflib.get_close_matches(name, pool, n=limit, cutoff=0.75)
     return list(dict.fromkeys(same + close))[:limit]
+
+
+def did_you_mean(name: str, names: Iterable[str], fallback: Iterable[str] = ()) -> str:
+    """The hint ``did you mean 'a', 'b'?`` for :func:`similar_names` (else the ``fallback``
+    names, at most 10), or ``""`` when there is nothing to suggest. Every "unknown tool"
+    message uses it."""
+    like = similar_names(name, names) or list(fallback)[:10]
+    return f"did you mean {', '.join(map(repr, like))}?" if like else ""

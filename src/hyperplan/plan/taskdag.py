@@ -17,7 +17,7 @@ from typing import Any
 
 from hyperplan.errors import HyperplanError
 from hyperplan.graph.model import Hypergraph, NodeKind
-from hyperplan.graph.text import similar_names
+from hyperplan.graph.text import did_you_mean
 
 
 class PlanError(HyperplanError):
@@ -145,8 +145,8 @@ def _subtask_problems(s: Subtask, ids: set[str], graph: Hypergraph) -> list[str]
         out.append(f"subtask {s.id!r} has no candidate terminal tools")
     for t in s.terminals:
         if t not in graph.tool_index:
-            like = similar_names(t, graph.tool_index)
-            hint = f"; did you mean {', '.join(map(repr, like))}?" if like else ""
+            hint = did_you_mean(t, graph.tool_index)
+            hint = f"; {hint}" if hint else ""
             out.append(f"subtask {s.id!r}: unknown tool {t!r} (not in the tool context "
                        f"graph{hint})")
     for d in s.depends_on:
