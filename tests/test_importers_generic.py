@@ -338,7 +338,7 @@ BAD_CASES = [
      "a", "operationId"),
     (load_openapi, "o.json", openapi_doc(get={"parameters": [{"in": "query"}]}), "get_p",
      "parameters[0].name"),
-    (load_openapi, "o.json", {"swagger": "2.0", "paths": {}}, None, "swagger"),
+    (load_openapi, "o.json", {"swagger": "2.0", "paths": {}}, None, "no operations under 'paths'"),
     (load_openapi, "o.yaml", "openapi: [unclosed", None, None),
 ]
 

@@ -102,3 +102,23 @@ def test_printed_warnings_one_line_each(capsys: pytest.CaptureFixture[str]) -> N
     assert err.count("warning: schema 1 is odd") == 1
     assert "warning: schema 2 is odd" in err and "schema 3" not in err
     assert "... and 1 more" in err and "UserWarning" not in err
+
+
+def test_oversized_output_schemas_give_one_warning() -> None:
+    from hyperplan.graph.build import build_graph
+    from hyperplan.graph.schema_paths import MAX_OUTPUT_PATHS, SchemaWarning
+    from hyperplan.importers.openai_functions import load_openai_functions
+
+    def fn(name: str, n_fields: int) -> dict[str, object]:
+        fields = {f"f{i}": {"type": "string"} for i in range(n_fields)}
+        return {"name": name, "description": name, "parameters": {"type": "object"},
+                "returns": {"type": "object", "properties": fields}}
+
+    catalog = load_openai_functions([fn("wide", 450), fn("wider", 500), fn("narrow", 3)])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        graph = build_graph(catalog, embedder=None)
+    messages = [str(w.message) for w in caught if issubclass(w.category, SchemaWarning)]
+    assert messages == [f"2 tools' output schemas have more than {MAX_OUTPUT_PATHS} paths, "
+                        f"kept the first {MAX_OUTPUT_PATHS} of each: wider (500), wide (450)"]
+    assert sum(1 for n in graph.nodes if n.tool == 1 and n.kind is NodeKind.OUTPUT) == 400

@@ -3,7 +3,7 @@
 ==================  ==========================================================
 ``appworld:DIR``     AppWorld API docs (a directory of ``<app>.json`` or one file)
 ``openai:FILE``      OpenAI / JSON-Schema function specs
-``openapi:FILE``     OpenAPI 3.x document (JSON or YAML)
+``openapi:FILE``     OpenAPI 3.x or Swagger 2.0 document (JSON or YAML)
 ``mcp:FILE``         MCP ``tools/list`` result
 ``nestful:FILE``     NESTFUL ``*-spec.json``
 ``nestools:FILE``    NesTools ``*.jsonl`` (union of the tasks' APIs)

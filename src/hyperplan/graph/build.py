@@ -8,6 +8,7 @@ and user overrides applied (:mod:`hyperplan.graph.overrides`).
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,7 +19,13 @@ from hyperplan.errors import OverrideError
 from hyperplan.graph.effects import effects_of, preconditions_of
 from hyperplan.graph.links import LinkConfig, TextEmbedder, infer_links
 from hyperplan.graph.model import Hypergraph, NodeKind, SchemaNode, ToolEdge
-from hyperplan.graph.schema_paths import SchemaField, input_fields, output_fields
+from hyperplan.graph.schema_paths import (
+    MAX_OUTPUT_PATHS,
+    SchemaField,
+    SchemaWarning,
+    input_fields,
+    output_fields,
+)
 from hyperplan.graph.text import NAMELESS_OUTPUTS, name_tokens, returns_clause
 
 Progress = Callable[[str, int, int], None]
@@ -31,9 +38,10 @@ class _PendingNode:
     field: SchemaField
 
 
-def _tool_nodes(tool_id: int, tool: ToolSpec) -> list[_PendingNode]:
+def _tool_nodes(tool_id: int, tool: ToolSpec,
+               oversized: list[tuple[str, int]]) -> list[_PendingNode]:
     ins = input_fields(tool.input_schema)
-    outs = output_fields(tool.output_schema, where=tool.name)
+    outs = output_fields(tool.output_schema, where=tool.name, oversized=oversized)
     pending = [_PendingNode(NodeKind.INPUT, tool_id, f) for f in ins]
     pending += [
         _PendingNode(NodeKind.PRECONDITION, tool_id,
@@ -61,9 +69,25 @@ def _described(field: SchemaField, tool: ToolSpec) -> SchemaField:
     return replace(field, description=said) if said else field
 
 
+def _warn_oversized(oversized: list[tuple[str, int]]) -> None:
+    """One warning for every output schema cut to its first :data:`MAX_OUTPUT_PATHS` paths."""
+    if not oversized:
+        return
+    ranked = sorted(oversized, key=lambda item: -item[1])
+    shown = ", ".join(f"{name} ({n})" for name, n in ranked[:5])
+    more = f" and {len(ranked) - 5} more" if len(ranked) > 5 else ""
+    tools = "1 tool's output schema has" if len(ranked) == 1 else \
+        f"{len(ranked)} tools' output schemas have"
+    warnings.warn(f"{tools} more than {MAX_OUTPUT_PATHS} paths, kept the first "
+                  f"{MAX_OUTPUT_PATHS} of each: {shown}{more}", SchemaWarning, stacklevel=3)
+
+
 def structure_from_catalog(catalog: Catalog) -> tuple[list[SchemaNode], list[ToolEdge]]:
     """Nodes and hyperedges of a catalog, input-side nodes numbered first (no links yet)."""
-    pending = [p for tid, tool in enumerate(catalog.tools) for p in _tool_nodes(tid, tool)]
+    oversized: list[tuple[str, int]] = []
+    pending = [p for tid, tool in enumerate(catalog.tools)
+               for p in _tool_nodes(tid, tool, oversized)]
+    _warn_oversized(oversized)
     pending.sort(key=lambda p: not p.kind.input_side)  # stable: keeps tool order per side
     nodes = [
         SchemaNode(i, p.kind, p.tool, p.field.path, p.field.type, p.field.description,

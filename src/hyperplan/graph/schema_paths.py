@@ -104,17 +104,24 @@ def _merge_composite(schema: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def output_fields(schema: dict[str, Any] | None, *, where: str = "") -> list[SchemaField]:
+def output_fields(schema: dict[str, Any] | None, *, where: str = "",
+                  oversized: list[tuple[str, int]] | None = None) -> list[SchemaField]:
     """All paths of an output schema (containers and leaves), depth- and size-bounded.
 
     Recursive schemas (Python-level cycles left by ``$ref`` resolution) are cut at the
-    repeated node with a :class:`SchemaWarning` naming ``where`` and the path.
+    repeated node with a :class:`SchemaWarning` naming ``where`` and the path. A schema of
+    more than :data:`MAX_OUTPUT_PATHS` paths keeps the first ones, with a warning, or with
+    ``(where, number of paths)`` appended to ``oversized`` when it is given (the caller
+    warns once for all).
     """
     if not schema:
         return []
     out: list[SchemaField] = []
     _walk(schema, "", out, set(), 0, where)
-    if len(out) > MAX_OUTPUT_PATHS:
+    if len(out) > MAX_OUTPUT_PATHS and oversized is not None:
+        oversized.append((where, len(out)))
+        out = out[:MAX_OUTPUT_PATHS]
+    elif len(out) > MAX_OUTPUT_PATHS:
         warnings.warn(
             f"{where}: output schema has {len(out)} paths, keeping the first "
             f"{MAX_OUTPUT_PATHS}",

@@ -1,6 +1,13 @@
 """Importer for OpenAPI 3.0 / 3.1 documents (JSON or YAML): one tool per operation.
 
-* Name: ``operationId``, else ``"{method} {path}"`` normalised (``get_pets_petId``).
+A Swagger 2.0 document (``swagger: "2.0"``) is first converted to OpenAPI 3.0 by
+:func:`hyperplan.importers.swagger2.swagger2_to_openapi3`. A document without any operation is
+a :class:`~hyperplan.errors.CatalogError`.
+
+* Name: ``operationId`` (a blank one counts as absent), else ``"{method} {path}"`` normalised
+  (``get_pets_petId``), with a ``_2``, ``_3``... suffix when another operation already has
+  that name (``/users`` and ``/users/~`` both normalise to ``get_users``). Two operations
+  with the same ``operationId`` are an error: the specification requires them unique.
 * Inputs: path/query/header/cookie parameters (path-level merged with operation-level, the
   operation winning on the same ``(name, in)``; ``Accept``/``Content-Type``/``Authorization``
   headers are skipped as the spec says) plus the request body: the properties of an object
@@ -11,10 +18,12 @@
   location's parameter is renamed ``<name>_<in>``. ``metadata["params"]`` maps every input
   to ``{"in": path|query|header|cookie|body, "name": original}``.
 * Output: the schema of the first 2xx (then ``2XX``) response's ``application/json`` (or any
-  ``*json``) content; none -> no output schema.
+  ``*json``, then ``*/*`` or ``application/*``) content; none -> no output schema.
 * ``$ref`` are resolved within the document (JSON pointers with ``~0``/``~1``); recursive
-  ones are cut with a :class:`~hyperplan.graph.schema_paths.SchemaWarning`; unresolvable or
-  external ones are a :class:`~hyperplan.errors.CatalogError`.
+  ones (and those nested too deep or past the size budget of
+  :mod:`~hyperplan.importers.schema_refs`) are cut, with one
+  :class:`~hyperplan.graph.schema_paths.SchemaWarning` per document that counts the cuts and
+  names the first; unresolvable or external ones are a :class:`~hyperplan.errors.CatalogError`.
 * Security (kept simple): the operation's ``security`` (else the document's) is a list of
   alternatives; the first alternative's schemes become preconditions
   ``"<scheme>.authenticated"``; an empty alternative ``{}`` means auth is optional, so no
@@ -22,12 +31,14 @@
   ``token``, ``session_id``, ``api_key``; up to 8 levels deep) gets the effect
   ``"<scheme>.authenticated"`` for every scheme in ``components.securitySchemes``.
 * Metadata: ``method`` (upper case), ``path``, ``server`` (first ``servers`` url of the
-  operation, path item or document, else ``None``), ``params``, ``tags``, ``deprecated``.
+  operation, path item or document, its ``{variables}`` replaced by their ``default``, else
+  ``None``), ``params``, ``tags``, ``deprecated``.
 """
 
 from __future__ import annotations
 
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +47,7 @@ import yaml
 
 from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
 from hyperplan.errors import CatalogError, yaml_problem
+from hyperplan.graph.schema_paths import SchemaWarning
 from hyperplan.importers.common import read_text
 from hyperplan.importers.schema_refs import (
     lookup_pointer,
@@ -43,12 +55,15 @@ from hyperplan.importers.schema_refs import (
     resolve_refs,
     unique_tools,
 )
+from hyperplan.importers.swagger2 import is_swagger2, swagger2_to_openapi3
 
 SOURCE = "openapi"
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 TOKEN_FIELDS = frozenset({"access_token", "token", "session_id", "api_key"})
 PARAM_LOCATIONS = ("path", "query", "header", "cookie")
 _IGNORED_HEADERS = frozenset({"accept", "content-type", "authorization"})
+_ANY_MEDIA = frozenset({"*/*", "application/*"})
+"""Media ranges that admit JSON (Spring and other generators write ``*/*`` for JSON)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +77,7 @@ class _Op:
     path: str
     item: dict[str, Any]
     op: dict[str, Any]
+    notes: list[str]
 
     def error(self, message: str, field: str) -> CatalogError:
         return CatalogError(message, file=self.file, tool=self.name, field=field)
@@ -80,26 +96,93 @@ class _Op:
         raise self.error("$ref chain too long or circular", field)
 
     def schema(self, raw: Any, field: str) -> dict[str, Any]:
-        return resolve_refs(raw, self.doc, file=self.file, tool=self.name, field=field)
+        return resolve_refs(
+            raw, self.doc, file=self.file, tool=self.name, field=field, notes=self.notes
+        )
 
 
 def load_openapi(path_or_doc: str | Path | dict[str, Any]) -> Catalog:
-    """Load every operation of an OpenAPI 3.x document (a JSON/YAML path or a parsed dict)."""
+    """Load every operation of an OpenAPI 3.x or Swagger 2.0 document (a JSON/YAML path or a
+    parsed dict)."""
     doc, file = _read(path_or_doc)
+    version = f"openapi {doc.get('openapi')}"
+    if is_swagger2(doc):
+        version = f"swagger {doc.get('swagger')}"
+        doc = swagger2_to_openapi3(doc, file=file)
     _check_version(doc, file)
     paths = doc.get("paths") or {}
     if not isinstance(paths, dict):
         raise CatalogError("'paths' must be an object", file=file, field="paths")
-    tools = []
+    found = []
     for raw_path, raw_item in paths.items():
         path = str(raw_path)
         if path.startswith("x-"):
             continue
         item = _path_item(doc, file, path, raw_item)
-        for method in HTTP_METHODS:
-            if method in item:
-                tools.append(_operation(doc, file, path, method, item))
+        found += [(path, method, item) for method in HTTP_METHODS if method in item]
+    if not found:
+        hooks = " (webhooks are not imported)" if doc.get("webhooks") else ""
+        raise CatalogError(f"no operations under 'paths' in this {version} document{hooks}",
+                           file=file, field="paths")
+    names = _tool_names(file, found)
+    notes: list[str] = []
+    tools = [
+        _operation(doc, file, path, method, item, name, notes)
+        for (path, method, item), name in zip(found, names, strict=True)
+    ]
+    _warn_cuts(file, notes)
     return build_catalog(unique_tools(tools, file=file, field="operationId"), source=file)
+
+
+def _operation_id(file: str, path: str, method: str, op: Any) -> str | None:
+    """The operation's ``operationId``; ``None`` when absent or blank (as some generators
+    write ``""``); anything but a string is an error."""
+    if not isinstance(op, dict):
+        raise CatalogError("operation must be an object", file=file,
+                           tool=tool_name(method, path), field=f"paths.{path}.{method}")
+    op_id = op.get("operationId")
+    if op_id is None or (isinstance(op_id, str) and not op_id.strip()):
+        return None
+    if not isinstance(op_id, str):
+        raise CatalogError("operationId must be a string", file=file,
+                           tool=tool_name(method, path), field="operationId")
+    return op_id.strip()
+
+
+def _tool_names(file: str, found: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
+    """One name per operation: its ``operationId``, else :func:`tool_name` made unique by a
+    ``_2``, ``_3``... suffix when another operation already has it (``/users`` and
+    ``/users/~`` both give ``get_users``). Repeated ``operationId`` values are left for
+    :func:`unique_tools` to report: the specification requires them to be unique."""
+    ids = [_operation_id(file, path, method, item[method]) for path, method, item in found]
+    taken = {i for i in ids if i is not None}
+    names = []
+    for (path, method, _), op_id in zip(found, ids, strict=True):
+        if op_id is not None:
+            names.append(op_id)
+            continue
+        base = name = tool_name(method, path)
+        count = 1
+        while name in taken:
+            count += 1
+            name = f"{base}_{count}"
+        taken.add(name)
+        names.append(name)
+    return names
+
+
+def _warn_cuts(file: str, notes: list[str]) -> None:
+    """One :class:`SchemaWarning` for all the references the document's schemas had cut."""
+    if not notes:
+        return
+    tools = {n.split("', field ", 1)[0] for n in notes}
+    more = f"; and {len(notes) - 1} more" if len(notes) > 1 else ""
+    warnings.warn(
+        f"file {file}: {len(notes)} schema reference(s) cut in {len(tools)} tool(s) to keep "
+        f"schemas finite: {notes[0]}{more}",
+        SchemaWarning,
+        stacklevel=3,
+    )
 
 
 def _read(source: str | Path | dict[str, Any]) -> tuple[dict[str, Any], str]:
@@ -139,10 +222,6 @@ def _read_yaml(path: Path) -> Any:
 
 def _check_version(doc: dict[str, Any], file: str) -> None:
     version = doc.get("openapi")
-    if version is None and "swagger" in doc:
-        raise CatalogError(
-            "Swagger 2.0 is not supported; convert to OpenAPI 3", file=file, field="swagger"
-        )
     if version is None:
         raise CatalogError("missing required key 'openapi'", file=file, field="openapi")
     if not str(version).startswith("3."):
@@ -163,20 +242,15 @@ def tool_name(method: str, path: str) -> str:
 
 
 def _operation(
-    doc: dict[str, Any], file: str, path: str, method: str, item: dict[str, Any]
+    doc: dict[str, Any],
+    file: str,
+    path: str,
+    method: str,
+    item: dict[str, Any],
+    name: str,
+    notes: list[str],
 ) -> ToolSpec:
-    op = item[method]
-    fallback = tool_name(method, path)
-    if not isinstance(op, dict):
-        raise CatalogError(
-            "operation must be an object", file=file, tool=fallback, field=f"paths.{path}.{method}"
-        )
-    op_id = op.get("operationId")
-    if op_id is not None and (not isinstance(op_id, str) or not op_id.strip()):
-        raise CatalogError(
-            "operationId must be a non-empty string", file=file, tool=fallback, field="operationId"
-        )
-    ctx = _Op(doc, file, op_id or fallback, method, path, item, op)
+    ctx = _Op(doc, file, name, method, path, item, item[method], notes)
     props, required, params = _parameters(ctx)
     _request_body(ctx, props, required, params)
     outputs = _response(ctx)
@@ -186,7 +260,7 @@ def _operation(
     return make_tool(
         file=file,
         name=ctx.name,
-        description=_description(op),
+        description=_description(ctx.op),
         input_schema=inputs,
         output_schema=outputs,
         effects=_effects(doc, outputs),
@@ -259,6 +333,7 @@ def _media_schema(ctx: _Op, content: Any, field: str, *, json_only: bool) -> Any
     keys = [str(k) for k in content]
     ranked = [k for k in keys if k.split(";")[0].strip() == "application/json"]
     ranked += [k for k in keys if "json" in k and k not in ranked]
+    ranked += [k for k in keys if k.split(";")[0].strip() in _ANY_MEDIA and k not in ranked]
     if not json_only:
         ranked += [k for k in keys if "form" in k and k not in ranked] + keys
     for key in ranked:
@@ -390,5 +465,20 @@ def _server(ctx: _Op) -> str | None:
         if isinstance(servers, list) and servers and isinstance(servers[0], dict):
             url = servers[0].get("url")
             if isinstance(url, str):
-                return url
+                return _expand_server(url, servers[0].get("variables"))
     return None
+
+
+def _expand_server(url: str, variables: Any) -> str:
+    """``url`` with every ``{name}`` that ``variables`` declares replaced by its ``default``
+    (Server Variable Object: the default "SHALL be used for substitution"); unknown
+    names stay as written."""
+    if not isinstance(variables, dict):
+        return url
+
+    def value(match: re.Match[str]) -> str:
+        var = variables.get(match.group(1))
+        default = var.get("default") if isinstance(var, dict) else None
+        return str(default) if isinstance(default, str | int | float) else match.group(0)
+
+    return re.sub(r"\{([^{}]+)\}", value, url)

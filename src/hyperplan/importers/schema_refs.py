@@ -2,10 +2,17 @@
 
 :func:`resolve_refs` returns a new, self-contained copy of a schema: every local reference
 (a JSON pointer into ``root``, with ``~0``/``~1`` and percent escapes) is inlined, ``$defs`` /
-``definitions`` are dropped, and boolean sub-schemas become objects (``true`` -> ``{}``,
-``false`` -> ``{"not": {}}``). A reference met again inside its own expansion is replaced by
-``{"type": "object", "description": "recursive reference to <ref>"}`` with a
-:class:`~hyperplan.graph.schema_paths.SchemaWarning`, so the result is always a finite tree.
+``definitions`` and ``discriminator.mapping`` (references too) are dropped, and boolean
+sub-schemas become objects (``true`` -> ``{}``, ``false`` -> ``{"not": {}}``). A reference
+met again inside its own expansion is replaced by ``{"type": "object", "description":
+"recursive reference to <ref>"}`` with a :class:`~hyperplan.graph.schema_paths.SchemaWarning`
+(also when the pointer differs but leads to a schema being expanded, e.g.
+``#/components/schemas/A/properties/b`` inside ``#/components/schemas/A``),
+so the result is always a finite tree. So is a reference met deeper than
+:data:`MAX_REF_DEPTH` levels (chains of distinct types that only recurse after dozens of
+levels, as in large cloud APIs) or once :data:`MAX_NODES` nodes were produced. A caller that
+imports many schemas may pass a ``notes`` list to collect these messages instead of a warning
+per cut (and warn once itself).
 
 Shapes that would break later stages (``properties`` that is not an object, ``items`` that
 is not a schema, ``anyOf`` that is not a list, unresolvable or external references, cyclic
@@ -31,8 +38,13 @@ from hyperplan.importers.common import read_json
 MAX_DEPTH = 100
 """Deepest schema nesting accepted (guards against ``RecursionError``)."""
 
-MAX_NODES = 20_000
-"""Schema nodes produced per :func:`resolve_refs` call before references stop being inlined."""
+MAX_REF_DEPTH = 64
+"""Nesting level from which a ``$ref`` is no longer inlined (keeps below :data:`MAX_DEPTH`)."""
+
+MAX_NODES = 2000
+"""Schema nodes produced per :func:`resolve_refs` call before references stop being inlined
+(the hypergraph keeps 400 output paths at most; APIs whose types all refer to one another,
+like Stripe's, would otherwise expand every schema to this size, at great cost)."""
 
 MAX_TOTAL_NODES = 200_000
 """Schema nodes visited per call before giving up (YAML alias bombs share objects)."""
@@ -60,7 +72,9 @@ class _Walk:
     file: str | None
     tool: str | None
     field: str
+    notes: list[str] | None = None
     refs: list[str] = dataclasses.field(default_factory=list)
+    targets: list[int] = dataclasses.field(default_factory=list)
     nodes: int = 0
     over_budget: bool = False
 
@@ -68,6 +82,9 @@ class _Walk:
         return CatalogError(message, file=self.file, tool=self.tool, field=path or self.field)
 
     def warn(self, message: str, path: str) -> None:
+        if self.notes is not None:
+            self.notes.append(f"tool {self.tool!r}, field {path or self.field!r}: {message}")
+            return
         where = f"file {self.file}, " if self.file else ""
         warnings.warn(
             f"{where}tool {self.tool!r}, field {path or self.field!r}: {message}",
@@ -77,14 +94,22 @@ class _Walk:
 
 
 def resolve_refs(
-    schema: Any, root: Any, *, file: str | None, tool: str | None, field: str
+    schema: Any,
+    root: Any,
+    *,
+    file: str | None,
+    tool: str | None,
+    field: str,
+    notes: list[str] | None = None,
 ) -> dict[str, Any]:
     """Return a fully inlined copy of ``schema`` whose local ``$ref`` point into ``root``.
 
     ``field`` names the schema's place (``"parameters"``, ``"responses.200"``) in errors and
-    warnings; nested problems extend it (``"parameters.properties.tags.items"``).
+    warnings; nested problems extend it (``"parameters.properties.tags.items"``). With
+    ``notes``, the messages about cut references (``"tool 't', field 'f': ..."``) are appended
+    to it instead of being warned.
     """
-    walk = _Walk(root=root, file=file, tool=tool, field=field)
+    walk = _Walk(root=root, file=file, tool=tool, field=field, notes=notes)
     try:
         return _schema(walk, schema, field, 0, ())
     except RecursionError:
@@ -134,6 +159,12 @@ def _keyword(
         return _schema(walk, value, path, depth + 1, stack)
     if key in _SCHEMA_ONE:
         return _schema(walk, value, path, depth + 1, stack)
+    if value is None or isinstance(value, str | int | float):  # immutable: nothing to copy
+        return value
+    if key == "discriminator" and isinstance(value, dict) and "mapping" in value:
+        # its values are references into the document, dangling in the inlined copy (and
+        # copying a base type's mapping of every subtype at each use is quadratic)
+        value = {k: v for k, v in value.items() if k != "mapping"}
     try:
         return copy.deepcopy(value)
     except RecursionError:
@@ -151,17 +182,28 @@ def _inline_ref(
     if ref in walk.refs:
         walk.warn(f"recursive reference {ref} cut", path)
         return {**rest, "type": "object", "description": f"recursive reference to {ref}"}
+    if depth >= MAX_REF_DEPTH:
+        walk.warn(f"reference {ref} not inlined: schema nested deeper than {MAX_REF_DEPTH} "
+                  "levels", path)
+        return {**rest, "type": "object", "description": f"reference to {ref} (not inlined)"}
     if walk.nodes > MAX_NODES:
         if not walk.over_budget:
             walk.over_budget = True
             walk.warn(f"schema exceeds {MAX_NODES} nodes; {ref} and later refs not inlined", path)
         return {**rest, "type": "object", "description": f"reference to {ref} (not inlined)"}
     target = lookup_pointer(walk.root, ref, file=walk.file, tool=walk.tool, field=path)
+    if id(target) in walk.targets:  # the same schema reached again under another pointer
+        walk.warn(f"recursive reference {ref} cut", path)
+        return {**rest, "type": "object", "description": f"recursive reference to {ref}"}
     walk.refs.append(ref)
+    walk.targets.append(id(target))
     try:
-        resolved = _schema(walk, target, path, depth + 1, stack)
+        # a fresh object stack: meeting an object again across a reference is recursion
+        # through pointers that differ (cut above, or when a pointer repeats), not a cycle
+        resolved = _schema(walk, target, path, depth + 1, ())
     finally:
         walk.refs.pop()
+        walk.targets.pop()
     return {**resolved, **rest}
 
 
