@@ -503,3 +503,30 @@ def test_swagger2_too_deep_is_a_clean_error() -> None:
     doc = {"swagger": "2.0", "paths": {}, "definitions": {"Deep": deep}}
     with pytest.raises(CatalogError, match="nested too deeply"):
         load_openapi(doc)
+
+
+# --- the resource a response describes ---------------------------------------------------------
+
+def test_root_ids_are_qualified_by_the_path_resource() -> None:
+    from hyperplan.importers.openapi import path_entity
+
+    assert path_entity("/repos/{owner}/{repo}/pulls/{pull_number}") == "pulls"
+    assert path_entity("/gists") == "gists" and path_entity("/") == ""
+    item = {"type": OBJ, "properties": {"id": {"type": "string"}, "number": {"type": "integer"}}}
+    path_param = [{"name": "gist_id", "in": "path", "required": True,
+                   "schema": {"type": "string"}}]
+    doc = oas({
+        "/gists": {"get": {"operationId": "gists/list", "responses": {
+            "200": json_content({"type": "array", "items": item})}}},
+        "/gists/{gist_id}/comments": {"post": {
+            "operationId": "gists/create-comment", "parameters": path_param,
+            "responses": {"201": json_content(item)}}},
+    })
+    cat = load_openapi(doc)
+    assert cat.get("gists/list").metadata["entity"] == "gists"
+    graph = build_graph(cat, embedder=None)
+    links = {(graph.node_name(int(s)), graph.node_name(int(t)))
+             for s, t in zip(graph.link_source, graph.link_target, strict=True)}
+    # the list's items are gists, so their root id is the gist id (the tool name,
+    # "gists/list", would have made it a "list id")
+    assert ("gists/list:out:[].id", "gists/create-comment:in:gist_id") in links

@@ -152,7 +152,14 @@ class _Vocab:
 
 
 def _tool_short(graph: Hypergraph, node: SchemaNode) -> str:
-    return graph.tools[node.tool].name.rsplit(".", 1)[-1]
+    """The entity that qualifies a root generic output (``id`` -> ``song_id``): the tool's
+    ``metadata["entity"]`` when its importer knows it (OpenAPI: the path's resource), else
+    the tool name without its namespace (``spotify.show_song`` -> ``show_song``)."""
+    tool = graph.tools[node.tool]
+    entity = tool.metadata.get("entity")
+    if isinstance(entity, str) and entity:
+        return entity
+    return tool.name.rsplit(".", 1)[-1]
 
 
 def _namespace(graph: Hypergraph, node: SchemaNode) -> str:

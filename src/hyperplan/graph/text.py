@@ -128,7 +128,7 @@ def input_keys(name: str) -> dict[str, float]:
 def output_keys(path: str, entity_hint: str = "") -> dict[str, float]:
     """Canonical keys of an output path: the leaf (1.0); for a generic leaf, the leaf
     qualified by its parent's singular (``songs[].id`` -> ``song_id``) or, at the root, by the
-    ``entity_hint`` taken from the tool name; and plural forms for array paths."""
+    ``entity_hint`` (the tool's entity, or its name); and plural forms for array paths."""
     segments = path_segments(path)
     if not segments:
         return {}

@@ -32,7 +32,7 @@ a :class:`~hyperplan.errors.CatalogError`.
   ``"<scheme>.authenticated"`` for every scheme in ``components.securitySchemes``.
 * Metadata: ``method`` (upper case), ``path``, ``server`` (first ``servers`` url of the
   operation, path item or document, its ``{variables}`` replaced by their ``default``, else
-  ``None``), ``params``, ``tags``, ``deprecated``.
+  ``None``), ``params``, ``tags``, ``deprecated``, ``entity`` (:func:`path_entity`).
 """
 
 from __future__ import annotations
@@ -456,7 +456,18 @@ def _metadata(ctx: _Op, params: dict[str, dict[str, str]]) -> dict[str, Any]:
         "params": params,
         "tags": [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [],
         "deprecated": ctx.op.get("deprecated") is True,
+        "entity": path_entity(ctx.path),
     }
+
+
+def path_entity(path: str) -> str:
+    """The resource an operation's response describes: the last literal segment of its path
+    (``/repos/{owner}/{repo}/pulls/{pull_number}`` -> ``pulls``; ``/gists`` -> ``gists``;
+    ``""`` for ``/``). Link inference qualifies the response's root ``id`` / ``number`` by it
+    (``pull_number``, ``gist_id``): in REST, the collection ``/pulls`` and its item path
+    ``/pulls/{pull_number}`` name the same resource."""
+    literal = [s for s in path.split("/") if s and not (s.startswith("{") and s.endswith("}"))]
+    return literal[-1] if literal else ""
 
 
 def _server(ctx: _Op) -> str | None:
