@@ -148,6 +148,20 @@ def test_producer_ties_break_by_tool_id() -> None:
     assert [names(graph, g.tools) for g in result.complete] == [["p1", "t"]]
 
 
+def test_producer_ties_go_first_to_fewer_open_inputs() -> None:
+    # p1 and p2 tie on Ω (0.7); p1 (the lower id) needs x, which only p3 gives, p2 needs
+    # nothing: with K = 1 the tie goes to p2, so the one support graph found is {p2, t}
+    graph = make_graph({"t": (["a"], []), "p1": (["x"], ["oa"]), "p2": ([], ["oa"]),
+                        "p3": ([], ["ox"])},
+                       [("p1.oa", "t.a", 0.7), ("p2.oa", "t.a", 0.7), ("p3.ox", "p1.x", 1.0)])
+    result = expand(graph, graph.tool_index["t"], config=DOEConfig(top_k=1))
+    assert [names(graph, g.tools) for g in result.complete] == [["p2", "t"]]
+    # once x is known, both need nothing and the tool id decides again
+    known = ground(graph, ["x"])
+    result = expand(graph, graph.tool_index["t"], known, config=DOEConfig(top_k=1))
+    assert [names(graph, g.tools) for g in result.complete] == [["p1", "t"]]
+
+
 def test_unreachable_input_is_unsatisfiable() -> None:
     graph = make_graph({"t": (["a", "b"], []), "p": ([], ["oa"])}, [("p.oa", "t.a", 1.0)])
     selection = select_support_graph(graph, ["t"])

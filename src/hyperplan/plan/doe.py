@@ -330,17 +330,33 @@ def _blocking(cand: _Candidate, rows: _Rows) -> frozenset[int]:
     return frozenset(r for r in cand.deficits if not rows(r).keys() - cand.tools)
 
 
+# Producers tied at the top-K boundary whose own open inputs are counted to break the tie.
+TIE_SCAN = 256
+
+
 def _ranked_producers(graph: Hypergraph, cand: _Candidate, k: int, rows: _Rows,
-                      bonus: np.ndarray | None = None) -> list[int]:
+                      bonus: np.ndarray | None, grounding: Grounding,
+                      cfg: DOEConfig) -> list[int]:
     """The k best tools outside the candidate by Ω(e, M) (plus ``bonus[e]``, the weighted
-    relevance of e to the subtask, when given), ties by tool id."""
+    relevance of e to the subtask, when given). Ties go to the producer with fewer inputs of
+    its own still to supply (required inputs not grounded: fewer new deficits, so a smaller
+    support graph), then to the lower tool id. Only the first :data:`TIE_SCAN` tools scoring
+    at least the k-th score are counted."""
     tools, scores = rows.omega(graph, cand.deficits)
     outside = np.array([int(e) not in cand.tools for e in tools], dtype=bool)
     tools, scores = tools[outside], scores[outside]
     if bonus is not None:
         scores = scores + bonus[tools]
-    order = np.lexsort((tools, -scores))[:k]
-    return [int(e) for e in tools[order]]
+    order = np.lexsort((tools, -scores))
+    if order.size == 0:
+        return []
+    kth = scores[order[min(k, order.size) - 1]]
+    head = order[: min(int((scores >= kth).sum()), TIE_SCAN)]
+    if np.unique(scores[head]).size == head.size:  # no tie: Ω alone orders them
+        return [int(e) for e in tools[head[:k]]]
+    needs = np.array([len(_needs(graph, int(e), grounding, cfg)) for e in tools[head]])
+    ranked = head[np.lexsort((tools[head], needs, -scores[head]))][:k]
+    return [int(e) for e in tools[ranked]]
 
 
 def _children(graph: Hypergraph, cand: _Candidate, grounding: Grounding, cfg: DOEConfig,
@@ -354,9 +370,10 @@ def _children(graph: Hypergraph, cand: _Candidate, grounding: Grounding, cfg: DO
     if not cfg.prune_dead_ends:
         return [_expand(graph, cand, p, grounding, cfg, rows,
                         0.0 if bonus is None else float(bonus[p]))
-                for p in _ranked_producers(graph, cand, cfg.top_k, rows, bonus)]
+                for p in _ranked_producers(graph, cand, cfg.top_k, rows, bonus, grounding, cfg)]
     out: list[_Candidate] = []
-    for p in _ranked_producers(graph, cand, max(cfg.scan_limit, cfg.top_k), rows, bonus):
+    for p in _ranked_producers(graph, cand, max(cfg.scan_limit, cfg.top_k), rows, bonus,
+                               grounding, cfg):
         child = _expand(graph, cand, p, grounding, cfg, rows,
                         0.0 if bonus is None else float(bonus[p]))
         blocking = _blocking(child, rows)
