@@ -276,3 +276,46 @@ def test_trace_show_prints_values_that_look_like_markup(tmp_path: Path) -> None:
     result = runner.invoke(app, ["trace", "show", str(trace)])
     assert result.exit_code == 0, result.output
     assert 'a("q": "[/red]") ok "[/bold] x"' in result.stdout
+
+
+def test_run_on_a_saved_graph_uses_its_overrides(tmp_path: Path) -> None:
+    from hyperplan.examples import bookstore
+
+    tools = "python:hyperplan.examples.bookstore"
+    goal = json.dumps({"terminals": ["checkout"], "values": {
+        "username": "ada", "password": "open sesame", "query": "messiah"}})
+    graph = tmp_path / "bookstore.json"
+    built = runner.invoke(app, ["graph", "build", tools, "-o", str(graph), "--embedder",
+                                "hashing"])
+    assert built.exit_code == 0, built.output
+    bookstore.reset()
+    ok = runner.invoke(app, ["run", "--tools", tools, "--graph", str(graph), "--goal", goal,
+                             "--json"])
+    assert ok.exit_code == 0, ok.output
+    assert json.loads(ok.stdout)["tool_calls"] == 4 and bookstore.orders() == {"o1": ["b3"]}
+    # without the link from the cart to the checkout, the goal cannot be planned: the same
+    # override given to `graph build` (then --graph) or to `run --overrides`
+    cut = tmp_path / "cut.yaml"
+    cut.write_text("remove:\n  - {from_tool: add_to_cart, to_tool: checkout}\n")
+    assert runner.invoke(app, ["graph", "build", tools, "-o", str(graph), "--embedder",
+                               "hashing", "--overrides", str(cut)]).exit_code == 0
+    for extra in (["--graph", str(graph)], ["--overrides", str(cut)]):
+        bookstore.reset()
+        failed = runner.invoke(app, ["run", "--tools", tools, *extra, "--goal", goal, "--json"])
+        assert failed.exit_code == 2, failed.output
+        assert bookstore.orders() == {}
+
+
+def test_run_rejects_a_graph_of_other_tools(tmp_path: Path) -> None:
+    other = tmp_path / "music.json"
+    assert runner.invoke(app, ["graph", "build", "demo", "-o", str(other), "--embedder",
+                               "none"]).exit_code == 0
+    result = runner.invoke(app, ["run", "--tools", "python:hyperplan.examples.bookstore",
+                                 "--graph", str(other), "--goal", '{"terminals": ["checkout"]}'])
+    assert _error(result).startswith(
+        f"--graph {other} was not built from these tools: 4 of the tools are not in it "
+        "(add_to_cart, checkout, login, search_books); it has 12 other tools (")
+    both = runner.invoke(app, ["run", "--tools", "python:hyperplan.examples.bookstore",
+                               "--graph", str(other), "--overrides", str(other),
+                               "--goal", '{"terminals": ["checkout"]}'])
+    assert "already has its overrides" in _error(both)

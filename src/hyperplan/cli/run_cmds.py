@@ -21,6 +21,8 @@ from hyperplan.execute.subtask import AgentConfig, RunContext
 from hyperplan.execute.trace import TraceWriter, read_trace, summarize
 from hyperplan.execute.traced_llm import TracedLLM
 from hyperplan.graph.build import build_graph
+from hyperplan.graph.io import load_graph
+from hyperplan.graph.model import Hypergraph
 from hyperplan.llm.budget import Accounting
 
 trace_app = typer.Typer(help="Read run traces.", no_args_is_help=True)
@@ -59,6 +61,11 @@ def run(
                             "HYPERPLAN_LLM_BASE_URL); key from HYPERPLAN_LLM_API_KEY."),
     model: str = typer.Option(None, help="Model name (else HYPERPLAN_LLM_MODEL)."),
     embedder: str = typer.Option("auto", help="auto | minilm | hashing | openai:MODEL"),
+    graph_file: Path = typer.Option(None, "--graph", help="A graph saved by `graph build` "
+                                    "from the same tools (its links and overrides are used; "
+                                    "nothing is rebuilt)."),
+    overrides: Path = typer.Option(None, help="YAML/JSON link overrides for the graph built "
+                                   "from --tools."),
     base_url: str = typer.Option(None, help="Base URL for OpenAPI tools."),
     header: list[str] = typer.Option([], help="HTTP header 'Name: value' ($VAR reads env)."),
     trace: Path = typer.Option(None, help="Write the JSONL trace here."),
@@ -81,8 +88,15 @@ def run(
                              "HYPERPLAN_LLM_BASE_URL) to run the agent on a request")
     if goal is None and not request.strip():
         raise HyperplanError("the request is empty")
+    if graph_file is not None and overrides is not None:
+        raise HyperplanError("--overrides applies to a graph built here; a --graph file "
+                             "already has its overrides (give them to `graph build`)")
     emb = search_embedder(embedder)
-    graph = build_graph(setup.catalog, embedder=emb)
+    if graph_file is not None:
+        graph = load_graph(graph_file)
+        check_graph_tools(graph, [t.name for t in setup.catalog.tools], graph_file)
+    else:
+        graph = build_graph(setup.catalog, embedder=emb, overrides=overrides)
     tracer = TraceWriter(trace)
     ctx = RunContext(graph=graph, catalog=setup.catalog, runtime=setup.runtime,
                      accounting=accounting, tracer=tracer, config=AgentConfig(),
@@ -100,6 +114,23 @@ def run(
             console.print(f"trace: {trace}")
     if result.status not in ("success", "blocked"):
         raise typer.Exit(2)
+
+
+def check_graph_tools(graph: Hypergraph, names: list[str], path: Path) -> None:
+    """A saved graph must have been built from the tools being run: the same names in the
+    same order (tool ids index both)."""
+    built = [t.name for t in graph.tools]
+    if built == names:
+        return
+    missing = [n for n in names if n not in graph.tool_index]
+    extra = sorted(set(built) - set(names))
+    parts = [f"{len(missing)} of the tools are not in it ({', '.join(missing[:5])}"
+             f"{', ...' if len(missing) > 5 else ''})" if missing else "",
+             f"it has {len(extra)} other tools ({', '.join(extra[:5])}"
+             f"{', ...' if len(extra) > 5 else ''})" if extra else ""]
+    why = "; ".join(p for p in parts if p) or "its tools are in another order"
+    raise HyperplanError(f"--graph {path} was not built from these tools: {why}; rebuild it "
+                         "with `hyperplan graph build` from the same source")
 
 
 def search_embedder(spec: str) -> Embedder:
