@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import inspect
 import sys
+import warnings
+from typing import TextIO
 
 import typer
+from rich.markup import escape
 
 from hyperplan.cli.bench_cmds import bench_app
 from hyperplan.cli.common import console, fail
@@ -56,9 +59,17 @@ def _unwrap_help(group: typer.Typer) -> None:
 _unwrap_help(app)
 
 
+def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
+                  file: TextIO | None = None, line: str | None = None) -> None:
+    """Warnings as ``warning: <message>`` lines, not Python's ``file:line: Category`` form
+    followed by a source line."""
+    console.print(f"[yellow]warning:[/yellow] {escape(str(message))}", highlight=False)
+
+
 def main() -> None:
     """Console-script entry point: hyperplan errors, and files the user named that cannot be
-    read or written, become one clear line and exit code 1."""
+    read or written, become one clear line and exit code 1; warnings print as one line."""
+    warnings.showwarning = _show_warning
     try:
         app()
     except HyperplanError as exc:
