@@ -9,12 +9,19 @@ hand), with ``$defs`` inlined and recursive models cut with a
 :class:`~hyperplan.graph.schema_paths.SchemaWarning`. Unannotated or unsupported types give
 an unconstrained schema ``{}`` (an unannotated parameter with a scalar default takes the
 default's type). A parameter with a default is optional and its default is
-recorded when JSON-serialisable. Descriptions come from the docstring: the summary (first
-paragraph) describes the tool; Google ``Args:`` / ``Returns:`` sections and reST
-``:param x:`` / ``:returns:`` fields describe parameters and output (without either, a
-"returns X" clause of the summary describes the output: "Add a book to the cart; returns the
-cart id"). The return annotation gives the output schema (``None``/missing -> no output
-schema).
+recorded when JSON-serialisable. Descriptions come from the docstring
+(:mod:`hyperplan.importers.docstrings`): the summary (first paragraph; a leading
+``name(args)`` call line of a C builtin is dropped) describes the tool; Google ``Args:`` /
+``Returns:`` sections, reST ``:param x:`` / ``:returns:`` fields or NumPy ``Parameters`` /
+``Returns`` sections (headers underlined with dashes) describe parameters and output (without
+any, a "returns X" clause of the summary describes the output: "Add a book to the cart;
+returns the cart id"). The return annotation gives the output schema (``None`` -> no output
+schema; missing -> none either, unless a Returns section documents one: then an untyped
+output with that description).
+
+A module (``python:MODULE``) gives its public routines - functions, C builtins, bound methods
+of module-level objects - each once, named as the module exports it; what cannot be imported
+from it is left out with one warning (see :func:`load_python_callables`).
 
 Tools carry ``metadata = {"module", "qualname"}`` and the callable is kept in a registry:
 :func:`get_callable` returns it for a tool.
@@ -27,6 +34,7 @@ import functools
 import importlib
 import inspect
 import re
+import sys
 import typing
 import warnings
 from collections.abc import Callable, Iterable
@@ -41,24 +49,11 @@ from pydantic_core import to_jsonable_python
 from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
 from hyperplan.errors import CatalogError
 from hyperplan.graph.schema_paths import SchemaWarning
-from hyperplan.graph.text import returns_clause
+from hyperplan.importers.docstrings import Docstring, parse_docstring
 from hyperplan.importers.schema_refs import resolve_refs, unique_tools
 
 _REGISTRY: dict[tuple[str, str], Callable[..., Any]] = {}
-_SECTION = re.compile(r"^([A-Z][A-Za-z ]*):\s*$")
-_GOOGLE_ARG = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
-_REST_FIELD = re.compile(r"^:(param|parameter|arg|argument|key|returns?)\b([^:]*):\s*(.*)$")
-_ARG_SECTIONS = frozenset({"Args", "Arguments", "Parameters", "Params", "Keyword Args"})
-_RETURN_SECTIONS = frozenset({"Returns", "Return", "Yields"})
-
-
-@dataclass(frozen=True)
-class Docstring:
-    """A parsed docstring: summary, per-parameter descriptions and the return description."""
-
-    summary: str
-    params: dict[str, str]
-    returns: str
+_MAX_NOTES = 10  # problems quoted in a module's warning
 
 
 @dataclass(frozen=True)
@@ -71,24 +66,26 @@ class _Ctx:
 def load_python_callables(
     funcs: Iterable[Callable[..., Any]] | ModuleType, *, source: str = "python"
 ) -> Catalog:
-    """One tool per callable (or per public function defined in a module)."""
-    items = module_functions(funcs) if isinstance(funcs, ModuleType) else list(funcs)
-    tools = []
-    for index, func in enumerate(items):
-        if not callable(func):
-            raise CatalogError(
-                f"not callable: {func!r}", file=source, tool=f"#{index}", field="callable"
-            )
-        tools.append(_tool(func, source))
-    catalog = build_catalog(unique_tools(tools, file=source, field="name"), source=source)
-    for tool, func in zip(catalog.tools, items, strict=True):
-        _REGISTRY[(source, tool.name)] = func
-    return catalog
+    """One tool per callable (or per public routine of a module, see :func:`module_functions`).
+
+    Callables listed explicitly must all be usable: a missing signature or a type hint that
+    cannot be evaluated is a :class:`CatalogError`. A module's routines are taken as far as
+    they go: a hint that cannot be evaluated (e.g. a name imported only under
+    ``TYPE_CHECKING``) gives an unconstrained schema, and a routine without a signature (some
+    C builtins) or with an unusable schema is left out; both are reported in one
+    :class:`~hyperplan.graph.schema_paths.SchemaWarning` per module."""
+    if isinstance(funcs, ModuleType):
+        entries = _module_entries(funcs)
+        return _load(entries, source, module=funcs.__name__, lenient=True, skip=True)
+    listed: list[tuple[str | None, Any]] = [(None, f) for f in list(funcs)]
+    return _load(listed, source, module=None, lenient=False, skip=False)
 
 
 def load_python_target(spec: str) -> Catalog:
     """Load ``"package.module:attr"`` (a callable, a list/tuple of callables or a module;
-    ``attr`` may be dotted) or ``"package.module"`` (its public functions)."""
+    ``attr`` may be dotted) or ``"package.module"`` (its public routines). A single named
+    callable is the tool named ``attr``'s last part; its unresolvable type hints give
+    unconstrained schemas (with a warning) rather than an error."""
     module_name, _, attr = spec.partition(":")
     try:
         target: Any = importlib.import_module(module_name)
@@ -98,32 +95,109 @@ def load_python_target(spec: str) -> Catalog:
         if not hasattr(target, part):
             raise CatalogError(f"{module_name} has no attribute {attr!r}", file=spec, field="attr")
         target = getattr(target, part)
-    if isinstance(target, ModuleType | list | tuple):
+    if isinstance(target, ModuleType):
+        catalog = load_python_callables(target, source=spec)
+        if not catalog.tools:
+            raise CatalogError(
+                f"module {target.__name__} has no public function with a signature (classes "
+                "are not listed; name one as MODULE:ATTR)",
+                file=spec,
+                field="module",
+            )
+        return catalog
+    if isinstance(target, list | tuple):
         return load_python_callables(target, source=spec)
     if callable(target):
-        return load_python_callables([target], source=spec)
+        return _load([(attr, target)], spec, module=module_name, lenient=True, skip=False)
     raise CatalogError(
         f"{attr!r} is not a callable, a list of callables or a module", file=spec, field="attr"
     )
 
 
 def module_functions(module: ModuleType) -> list[Callable[..., Any]]:
-    """Public functions defined in ``module`` (those in ``__all__`` if it is set)."""
+    """Public routines of ``module``: those named in ``__all__`` if it is set, else the public
+    names bound to routines defined in the module, in its submodules (a package) or in its
+    private twin (``_bisect`` for ``bisect``) - Python functions, C builtins, bound methods
+    and other routines (not classes nor other callable objects); an object exported under
+    several names once."""
+    return [obj for _, obj in _module_entries(module)]
+
+
+def _module_entries(module: ModuleType) -> list[tuple[str | None, Callable[..., Any]]]:
     names = getattr(module, "__all__", None)
     if names is not None:
-        members = [getattr(module, n) for n in names if hasattr(module, n)]
-        return [m for m in members if inspect.isfunction(m)]
-    return [
-        obj
-        for name, obj in vars(module).items()
-        if inspect.isfunction(obj)
-        and obj.__module__ == module.__name__
-        and not name.startswith("_")
-    ]
+        pairs = [(str(n), getattr(module, n)) for n in names if hasattr(module, n)]
+    else:
+        pairs = [
+            (n, obj)
+            for n, obj in vars(module).items()
+            if not n.startswith("_") and _is_own(module, getattr(obj, "__module__", None))
+        ]
+    seen: set[int] = set()
+    out: list[tuple[str | None, Callable[..., Any]]] = []
+    for name, obj in pairs:
+        if inspect.isroutine(obj) and not isinstance(obj, type) and id(obj) not in seen:
+            seen.add(id(obj))
+            out.append((name, obj))
+    return out
+
+
+def _is_own(module: ModuleType, defined_in: object) -> bool:
+    """Whether a routine defined in ``defined_in`` belongs to ``module``'s own API: defined
+    there, in one of its submodules (a package re-exporting them) or in its private twin (a
+    C accelerator: ``_bisect`` for ``bisect``)."""
+    if not isinstance(defined_in, str):
+        return False
+    name = module.__name__
+    if defined_in == name:
+        return True
+    if hasattr(module, "__path__") and defined_in.startswith(f"{name}."):
+        return True
+    return defined_in.rpartition(".")[2] == "_" + name.rpartition(".")[2]
+
+
+def _load(
+    entries: list[tuple[str | None, Any]],
+    source: str,
+    *,
+    module: str | None,
+    lenient: bool,
+    skip: bool,
+) -> Catalog:
+    """Tools for ``(path, callable)`` entries: ``path`` is the callable's dotted attribute
+    path in ``module`` and its last part names the tool (``None``: the callable's own name).
+    ``lenient``: unresolvable hints give ``{}``; ``skip``: a callable that gives a
+    :class:`CatalogError` is left out. Both are reported in one warning."""
+    tools: list[ToolSpec] = []
+    funcs: list[Callable[..., Any]] = []
+    notes: list[str] = []
+    for index, (name, func) in enumerate(entries):
+        if not callable(func):
+            raise CatalogError(
+                f"not callable: {func!r}", file=source, tool=f"#{index}", field="callable"
+            )
+        try:
+            tools.append(_tool(func, source, name, module, notes if lenient else None))
+        except CatalogError as exc:
+            if not skip:
+                raise
+            notes.append(f"skipped {exc}")
+            continue
+        funcs.append(func)
+    if notes:
+        shown = "; ".join(notes[:_MAX_NOTES])
+        more = f"; and {len(notes) - _MAX_NOTES} more" if len(notes) > _MAX_NOTES else ""
+        warnings.warn(f"python source {source!r}: {shown}{more}", SchemaWarning, stacklevel=3)
+    catalog = build_catalog(unique_tools(tools, file=source, field="name"), source=source)
+    for tool, func in zip(catalog.tools, funcs, strict=True):
+        _REGISTRY[(source, tool.name)] = _by_keyword(func)
+    return catalog
 
 
 def get_callable(tool: ToolSpec) -> Callable[..., Any]:
-    """The callable a tool was built from (registry first, then ``module``/``qualname``)."""
+    """The callable a tool was built from (registry first, then ``module``/``qualname``).
+    A callable with positional-only parameters (C builtins such as ``math.sqrt``) comes
+    wrapped so that it takes them by keyword, as tool arguments are passed."""
     found = _REGISTRY.get((tool.source, tool.name))
     if found is not None:
         return found
@@ -136,7 +210,34 @@ def get_callable(tool: ToolSpec) -> Callable[..., Any]:
         raise CatalogError("callable not found", tool=tool.name, field="metadata") from None
     if not callable(target):
         raise CatalogError("metadata does not name a callable", tool=tool.name, field="metadata")
-    return typing.cast(Callable[..., Any], target)
+    return _by_keyword(typing.cast(Callable[..., Any], target))
+
+
+def _by_keyword(func: Callable[..., Any]) -> Callable[..., Any]:
+    """``func`` itself, or a wrapper passing its positional-only parameters given by keyword
+    positionally (a skipped optional one in between takes its default)."""
+    try:
+        params = list(inspect.signature(func).parameters.values())
+    except (ValueError, TypeError):
+        return func
+    positional = [p for p in params if p.kind is p.POSITIONAL_ONLY]
+    if not positional:
+        return func
+
+    @functools.wraps(func)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        given = [p.name in kwargs for p in positional]
+        front: list[Any] = []
+        for index, param in enumerate(positional[len(args):], start=len(args)):
+            if param.name in kwargs:
+                front.append(kwargs.pop(param.name))
+            elif param.default is not param.empty and any(given[index:]):
+                front.append(param.default)
+            else:
+                break
+        return func(*args, *front, **kwargs)
+
+    return call
 
 
 def _callable_name(func: Callable[..., Any]) -> str:
@@ -153,35 +254,119 @@ def _docstring(func: Callable[..., Any]) -> str:
     return inspect.getdoc(func) or ""
 
 
+def _without_call_line(doc: str, names: set[str]) -> str:
+    """``doc`` without a leading ``name(args) -> result`` paragraph (C builtins and NumPy
+    ufuncs start their docstrings with their call form)."""
+    lines = doc.splitlines()
+    count = 0
+    while count < len(lines) and any(
+        re.match(rf"{re.escape(n)}\(.*\)\s*(->.*)?$", lines[count].strip()) for n in names
+    ):
+        count += 1
+    if not count:
+        return doc
+    return "\n".join(lines[count:]).strip("\n")
+
+
 def _source_file(func: Callable[..., Any]) -> str:
     try:
         found = inspect.getsourcefile(inspect.unwrap(func))
-    except TypeError:
+    except (TypeError, ValueError):
         found = None
     return str(Path(found)) if found else str(getattr(func, "__module__", "<python>"))
 
 
-def _signature(func: Callable[..., Any], ctx: _Ctx) -> inspect.Signature:
+def _signature(func: Callable[..., Any], ctx: _Ctx, notes: list[str] | None) -> inspect.Signature:
+    """The signature with string annotations evaluated. ``notes`` given: an annotation that
+    cannot be evaluated becomes ``Any`` and is noted; else it is a :class:`CatalogError`."""
     try:
         return inspect.signature(func, eval_str=True)
+    except (ValueError, TypeError) as exc:
+        error: Exception = exc
+        field, what = "signature", "no signature"
+    except Exception as exc:  # eval of string annotations can raise anything
+        error, field, what = exc, "annotations", "cannot evaluate type hints"
+    if notes is None:
+        text = f"{error!r}" if field == "annotations" else str(error)
+        raise CatalogError(f"{what}: {text}", file=ctx.file, tool=ctx.tool, field=field) from None
+    try:
+        sig = inspect.signature(func)
     except (ValueError, TypeError) as exc:
         raise CatalogError(
             f"no signature: {exc}", file=ctx.file, tool=ctx.tool, field="signature"
         ) from None
-    except Exception as exc:  # eval of string annotations can raise anything
-        raise CatalogError(
-            f"cannot evaluate type hints: {exc!r}",
-            file=ctx.file,
-            tool=ctx.tool,
-            field="annotations",
-        ) from None
+    bad: list[str] = []
+
+    def evaluate(hint: Any, field: str) -> Any:
+        if not isinstance(hint, str):
+            return hint
+        try:
+            return eval(hint, *_namespaces(func))  # what inspect's eval_str does, one by one
+        except Exception:
+            bad.append(field)
+            return Any
+
+    params = [
+        p.replace(annotation=evaluate(p.annotation, f"parameters.{p.name}"))
+        for p in sig.parameters.values()
+    ]
+    sig = sig.replace(
+        parameters=params, return_annotation=evaluate(sig.return_annotation, "returns")
+    )
+    if bad:
+        fields = ", ".join(repr(b) for b in bad)
+        notes.append(
+            f"file {ctx.file}, tool {ctx.tool!r}, field {fields}: type hint not evaluated "
+            f"({type(error).__name__}: {error}), taken as any value"
+        )
+    return sig
 
 
-def _tool(func: Callable[..., Any], source: str) -> ToolSpec:
-    name = _callable_name(func)
+def _namespaces(func: Callable[..., Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Globals and locals to evaluate ``func``'s string annotations in."""
+    try:
+        inner: Any = inspect.unwrap(func)
+    except ValueError:
+        inner = func
+    inner = getattr(inner, "__func__", inner)
+    local: dict[str, Any] = {}
+    if isinstance(inner, type):
+        local = dict(vars(inner))
+        inner = getattr(inner, "__init__", inner)
+    found = getattr(inner, "__globals__", None)
+    if isinstance(found, dict):
+        return found, local
+    module = sys.modules.get(str(getattr(func, "__module__", "") or ""))
+    return (dict(vars(module)) if module else {}), local
+
+
+def _metadata(func: Callable[..., Any], name: str, module: str | None, path: str | None
+              ) -> dict[str, Any]:
+    """``module``/``qualname`` where :func:`get_callable` finds ``func`` again: where it was
+    defined, else (a bound method, an alias, a callable object) where it was listed."""
+    own_module = str(getattr(func, "__module__", "") or "")
+    qualname = str(getattr(func, "__qualname__", name))
+    if module is None or path is None:
+        return {"module": own_module, "qualname": qualname}
+    target: Any = sys.modules.get(own_module)
+    for part in qualname.split("."):
+        target = getattr(target, part, None)
+    if target is func:
+        return {"module": own_module, "qualname": qualname}
+    return {"module": module, "qualname": path}
+
+
+def _tool(
+    func: Callable[..., Any],
+    source: str,
+    path: str | None = None,
+    module: str | None = None,
+    notes: list[str] | None = None,
+) -> ToolSpec:
+    name = path.rpartition(".")[2] if path else _callable_name(func)
     ctx = _Ctx(file=_source_file(func), tool=name, mode="validation")
-    sig = _signature(func, ctx)
-    doc = parse_docstring(_docstring(func))
+    sig = _signature(func, ctx, notes)
+    doc = parse_docstring(_without_call_line(_docstring(func), {name, _callable_name(func)}))
     props: dict[str, Any] = {}
     required: list[str] = []
     for position, param in enumerate(sig.parameters.values()):
@@ -200,12 +385,9 @@ def _tool(func: Callable[..., Any], source: str) -> ToolSpec:
         name=name,
         description=doc.summary,
         input_schema=inputs,
-        output_schema=_return_schema(sig, doc.returns, ctx),
+        output_schema=_return_schema(sig, doc, ctx),
         source=source,
-        metadata={
-            "module": str(getattr(func, "__module__", "") or ""),
-            "qualname": str(getattr(func, "__qualname__", name)),
-        },
+        metadata=_metadata(func, name, module, path),
     )
 
 
@@ -222,8 +404,12 @@ def _param_schema(param: inspect.Parameter, description: str, ctx: _Ctx) -> dict
     return schema
 
 
-def _return_schema(sig: inspect.Signature, description: str, ctx: _Ctx) -> dict[str, Any] | None:
-    hint = sig.return_annotation
+def _return_schema(sig: inspect.Signature, doc: Docstring, ctx: _Ctx) -> dict[str, Any] | None:
+    """From the return annotation; without one, a documented return (a Returns section or
+    field) gives an untyped output with its description."""
+    hint, description = sig.return_annotation, doc.returns
+    if hint is sig.empty and description and doc.returns_section:
+        return {"description": description}
     if hint is sig.empty or hint is None or hint is NoneType:
         return None
     out_ctx = _Ctx(file=ctx.file, tool=ctx.tool, mode="serialization")
@@ -288,68 +474,3 @@ def _typed_dict_schema(hint: Any, ctx: _Ctx, field: str, seen: tuple[Any, ...]) 
     if required:
         schema["required"] = required
     return schema
-
-
-def parse_docstring(doc: str) -> Docstring:
-    """Split a (cleaned) docstring into summary, parameter and return descriptions;
-    understands Google (``Args:``/``Returns:``) and reST (``:param x:``) styles."""
-    lines = doc.expandtabs().splitlines()
-    summary: list[str] = []
-    for line in lines:
-        if not line.strip() or _SECTION.match(line.strip()) or line.lstrip().startswith(":"):
-            break
-        summary.append(line.strip())
-    params: dict[str, str] = {}
-    returns: list[str] = []
-    _parse_google(lines, params, returns)
-    _parse_rest(lines, params, returns)
-    text = " ".join(summary)
-    if not returns:  # no Returns section: a "returns X" clause of the summary describes it
-        said = returns_clause(text)
-        returns += [said] if said else []
-    return Docstring(text, params, " ".join(returns).strip())
-
-
-def _parse_google(lines: list[str], params: dict[str, str], returns: list[str]) -> None:
-    section, indent, current = "", 0, ""
-    for line in lines:
-        text = line.strip()
-        header = None if line.startswith(" ") else _SECTION.match(text)
-        if header:
-            section, indent, current = header.group(1), 0, ""
-            continue
-        if not text:
-            continue
-        depth = len(line) - len(line.lstrip())
-        if depth == 0:
-            section = ""
-        elif section in _RETURN_SECTIONS:
-            returns.append(text)
-        elif section in _ARG_SECTIONS:
-            indent = indent or depth
-            match = _GOOGLE_ARG.match(text) if depth <= indent else None
-            if match:
-                current = match.group(1)
-                params[current] = match.group(2).strip()
-            elif current:
-                params[current] = f"{params[current]} {text}".strip()
-
-
-def _parse_rest(lines: list[str], params: dict[str, str], returns: list[str]) -> None:
-    target: str | None = None
-    for line in lines:
-        text = line.strip()
-        match = _REST_FIELD.match(text)
-        if match:
-            kind, names, body = match.groups()
-            target = "return" if kind.startswith("return") else (names.split() or [""])[-1]
-            if target == "return":
-                returns.append(body.strip())
-            elif target:
-                params[target] = body.strip()
-        elif text.startswith(":") or not text:
-            target = None
-        elif target == "return" and line.startswith(" "):
-            returns.append(text)
-        elif target and line.startswith(" "):
-            params[target] = f"{params[target]} {text}".strip()
