@@ -486,6 +486,20 @@ def test_mcp_startup_failures() -> None:
     missing.close()
 
 
+def test_mcp_server_source_lists_the_live_tools(mcp_catalog: Catalog) -> None:
+    from hyperplan.errors import HyperplanError
+    from hyperplan.sources import load_source
+
+    live = load_source(f"mcp-server:{sys.executable} {SERVER_SCRIPT}")
+    assert live.names() == mcp_catalog.names()  # the same tools as a running session lists
+    assert live.get("add").input_schema == mcp_catalog.get("add").input_schema
+    with pytest.raises(HyperplanError, match="no server command"):
+        load_source("mcp-server:  ")
+    with pytest.raises(HyperplanError, match="bad config"):
+        load_source(f"mcp-server:{sys.executable} -c \"import sys; "
+                    "print('bad config', file=sys.stderr); sys.exit(2)\"")
+
+
 def test_mcp_sdk_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "mcp", None)
     with pytest.raises(MCPRuntimeError, match=r"hyperplan\[mcp\]"):

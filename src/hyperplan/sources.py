@@ -5,6 +5,7 @@
 ``openai:FILE``      OpenAI / JSON-Schema function specs
 ``openapi:FILE``     OpenAPI 3.x or Swagger 2.0 document (JSON or YAML)
 ``mcp:FILE``         MCP ``tools/list`` result
+``mcp-server:CMD``   the tools a stdio MCP server lists (started, asked, stopped)
 ``nestful:FILE``     NESTFUL ``*-spec.json``
 ``nestools:FILE``    NesTools ``*.jsonl`` (union of the tasks' APIs)
 ``stabletoolbench:FILE``  StableToolBench query file (union of ``api_list``)
@@ -48,6 +49,18 @@ def _mcp(loc: str) -> Catalog:
     return load_mcp_tools(Path(loc))
 
 
+def _mcp_server(loc: str) -> Catalog:
+    import shlex
+
+    from hyperplan.execute.runtimes.mcp import MCPRuntime
+
+    parts = shlex.split(loc)
+    if not parts:
+        raise CatalogError("no server command", file="mcp-server:", field="command")
+    with MCPRuntime(parts[0], parts[1:]) as runtime:
+        return runtime.catalog()
+
+
 def _nestful(loc: str) -> Catalog:
     from hyperplan.importers.nestful import load_nestful
 
@@ -83,6 +96,7 @@ LOADERS: dict[str, Callable[[str], Catalog]] = {
     "openai": _openai,
     "openapi": _openapi,
     "mcp": _mcp,
+    "mcp-server": _mcp_server,
     "nestful": _nestful,
     "nestools": _nestools,
     "stabletoolbench": _stabletoolbench,
