@@ -340,8 +340,8 @@ def _ranked_producers(graph: Hypergraph, cand: _Candidate, k: int, rows: _Rows,
     """The k best tools outside the candidate by Ω(e, M) (plus ``bonus[e]``, the weighted
     relevance of e to the subtask, when given). Ties go to the producer with fewer inputs of
     its own still to supply (required inputs not grounded: fewer new deficits, so a smaller
-    support graph), then to the lower tool id. Only the first :data:`TIE_SCAN` tools scoring
-    at least the k-th score are counted."""
+    support graph), then to the lower tool id. Only the first max(k, :data:`TIE_SCAN`) tools
+    scoring at least the k-th score are counted."""
     tools, scores = rows.omega(graph, cand.deficits)
     outside = np.array([int(e) not in cand.tools for e in tools], dtype=bool)
     tools, scores = tools[outside], scores[outside]
@@ -351,7 +351,7 @@ def _ranked_producers(graph: Hypergraph, cand: _Candidate, k: int, rows: _Rows,
     if order.size == 0:
         return []
     kth = scores[order[min(k, order.size) - 1]]
-    head = order[: min(int((scores >= kth).sum()), TIE_SCAN)]
+    head = order[: min(int((scores >= kth).sum()), max(k, TIE_SCAN))]
     if np.unique(scores[head]).size == head.size:  # no tie: Ω alone orders them
         return [int(e) for e in tools[head[:k]]]
     needs = np.array([len(_needs(graph, int(e), grounding, cfg)) for e in tools[head]])
