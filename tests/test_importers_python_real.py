@@ -390,3 +390,40 @@ def test_module_without_all_lists_its_own_and_reexported_routines() -> None:
     plain.helper = _moved(double, "_unit_misc")  # type: ignore[attr-defined]
     plain.nested = _moved(double, "unit_calc.sub")  # type: ignore[attr-defined]  # not a package
     assert load_python_callables(plain, source="unit-calc").names() == ["double"]
+
+
+def test_numpy_plain_types_type_unannotated_parameters() -> None:
+    from hyperplan.importers.docstrings import doc_type_schema
+
+    assert doc_type_schema("int, optional") == {"type": "integer"}
+    assert doc_type_schema("float") == {"type": "number"}
+    assert doc_type_schema("str, default 'mean'") == {"type": "string"}
+    for loose in ("array_like", "int or None", "{'a', 'b'}", "ndarray", ""):
+        assert doc_type_schema(loose) == {}
+
+    def clip(values, low, high=1.0, axis=None, mode="raise", how=None):  # type: ignore[no-untyped-def]
+        """Clip values.
+
+        Parameters
+        ----------
+        values : array_like
+            The values.
+        low : float
+            Lower bound.
+        high : float, optional
+            Upper bound.
+        axis : int, optional
+            Axis; all when None.
+        mode : str, optional
+            What to do.
+        how : bool, optional
+            Not typed by the docstring: its default is None.
+        """
+        return values
+
+    props = load_python_callables([clip]).get("clip").input_schema["properties"]
+    assert props["values"] == {"description": "The values."}
+    assert props["low"] == {"type": "number", "description": "Lower bound."}
+    assert props["high"] == {"type": "number", "description": "Upper bound.", "default": 1.0}
+    assert props["axis"] == {"description": "Axis; all when None.", "default": None}
+    assert props["mode"]["type"] == "string" and props["how"].get("type") is None

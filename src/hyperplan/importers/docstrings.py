@@ -5,11 +5,11 @@ NumPy (``Parameters`` / ``Returns`` headers underlined with dashes) styles."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from hyperplan.graph.text import returns_clause
 
-__all__ = ["Docstring", "parse_docstring"]
+__all__ = ["Docstring", "doc_type_schema", "parse_docstring"]
 
 _SECTION = re.compile(r"^([A-Z][A-Za-z ]*):\s*$")
 _GOOGLE_ARG = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
@@ -33,6 +33,22 @@ class Docstring:
     params: dict[str, str]
     returns: str
     returns_section: bool = False  # ``returns`` comes from a section/field, not the summary
+    types: dict[str, str] = field(default_factory=dict)  # NumPy ``name : type`` of a parameter
+
+
+# Plain type words of a NumPy entry and their JSON Schema type (``x : int, optional``).
+_DOC_TYPES = {"int": "integer", "integer": "integer", "float": "number", "str": "string",
+              "string": "string", "bool": "boolean", "boolean": "boolean", "dict": "object",
+              "list": "array"}
+
+
+def doc_type_schema(kind: str) -> dict[str, str]:
+    """The JSON Schema of a NumPy entry's type when it is one plain type word (``int``,
+    ``float, optional``, ``str, default 'x'``): ``{"type": "integer"}``; ``{}`` for anything
+    else (``array_like``, ``int or None``, ``{'a', 'b'}``, class names), which stays
+    unconstrained rather than risk rejecting a value the function accepts."""
+    word = kind.split(",", 1)[0].strip().lower()
+    return {"type": _DOC_TYPES[word]} if word in _DOC_TYPES else {}
 
 
 def parse_docstring(doc: str) -> Docstring:
@@ -50,8 +66,9 @@ def parse_docstring(doc: str) -> Docstring:
         summary.append(line.strip())
     params: dict[str, str] = {}
     returns: list[str] = []
+    types: dict[str, str] = {}
     if numpy:
-        _parse_numpy(lines, numpy, params, returns)
+        _parse_numpy(lines, numpy, params, returns, types)
     else:
         _parse_google(lines, params, returns)
         _parse_rest(lines, params, returns)
@@ -60,7 +77,7 @@ def parse_docstring(doc: str) -> Docstring:
     if not returns:  # no Returns section: a "returns X" clause of the summary describes it
         said = returns_clause(text)
         returns += [said] if said else []
-    return Docstring(text, params, " ".join(returns).strip(), section)
+    return Docstring(text, params, " ".join(returns).strip(), section, types)
 
 
 def _numpy_headers(lines: list[str]) -> dict[int, str]:
@@ -74,7 +91,8 @@ def _numpy_headers(lines: list[str]) -> dict[int, str]:
 
 
 def _parse_numpy(
-    lines: list[str], headers: dict[int, str], params: dict[str, str], returns: list[str]
+    lines: list[str], headers: dict[int, str], params: dict[str, str], returns: list[str],
+    types: dict[str, str],
 ) -> None:
     """Entries ``name : type`` (or ``a, b : type``; in Returns also a bare ``type``) at the
     header's indentation, their descriptions indented below them."""
@@ -96,6 +114,7 @@ def _parse_numpy(
                         name = one.strip().lstrip("*")
                         if name.isidentifier() and name not in params:
                             params[name] = text
+                            types[name] = kind
                 shared = []
         elif section in _NUMPY_RETURNS:
             parts = []

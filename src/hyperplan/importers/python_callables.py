@@ -49,7 +49,7 @@ from pydantic_core import to_jsonable_python
 from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
 from hyperplan.errors import CatalogError
 from hyperplan.graph.schema_paths import SchemaWarning
-from hyperplan.importers.docstrings import Docstring, parse_docstring
+from hyperplan.importers.docstrings import Docstring, doc_type_schema, parse_docstring
 from hyperplan.importers.schema_refs import resolve_refs, unique_tools
 
 _REGISTRY: dict[tuple[str, str], Callable[..., Any]] = {}
@@ -374,7 +374,8 @@ def _tool(
             continue
         if position == 0 and param.name in ("self", "cls") and param.annotation is param.empty:
             continue
-        props[param.name] = _param_schema(param, doc.params.get(param.name, ""), ctx)
+        props[param.name] = _param_schema(param, doc.params.get(param.name, ""), ctx,
+                                          doc.types.get(param.name, ""))
         if param.default is param.empty:
             required.append(param.name)
     inputs: dict[str, Any] = {"type": "object", "properties": props}
@@ -391,11 +392,18 @@ def _tool(
     )
 
 
-def _param_schema(param: inspect.Parameter, description: str, ctx: _Ctx) -> dict[str, Any]:
+def _param_schema(param: inspect.Parameter, description: str, ctx: _Ctx,
+                  doc_type: str = "") -> dict[str, Any]:
+    """From the type hint; unannotated: the default's type, else the plain type a NumPy
+    docstring declares (:func:`~hyperplan.importers.docstrings.doc_type_schema`), else ``{}``."""
     hint = param.annotation
     if hint is param.empty and isinstance(param.default, bool | int | float | str):
         hint = type(param.default)  # unannotated: the default's type
-    schema = {} if hint is param.empty else _type_schema(hint, ctx, f"parameters.{param.name}")
+    if param.default is None:  # "axis : int, optional" defaulting to None also takes None
+        doc_type = ""
+    schema: dict[str, Any] = (
+        dict(doc_type_schema(doc_type)) if hint is param.empty
+        else _type_schema(hint, ctx, f"parameters.{param.name}"))
     if description and "description" not in schema:
         schema["description"] = description
     if param.default is not param.empty:
