@@ -8,10 +8,9 @@ import warnings
 from typing import TextIO
 
 import typer
-from rich.markup import escape
 
 from hyperplan.cli.bench_cmds import bench_app
-from hyperplan.cli.common import console, fail
+from hyperplan.cli.common import console, fail, print_warning
 from hyperplan.cli.demo import demo
 from hyperplan.cli.eval_cmds import eval_app
 from hyperplan.cli.eval_retrieval import retrieval_cmd
@@ -63,7 +62,7 @@ def _show_warning(message: Warning | str, category: type[Warning], filename: str
                   file: TextIO | None = None, line: str | None = None) -> None:
     """Warnings as ``warning: <message>`` lines, not Python's ``file:line: Category`` form
     followed by a source line."""
-    console.print(f"[yellow]warning:[/yellow] {escape(str(message))}", highlight=False)
+    print_warning(str(message))
 
 
 def main() -> None:

@@ -61,10 +61,14 @@ def printed_warnings(limit: int = 10) -> Iterator[None]:
         finally:
             messages = list(dict.fromkeys(str(w.message) for w in caught))
             for message in messages[:limit]:
-                console.print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False)
+                print_warning(message)
             if len(messages) > limit:
-                console.print(f"[yellow]warning:[/yellow] ... and {len(messages) - limit} more",
-                              highlight=False)
+                print_warning(f"... and {len(messages) - limit} more")
+
+
+def print_warning(message: str) -> None:
+    """One ``warning: <message>`` line on stderr (the message as text, not markup)."""
+    console.print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False)
 
 
 @contextmanager

@@ -26,7 +26,7 @@ from hyperplan.graph.export import neighbourhood, to_dot, to_mermaid
 from hyperplan.graph.io import load_graph, save_graph
 from hyperplan.graph.links import LinkConfig
 from hyperplan.graph.model import Hypergraph, NodeKind
-from hyperplan.graph.text import NAMELESS_OUTPUTS, did_you_mean
+from hyperplan.graph.text import NAMELESS_OUTPUTS, did_you_mean, listed
 from hyperplan.retrieve.context_graph import index_texts
 from hyperplan.sources import load_source
 
@@ -63,8 +63,7 @@ def build_cmd(
     print_stats(graph)
     unnamed = unnamed_outputs(graph)
     if unnamed:
-        shown = ", ".join(unnamed[:5]) + (f" and {len(unnamed) - 5} more" if len(unnamed) > 5
-                                          else "")
+        shown = listed(unnamed)
         tools = "1 tool returns" if len(unnamed) == 1 else f"{len(unnamed)} tools return"
         console.print(f"[yellow]note[/yellow]: {tools} a bare value with no name and no "
                       f"description ({shown}); no input can be linked to it. "

@@ -23,6 +23,7 @@ from hyperplan.execute.traced_llm import TracedLLM
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.io import load_graph
 from hyperplan.graph.model import Hypergraph
+from hyperplan.graph.text import listed
 from hyperplan.llm.budget import Accounting
 
 trace_app = typer.Typer(help="Read run traces.", no_args_is_help=True)
@@ -124,10 +125,8 @@ def check_graph_tools(graph: Hypergraph, names: list[str], path: Path) -> None:
         return
     missing = [n for n in names if n not in graph.tool_index]
     extra = sorted(set(built) - set(names))
-    parts = [f"{len(missing)} of the tools are not in it ({', '.join(missing[:5])}"
-             f"{', ...' if len(missing) > 5 else ''})" if missing else "",
-             f"it has {len(extra)} other tools ({', '.join(extra[:5])}"
-             f"{', ...' if len(extra) > 5 else ''})" if extra else ""]
+    parts = [f"{len(missing)} of the tools are not in it ({listed(missing)})" if missing else "",
+             f"it has {len(extra)} other tools ({listed(extra)})" if extra else ""]
     why = "; ".join(p for p in parts if p) or "its tools are in another order"
     raise HyperplanError(f"--graph {path} was not built from these tools: {why}; rebuild it "
                          "with `hyperplan graph build` from the same source")

@@ -26,7 +26,7 @@ from hyperplan.graph.schema_paths import (
     input_fields,
     output_fields,
 )
-from hyperplan.graph.text import NAMELESS_OUTPUTS, name_tokens, returns_clause
+from hyperplan.graph.text import NAMELESS_OUTPUTS, listed, name_tokens, returns_clause
 
 Progress = Callable[[str, int, int], None]
 
@@ -74,12 +74,11 @@ def _warn_oversized(oversized: list[tuple[str, int]]) -> None:
     if not oversized:
         return
     ranked = sorted(oversized, key=lambda item: -item[1])
-    shown = ", ".join(f"{name} ({n})" for name, n in ranked[:5])
-    more = f" and {len(ranked) - 5} more" if len(ranked) > 5 else ""
+    shown = listed(f"{name} ({n})" for name, n in ranked)
     tools = "1 tool's output schema has" if len(ranked) == 1 else \
         f"{len(ranked)} tools' output schemas have"
     warnings.warn(f"{tools} more than {MAX_OUTPUT_PATHS} paths, kept the first "
-                  f"{MAX_OUTPUT_PATHS} of each: {shown}{more}", SchemaWarning, stacklevel=3)
+                  f"{MAX_OUTPUT_PATHS} of each: {shown}", SchemaWarning, stacklevel=3)
 
 
 def structure_from_catalog(catalog: Catalog) -> tuple[list[SchemaNode], list[ToolEdge]]:

@@ -118,18 +118,18 @@ def output_fields(schema: dict[str, Any] | None, *, where: str = "",
         return []
     out: list[SchemaField] = []
     _walk(schema, "", out, set(), 0, where)
-    if len(out) > MAX_OUTPUT_PATHS and oversized is not None:
+    if len(out) <= MAX_OUTPUT_PATHS:
+        return out
+    if oversized is not None:
         oversized.append((where, len(out)))
-        out = out[:MAX_OUTPUT_PATHS]
-    elif len(out) > MAX_OUTPUT_PATHS:
+    else:
         warnings.warn(
             f"{where}: output schema has {len(out)} paths, keeping the first "
             f"{MAX_OUTPUT_PATHS}",
             SchemaWarning,
             stacklevel=2,
         )
-        out = out[:MAX_OUTPUT_PATHS]
-    return out
+    return out[:MAX_OUTPUT_PATHS]
 
 
 def _walk(

@@ -160,6 +160,13 @@ def similar_names(name: str, names: Iterable[str], limit: int = 3) -> list[str]:
     return list(dict.fromkeys(same + close))[:limit]
 
 
+def listed(items: Iterable[str], limit: int = 5) -> str:
+    """``"a, b, c and 4 more"``: the first ``limit`` items, then how many were left out."""
+    names = list(items)
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
 def did_you_mean(name: str, names: Iterable[str], fallback: Iterable[str] = ()) -> str:
     """The hint ``did you mean 'a', 'b'?`` for :func:`similar_names` (else the ``fallback``
     names, at most 10), or ``""`` when there is nothing to suggest. Every "unknown tool"
