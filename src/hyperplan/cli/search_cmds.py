@@ -7,17 +7,21 @@ Defaults for c, lambda and Agg were chosen on the dev seeds 0-999 (see
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from hyperplan.cli.common import console, fail, out, stage_progress
+from hyperplan.cli.common import console, fail, out, print_warning, stage_progress
 from hyperplan.errors import HyperplanError
+from hyperplan.execute.setup import llm_from_options
+from hyperplan.llm.budget import Accounting
+from hyperplan.llm.budget import Budget as LLMBudget
 from hyperplan.search.common import BRANCH_ON, DEFAULT_WIDEN, MCTSConfig
 from hyperplan.search.env import SearchEnv
 from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG
-from hyperplan.search.policies import POLICIES
+from hyperplan.search.policies import POLICIES, LLMPolicyFactory, Policy
 from hyperplan.search.runner import METHODS, evaluate, load_tasks, sweep, sweep_plot, sweep_table
 
 DEFAULT_C = 0.5
@@ -35,6 +39,19 @@ Branching = Annotated[int, typer.Option(help="children per expansion b")]
 Level = Annotated[int | None, typer.Option(help="difficulty level (suite-defined)")]
 Agg = Annotated[str, typer.Option(help="prior aggregator: " + " | ".join(AGGREGATORS))]
 PolicyName = Annotated[str, typer.Option(help=" | ".join(POLICIES))]
+SearchPolicy = Annotated[str, typer.Option(
+    "--policy", help=" | ".join((*POLICIES, "llm")) + " (llm: the model at --llm proposes "
+    "and scores candidates)")]
+LLMUrl = Annotated[str | None, typer.Option(
+    "--llm", help="OpenAI-compatible base URL for --policy llm (else HYPERPLAN_LLM_BASE_URL)")]
+LLMModel = Annotated[str | None, typer.Option(
+    help="model name for --policy llm (else HYPERPLAN_LLM_MODEL, else the server's first)")]
+LLMRollouts = Annotated[str, typer.Option(
+    help="--policy llm: who simulates rollouts, heuristic (the model only proposes the "
+    "children of expanded histories) or llm (the model at every rollout step too)")]
+MaxLLMCalls = Annotated[int | None, typer.Option(
+    help="--policy llm: at most this many model calls in all; past it the policy falls back "
+    "to uniform choices and the JSON says so")]
 Guidance = Annotated[bool, typer.Option(
     "--rollout-guidance/--no-rollout-guidance",
     help="HyperMCTS rollouts also pick among the policy's b candidates by the prior "
@@ -89,15 +106,23 @@ def mcts_cmd(
     c: float = typer.Option(DEFAULT_C, help="UCT exploration constant c"),
     level: Level = None,
     agg: Agg = DEFAULT_AGG,
-    policy: PolicyName = "heuristic",
+    policy: SearchPolicy = "heuristic",
     methods: str = typer.Option(",".join(METHODS), help="comma-separated subset of methods"),
     rollout_guidance: Guidance = True,
     branch_on: BranchOn = "commit",
     widen: Widen = DEFAULT_WIDEN,
     expand_rollout: ExpandRollout = False,
+    llm: LLMUrl = None,
+    model: LLMModel = None,
+    llm_rollouts: LLMRollouts = "heuristic",
+    max_llm_calls: MaxLLMCalls = None,
     as_json: AsJson = False,
 ) -> None:
-    """HyperMCTS vs UCT, best-of-N, greedy and beam search at equal rollout budget."""
+    """HyperMCTS vs UCT, best-of-N, greedy and beam search at equal rollout budget.
+
+    With --policy llm every method asks the same model (one shared answer cache, so a history
+    two methods reach costs one call); the JSON's "llm" object counts the calls, the answers
+    that gave no valid decision, tokens and seconds."""
     config = _config(budget, branching, lam, c, agg, rollout_guidance, branch_on, widen,
                      expand_rollout)
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
@@ -106,15 +131,55 @@ def mcts_cmd(
         fail(f"--methods is empty; choose from {', '.join(METHODS)}")
     if unknown:
         fail(f"unknown methods {unknown}; choose from {', '.join(METHODS)}")
-    if policy not in POLICIES:
-        fail(f"unknown --policy {policy!r}; choose one of {', '.join(POLICIES)}")
+    make, report = _policy(policy, llm, model, llm_rollouts, max_llm_calls)
     envs = _tasks(suite, tasks, seed, level)
     with stage_progress() as progress:
-        result = evaluate(envs, config, policy=policy, seed=seed, methods=chosen,
+        result = evaluate(envs, config, policy=make, seed=seed, methods=chosen,
                           progress=progress)
+    extra = report()
+    if extra.get("stopped"):
+        print_warning(f"--policy llm: {extra['stopped']}; later proposals were uniform choices")
     _emit({"suite": suite, "seed": seed, "level": level, "policy": policy,
            "rollout_guidance": rollout_guidance, "branch_on": branch_on, "widen": widen,
-           "expand_rollout": expand_rollout, **result}, as_json)
+           "expand_rollout": expand_rollout, **result, **extra}, as_json)
+
+
+def _policy(name: str, url: str | None, model: str | None, rollouts: str,
+            max_calls: int | None) -> tuple[str | Callable[[], Policy],
+                                            Callable[[], dict[str, Any]]]:
+    """The policy ``evaluate`` runs (a name, or for ``llm`` a factory over one client) and a
+    function giving the JSON's ``llm`` report after the run (empty for the other policies)."""
+    llm_options = url is not None or model is not None or max_calls is not None
+    if name != "llm":
+        if name not in POLICIES:
+            fail(f"unknown --policy {name!r}; choose one of {', '.join((*POLICIES, 'llm'))}")
+        if llm_options:
+            fail("--llm, --model and --max-llm-calls are for --policy llm")
+        return name, dict
+    if rollouts not in ("heuristic", "llm"):
+        fail(f"--llm-rollouts must be heuristic or llm, got {rollouts!r}")
+    if max_calls is not None and max_calls < 1:
+        fail(f"--max-llm-calls must be >= 1, got {max_calls}")
+    accounting = Accounting(LLMBudget(max_calls=max_calls))
+    try:
+        client = llm_from_options(url, model, accounting, check=True)
+    except HyperplanError as exc:
+        fail(str(exc))
+    if client is None:
+        fail("--policy llm needs --llm URL or HYPERPLAN_LLM_BASE_URL")
+    factory = LLMPolicyFactory(client, rollouts=rollouts)
+
+    def report() -> dict[str, Any]:
+        totals = accounting.totals()
+        stopped = accounting.stopped
+        return {"llm": {"model": client.model, "rollouts": rollouts, "calls": factory.calls,
+                        "histories": factory.answers, "fallbacks": factory.fallbacks,
+                        "prompt_tokens": totals.prompt_tokens,
+                        "completion_tokens": totals.completion_tokens,
+                        "seconds": round(totals.latency_s, 2),
+                        "stopped": None if stopped is None else str(stopped)}}
+
+    return factory, report
 
 
 def _emit(payload: dict[str, Any], as_json: bool) -> None:

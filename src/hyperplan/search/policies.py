@@ -18,6 +18,7 @@ import random
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from hyperplan.llm.budget import BudgetExceeded
 from hyperplan.llm.types import LLM, LLMError, Message
 from hyperplan.search.env import Action, SearchEnv
 
@@ -142,8 +143,11 @@ class LLMPolicy:
     valid distinct keys; ``rollout`` samples among the scored keys (softmax at
     ``temperature``), or, with ``rollout_policy`` set, delegates simulation to that policy
     (e.g. :class:`HeuristicPolicy`) to save calls. Unknown keys are dropped; if the model
-    yields no valid key (or the call fails) the policy falls back to a uniform choice, so a
-    bad answer never stops the search. ``calls`` counts model calls."""
+    yields no valid key (or the call fails, or the LLM budget is exhausted) the policy falls
+    back to a uniform choice, so a bad answer never stops the search. ``calls`` counts model
+    calls, ``fallbacks`` the answers that gave no valid key. Policies given the same ``cache``
+    (a dict) share their answers: with a deterministic model (temperature 0) the methods of a
+    benchmark then see the same answer for the same history and pay for it once."""
 
     def __init__(
         self,
@@ -153,6 +157,7 @@ class LLMPolicy:
         rollout_policy: Policy | None = None,
         component: str = "mcts-policy",
         max_decisions: int = 40,
+        cache: dict[str, list[tuple[str, float]]] | None = None,
     ) -> None:
         self.llm = llm
         self.temperature = temperature
@@ -161,7 +166,8 @@ class LLMPolicy:
         self.max_decisions = max_decisions
         self.name = "llm"
         self.calls = 0
-        self._cache: dict[str, list[tuple[str, float]]] = {}
+        self.fallbacks = 0
+        self._cache: dict[str, list[tuple[str, float]]] = {} if cache is None else cache
 
     def _prompt(self, env: SearchEnv, decisions: Sequence[Action], k: int) -> str:
         listed = "\n".join(
@@ -196,8 +202,10 @@ class LLMPolicy:
                 if key in valid and key not in seen:
                     seen.add(key)
                     out.append((key, float(item.get("score", 0.0))))
-        except (LLMError, ValueError, AttributeError, TypeError):
+        except (LLMError, BudgetExceeded, ValueError, AttributeError, TypeError):
             out = []
+        if not out:
+            self.fallbacks += 1
         self._cache[prompt] = out
         return out
 
@@ -227,6 +235,8 @@ class LLMPolicy:
 
 
 POLICIES = ("random", "heuristic")
+"""The policies :func:`make_policy` builds by name; ``llm`` (:class:`LLMPolicy`) needs a model
+and is built by :class:`LLMPolicyFactory`."""
 
 
 def make_policy(name: str) -> Policy:
@@ -236,3 +246,39 @@ def make_policy(name: str) -> Policy:
     if name == "heuristic":
         return HeuristicPolicy()
     raise ValueError(f"unknown policy {name!r}; choose one of {POLICIES}")
+
+
+
+class LLMPolicyFactory:
+    """Fresh :class:`LLMPolicy` objects (one per search run, as a benchmark asks) over one
+    model and one shared answer cache. ``rollouts``: ``"heuristic"`` simulates with
+    :class:`HeuristicPolicy` (the model only proposes the children of expanded histories, the
+    cheap setting), ``"llm"`` asks the model at every rollout step too. ``calls`` and
+    ``fallbacks`` add up those of every policy made."""
+
+    def __init__(self, llm: LLM, *, rollouts: str = "heuristic") -> None:
+        if rollouts not in ("heuristic", "llm"):
+            raise ValueError(f"rollouts must be 'heuristic' or 'llm', got {rollouts!r}")
+        self.llm = llm
+        self.rollouts = rollouts
+        self._cache: dict[str, list[tuple[str, float]]] = {}
+        self._made: list[LLMPolicy] = []
+
+    def __call__(self) -> LLMPolicy:
+        simulate = HeuristicPolicy() if self.rollouts == "heuristic" else None
+        policy = LLMPolicy(self.llm, rollout_policy=simulate, cache=self._cache)
+        self._made.append(policy)
+        return policy
+
+    @property
+    def calls(self) -> int:
+        return sum(p.calls for p in self._made)
+
+    @property
+    def fallbacks(self) -> int:
+        return sum(p.fallbacks for p in self._made)
+
+    @property
+    def answers(self) -> int:
+        """Distinct histories the model was asked about (the shared cache's size)."""
+        return len(self._cache)

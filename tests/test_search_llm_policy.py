@@ -1,0 +1,85 @@
+"""The LLM policy as the benchmark runs it: one model, one shared answer cache, a call budget,
+and the ``eval mcts --policy llm`` options (the real server: tests/test_llm_server.py)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from typer.testing import CliRunner
+
+from hyperplan.cli import app
+from hyperplan.llm.budget import Accounting, Budget
+from hyperplan.llm.scripted import ScriptedLLM, ScriptedRule
+from hyperplan.search.common import MCTSConfig
+from hyperplan.search.mcts import hypermcts
+from hyperplan.search.policies import HeuristicPolicy, LLMPolicyFactory
+from hyperplan.search.runner import evaluate
+from hyperplan.search.toy import ToyShopEnv
+
+REPLY = {"candidates": [{"key": "P1.2", "score": 0.9}, {"key": "P0.0", "score": 0.5}]}
+
+
+def test_policies_of_one_factory_share_the_models_answers() -> None:
+    llm = ScriptedLLM([ScriptedRule(json=REPLY, component="mcts-policy")])
+    factory = LLMPolicyFactory(llm)
+    env = ToyShopEnv(0, 2, 3)
+    first, second = factory(), factory()
+    a = first.propose(env, env.decisions(), 2, random.Random(0))
+    b = second.propose(env, env.decisions(), 2, random.Random(1))
+    assert [x.key for x in a] == [x.key for x in b] == ["P1.2", "P0.0"]
+    assert len(llm.calls) == 1 and factory.calls == 1 and factory.answers == 1
+    assert factory.fallbacks == 0
+
+
+def test_factory_rollouts_by_the_heuristic_or_by_the_model() -> None:
+    env = ToyShopEnv(0, 2, 3)
+    cheap = LLMPolicyFactory(ScriptedLLM([ScriptedRule(json=REPLY)]))()
+    assert isinstance(cheap.rollout_policy, HeuristicPolicy)
+    cheap.rollout(env, env.decisions(), random.Random(0))
+    assert cheap.calls == 0  # simulation does not ask the model
+    asking = LLMPolicyFactory(ScriptedLLM([ScriptedRule(json=REPLY)]), rollouts="llm")()
+    assert asking.rollout_policy is None
+    assert asking.rollout(env, env.decisions(), random.Random(0)).key in {"P1.2", "P0.0"}
+    assert asking.calls == 1
+    with pytest.raises(ValueError, match="rollouts"):
+        LLMPolicyFactory(ScriptedLLM([]), rollouts="sometimes")
+
+
+def test_an_exhausted_call_budget_falls_back_without_stopping_the_search() -> None:
+    accounting = Accounting(Budget(max_calls=1))
+    llm = ScriptedLLM([ScriptedRule(json=REPLY)], accounting=accounting)
+    factory = LLMPolicyFactory(llm, rollouts="llm")
+    result = hypermcts(ToyShopEnv(0, 2, 3), factory(), MCTSConfig(budget=6, branching=2), 0)
+    assert result.rollouts >= 1
+    assert factory.calls >= 2 and factory.fallbacks >= 1  # the second call hit the budget
+    assert accounting.stopped is not None and "budget exhausted" in str(accounting.stopped)
+
+
+def test_every_method_of_a_benchmark_reads_the_same_cache() -> None:
+    llm = ScriptedLLM([ScriptedRule(json=REPLY)])
+    factory = LLMPolicyFactory(llm)
+    tasks = [ToyShopEnv(0, 2, 3)]
+    evaluate(tasks, MCTSConfig(budget=4, branching=2), policy=factory, seed=0,
+             methods=["hypermcts", "uct"])
+    # both searches expand the same root: the second pays nothing for it
+    assert factory.answers == len(llm.calls) and factory.calls == len(llm.calls)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--policy", "llm"], "--policy llm needs --llm URL"),
+    (["--policy", "heuristic", "--llm", "http://127.0.0.1:9/v1"], "are for --policy llm"),
+    (["--policy", "oracle"], "unknown --policy 'oracle'"),
+    (["--policy", "llm", "--llm", "http://127.0.0.1:9/v1", "--llm-rollouts", "some"],
+     "--llm-rollouts must be heuristic or llm"),
+    (["--policy", "llm", "--llm", "http://127.0.0.1:9/v1", "--max-llm-calls", "0"],
+     "--max-llm-calls must be >= 1"),
+    (["--policy", "llm", "--llm", "http://127.0.0.1:9/v1"], "cannot reach the LLM endpoint"),
+])
+def test_mcts_policy_options_fail_with_one_line(args: list[str], message: str,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HYPERPLAN_LLM_BASE_URL", raising=False)
+    result = CliRunner().invoke(app, ["eval", "mcts", "--suite", "toy", "--tasks", "1",
+                                      "--budget", "2", "--json", *args])
+    assert result.exit_code == 1
+    assert message in " ".join(result.output.split())
