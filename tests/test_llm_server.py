@@ -211,3 +211,32 @@ def test_retrieval_benchmark_reads_the_real_models_interpretation(
                                    embedder=get_embedder("hashing"), interpreter=refuse,
                                    interpreter_name="llm:smollm2", store=store)
     assert again["methods"]["context_graph"]["recall"] == doc["methods"]["context_graph"]["recall"]
+
+
+def test_tree_search_with_the_real_model_as_its_policy(
+    base_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``eval mcts --policy llm``: HyperMCTS and UCT on one generated shopping task, the real
+    model proposing the children of every expanded history (rollouts by the heuristic). The
+    135M model's answers may be unusable (then the policy falls back to uniform choices); the
+    point is that every proposal goes over HTTP, is counted, and the search ends cleanly."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from hyperplan.cli import app
+
+    monkeypatch.setenv("HYPERPLAN_LLM_MAX_TOKENS", "96")
+    model = os.environ.get("HYPERPLAN_LLM_TEST_MODEL", "smollm2")
+    result = CliRunner().invoke(app, [
+        "eval", "mcts", "--suite", "shopping", "--tasks", "1", "--seed", "1", "--budget", "2",
+        "--methods", "hypermcts,uct", "--policy", "llm", "--llm", base_url, "--model", model,
+        "--max-llm-calls", "12", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout.strip().splitlines()[-1])
+    report = doc["llm"]
+    assert report["model"] == model and report["rollouts"] == "heuristic"
+    assert 1 <= report["calls"] <= 12 and report["histories"] >= 1
+    assert report["prompt_tokens"] > 0 and 0 <= report["fallbacks"] <= report["histories"]
+    for method in ("hypermcts", "uct"):
+        assert doc["methods"][method]["rollouts"] >= 1

@@ -83,3 +83,28 @@ def test_mcts_policy_options_fail_with_one_line(args: list[str], message: str,
                                       "--budget", "2", "--json", *args])
     assert result.exit_code == 1
     assert message in " ".join(result.output.split())
+
+
+def test_decisions_named_by_key_label_or_unprefixed_key() -> None:
+    from hyperplan.search.env import Action, ActionKind
+    from hyperplan.search.policies import decision_names
+
+    decisions = [Action("search:backpack", ActionKind.INFO, label="search backpack"),
+                 Action("view:a1", ActionKind.INFO, label="view item"),
+                 Action("view:a2", ActionKind.INFO, label="view item"),
+                 Action("choose:a1", label="choose a1"),
+                 Action("a1")]
+    names = decision_names(decisions)
+    assert names["search:backpack"] == names["backpack"] == names["search backpack"]
+    assert "view item" not in names  # two decisions share the label
+    assert names["a1"] == "a1"  # a key wins over another decision's unprefixed key
+    assert names["a2"] == "view:a2"
+
+
+def test_out_of_range_scores_are_clamped_and_prefixless_keys_read() -> None:
+    reply = {"candidates": [{"key": "p1.2", "score": 2.0}, {"key": "P0.0", "score": -1}]}
+    llm = ScriptedLLM([ScriptedRule(json=reply)])
+    policy = LLMPolicyFactory(llm)()
+    env = ToyShopEnv(0, 2, 3)
+    assert policy.score(env, env.decisions(), 2) == [("P1.2", 1.0), ("P0.0", 0.0)]
+    assert policy.fallbacks == 0

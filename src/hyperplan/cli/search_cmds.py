@@ -121,8 +121,9 @@ def mcts_cmd(
     """HyperMCTS vs UCT, best-of-N, greedy and beam search at equal rollout budget.
 
     With --policy llm every method asks the same model (one shared answer cache, so a history
-    two methods reach costs one call); the JSON's "llm" object counts the calls, the answers
-    that gave no valid decision, tokens and seconds."""
+    two methods reach costs one call); the JSON's "llm" object counts the histories the model
+    was asked about, the requests sent (re-asks included), the answers that gave no valid
+    decision (fallbacks), tokens and model seconds."""
     config = _config(budget, branching, lam, c, agg, rollout_guidance, branch_on, widen,
                      expand_rollout)
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
@@ -172,8 +173,9 @@ def _policy(name: str, url: str | None, model: str | None, rollouts: str,
     def report() -> dict[str, Any]:
         totals = accounting.totals()
         stopped = accounting.stopped
-        return {"llm": {"model": client.model, "rollouts": rollouts, "calls": factory.calls,
-                        "histories": factory.answers, "fallbacks": factory.fallbacks,
+        return {"llm": {"model": client.model, "rollouts": rollouts,
+                        "histories": factory.calls, "calls": totals.calls,
+                        "fallbacks": factory.fallbacks,
                         "prompt_tokens": totals.prompt_tokens,
                         "completion_tokens": totals.completion_tokens,
                         "seconds": round(totals.latency_s, 2),

@@ -117,7 +117,7 @@ CANDIDATE_SCHEMA: dict[str, Any] = {
                 "type": "object",
                 "properties": {
                     "key": {"type": "string"},
-                    "score": {"type": "number", "minimum": 0, "maximum": 1},
+                    "score": {"type": "number"},
                 },
                 "required": ["key", "score"],
             },
@@ -125,7 +125,10 @@ CANDIDATE_SCHEMA: dict[str, Any] = {
     },
     "required": ["candidates"],
 }
-"""The JSON answer the LLM policy asks for: scored candidate decisions by key."""
+"""The JSON answer the LLM policy asks for: scored candidate decisions by key. The prompt asks
+for scores in [0, 1], and :meth:`LLMPolicy.score` clamps them there. The schema does not bound
+them: a grammar-constrained server (llama.cpp) does not enforce numeric bounds, and a
+score of 2.0 would void a whole answer whose ranking is usable."""
 
 _SYSTEM = (
     "You are the action policy of a tree-search planner. Given the task, the history so far "
@@ -135,6 +138,28 @@ _SYSTEM = (
 )
 
 
+def decision_names(decisions: Sequence[Action]) -> dict[str, str]:
+    """The names a model may give each decision, lower-cased, to its key: the key itself, its
+    label, and the key without its kind prefix ("backpack" for ``search:backpack``) when no
+    other decision has that name. A name two decisions share is dropped unless it is one's own
+    key: a model answering "backpack" cannot be read when two keys end in it."""
+    names: dict[str, str] = {}
+    own = {a.key.lower() for a in decisions}
+    counts: dict[str, int] = {}
+    aliases: list[tuple[str, str]] = []
+    for a in decisions:
+        for alias in {(a.label or "").strip().lower(), a.key.split(":", 1)[-1].strip().lower()}:
+            if alias and alias not in own:
+                aliases.append((alias, a.key))
+                counts[alias] = counts.get(alias, 0) + 1
+    for alias, key in aliases:
+        if counts[alias] == 1:
+            names[alias] = key
+    for a in decisions:
+        names[a.key.lower()] = a.key
+    return names
+
+
 class LLMPolicy:
     """pi_theta through the :class:`~hyperplan.llm.types.LLM` protocol.
 
@@ -142,7 +167,8 @@ class LLMPolicy:
     cached on the prompt so a revisited history costs no call. ``propose`` keeps the k best
     valid distinct keys; ``rollout`` samples among the scored keys (softmax at
     ``temperature``), or, with ``rollout_policy`` set, delegates simulation to that policy
-    (e.g. :class:`HeuristicPolicy`) to save calls. Unknown keys are dropped; if the model
+    (e.g. :class:`HeuristicPolicy`) to save calls. A decision may be named by its key, its
+    label or its unprefixed key (:func:`decision_names`); unknown names are dropped; if the model
     yields no valid key (or the call fails, or the LLM budget is exhausted) the policy falls
     back to a uniform choice, so a bad answer never stops the search. ``calls`` counts model
     calls, ``fallbacks`` the answers that gave no valid key. Policies given the same ``cache``
@@ -184,7 +210,7 @@ class LLMPolicy:
         cached = self._cache.get(prompt)
         if cached is not None:
             return cached
-        valid = {a.key for a in decisions}
+        names = decision_names(decisions)
         out: list[tuple[str, float]] = []
         try:
             self.calls += 1
@@ -198,10 +224,11 @@ class LLMPolicy:
                 parsed = json.loads(response.text)
             seen: set[str] = set()
             for item in parsed.get("candidates", []):
-                key = str(item.get("key", ""))
-                if key in valid and key not in seen:
+                key = names.get(str(item.get("key", "")).strip().lower())
+                if key is not None and key not in seen:
                     seen.add(key)
-                    out.append((key, float(item.get("score", 0.0))))
+                    score = float(item.get("score", 0.0))
+                    out.append((key, 0.0 if score < 0.0 else min(score, 1.0)))
         except (LLMError, BudgetExceeded, ValueError, AttributeError, TypeError):
             out = []
         if not out:
