@@ -108,3 +108,17 @@ def test_out_of_range_scores_are_clamped_and_prefixless_keys_read() -> None:
     env = ToyShopEnv(0, 2, 3)
     assert policy.score(env, env.decisions(), 2) == [("P1.2", 1.0), ("P0.0", 0.0)]
     assert policy.fallbacks == 0
+
+
+def test_an_llm_run_whose_answers_fall_back_says_so(capsys: pytest.CaptureFixture[str]) -> None:
+    from hyperplan.cli.search_cmds import _warn_llm
+
+    _warn_llm({"stopped": "budget exhausted: llm_calls used 3 of 3", "errors": 2, "calls": 5,
+               "histories": 4, "fallbacks": 3})
+    captured = capsys.readouterr()
+    err = " ".join((captured.out + captured.err).split())
+    assert "budget exhausted" in err and "2 of 5 requests failed" in err
+    assert "3 of 4 answers named no valid decision" in err
+    _warn_llm({"stopped": None, "errors": 0, "calls": 4, "histories": 4, "fallbacks": 1})
+    captured = capsys.readouterr()
+    assert captured.out + captured.err == ""

@@ -138,8 +138,8 @@ def mcts_cmd(
         result = evaluate(envs, config, policy=make, seed=seed, methods=chosen,
                           progress=progress)
     extra = report()
-    if extra.get("stopped"):
-        print_warning(f"--policy llm: {extra['stopped']}; later proposals were uniform choices")
+    if "llm" in extra:
+        _warn_llm(extra["llm"])
     _emit({"suite": suite, "seed": seed, "level": level, "policy": policy,
            "rollout_guidance": rollout_guidance, "branch_on": branch_on, "widen": widen,
            "expand_rollout": expand_rollout, **result, **extra}, as_json)
@@ -175,13 +175,26 @@ def _policy(name: str, url: str | None, model: str | None, rollouts: str,
         stopped = accounting.stopped
         return {"llm": {"model": client.model, "rollouts": rollouts,
                         "histories": factory.calls, "calls": totals.calls,
-                        "fallbacks": factory.fallbacks,
+                        "fallbacks": factory.fallbacks, "errors": totals.errors,
                         "prompt_tokens": totals.prompt_tokens,
                         "completion_tokens": totals.completion_tokens,
                         "seconds": round(totals.latency_s, 2),
                         "stopped": None if stopped is None else str(stopped)}}
 
     return factory, report
+
+
+def _warn_llm(report: dict[str, Any]) -> None:
+    """One warning line each for an LLM run that a budget stopped, that had failed requests,
+    or whose answers mostly named no valid decision (proposals then fell back to uniform)."""
+    if report["stopped"]:
+        print_warning(f"--policy llm: {report['stopped']}; later proposals were uniform choices")
+    if report["errors"]:
+        print_warning(f"--policy llm: {report['errors']} of {report['calls']} requests failed")
+    asked, fallbacks = report["histories"], report["fallbacks"]
+    if asked and fallbacks * 2 > asked:
+        print_warning(f"--policy llm: {fallbacks} of {asked} answers named no valid decision; "
+                      "those proposals were uniform choices")
 
 
 def _emit(payload: dict[str, Any], as_json: bool) -> None:
