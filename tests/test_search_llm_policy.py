@@ -122,3 +122,20 @@ def test_an_llm_run_whose_answers_fall_back_says_so(capsys: pytest.CaptureFixtur
     _warn_llm({"stopped": None, "errors": 0, "calls": 4, "histories": 4, "fallbacks": 1})
     captured = capsys.readouterr()
     assert captured.out + captured.err == ""
+
+
+def test_a_long_decision_list_shows_the_most_promising_by_hint() -> None:
+    from hyperplan.search.policies import LLMPolicy
+
+    env = ToyShopEnv(0, 5, 6)  # 30 decisions
+    decisions = list(env.decisions())
+    policy = LLMPolicy(ScriptedLLM([]), max_decisions=4)
+    shown = policy.shown(env, decisions)
+    hints = [env.hint(a) for a in decisions]
+    cut = sorted(hints, reverse=True)[3]
+    assert len(shown) == 4 and all(env.hint(a) >= cut for a in shown)
+    assert shown == [a for a in decisions if a in shown]  # the environment's order
+    prompt = policy._prompt(env, decisions, 2)
+    assert "(4 of 30, the most promising by the environment's hint)" in prompt
+    assert all(f"- {a.key} " in prompt for a in shown)
+    assert LLMPolicy(ScriptedLLM([])).shown(env, decisions) == decisions

@@ -196,13 +196,28 @@ class LLMPolicy:
         self._cache: dict[str, list[tuple[str, float]]] = {} if cache is None else cache
 
     def _prompt(self, env: SearchEnv, decisions: Sequence[Action], k: int) -> str:
-        listed = "\n".join(
-            f"- {a.key} [{a.kind}]: {a.label or a.key}" for a in decisions[: self.max_decisions]
-        )
+        shown = self.shown(env, decisions)
+        listed = "\n".join(f"- {a.key} [{a.kind}]: {a.label or a.key}" for a in shown)
+        heading = "Valid decisions"
+        if len(shown) < len(decisions):
+            heading += (f" ({len(shown)} of {len(decisions)}, the most promising by the "
+                        "environment's hint)")
         return (
             f"Task: {env.query}\n\nHistory:\n{env.describe()}\n\n"
-            f"Valid decisions:\n{listed}\n\nReturn up to {k} candidates."
+            f"{heading}:\n{listed}\n\nReturn up to {k} candidates."
         )
+
+    def shown(self, env: SearchEnv, decisions: Sequence[Action]) -> list[Action]:
+        """The decisions the prompt lists: all of them, or when there are more than
+        ``max_decisions``, the ``max_decisions`` with the highest :meth:`SearchEnv.hint`
+        (earlier ones first on ties), in the environment's order. A travel day can offer
+        hundreds of decisions; listing the first ones only would hide the rest from the
+        model for good."""
+        if len(decisions) <= self.max_decisions:
+            return list(decisions)
+        hints = [env.hint(a) for a in decisions]
+        best = sorted(range(len(decisions)), key=lambda i: (-hints[i], i))[: self.max_decisions]
+        return [decisions[i] for i in sorted(best)]
 
     def score(self, env: SearchEnv, decisions: Sequence[Action], k: int) -> list[tuple[str, float]]:
         """The model's (key, score) list for the current history, valid distinct keys only."""
