@@ -139,3 +139,19 @@ def test_a_long_decision_list_shows_the_most_promising_by_hint() -> None:
     assert "(4 of 30, the most promising by the environment's hint)" in prompt
     assert all(f"- {a.key} " in prompt for a in shown)
     assert LLMPolicy(ScriptedLLM([])).shown(env, decisions) == decisions
+
+
+def test_the_prompt_states_the_query_once() -> None:
+    from hyperplan.search.policies import LLMPolicy
+    from hyperplan.search.runner import load_tasks
+
+    env = load_tasks("shopping", 1, 1)[0]
+    env.reset()
+    policy = LLMPolicy(ScriptedLLM([]))
+    prompt = policy._prompt(env, env.decisions(), 3)
+    assert prompt.count(env.query) == 1 and "History:\n(no steps yet)" in prompt
+    env.step(env.decisions()[0])
+    prompt = policy._prompt(env, env.decisions(), 3)
+    assert prompt.count(env.query) == 1 and "History:\n1. " in prompt
+    toy = ToyShopEnv(0, 2, 3)
+    assert "History:\nchosen: nothing yet" in policy._prompt(toy, toy.decisions(), 2)

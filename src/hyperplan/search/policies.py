@@ -160,6 +160,16 @@ def decision_names(decisions: Sequence[Action]) -> dict[str, str]:
     return names
 
 
+def _history(env: SearchEnv) -> str:
+    """:meth:`SearchEnv.describe` without a first line that only repeats the query (the
+    generated suites open with "Query: ..."), which the prompt already gives as the task."""
+    text = env.describe()
+    first, _, rest = text.partition("\n")
+    if first.strip() == f"Query: {env.query}".strip():
+        return rest.strip() or "(no steps yet)"
+    return text
+
+
 class LLMPolicy:
     """pi_theta through the :class:`~hyperplan.llm.types.LLM` protocol.
 
@@ -203,7 +213,7 @@ class LLMPolicy:
             heading += (f" ({len(shown)} of {len(decisions)}, the most promising by the "
                         "environment's hint)")
         return (
-            f"Task: {env.query}\n\nHistory:\n{env.describe()}\n\n"
+            f"Task: {env.query}\n\nHistory:\n{_history(env)}\n\n"
             f"{heading}:\n{listed}\n\nReturn up to {k} candidates."
         )
 
