@@ -155,3 +155,31 @@ def test_the_prompt_states_the_query_once() -> None:
     assert prompt.count(env.query) == 1 and "History:\n1. " in prompt
     toy = ToyShopEnv(0, 2, 3)
     assert "History:\nchosen: nothing yet" in policy._prompt(toy, toy.decisions(), 2)
+
+
+def test_a_prompt_too_long_for_the_window_is_asked_again_with_fewer_decisions() -> None:
+    from hyperplan.llm.types import Message
+    from hyperplan.search.policies import _SYSTEM, LLMPolicy
+
+    env = ToyShopEnv(0, 5, 6)  # 30 decisions
+    decisions = list(env.decisions())
+    probe = LLMPolicy(ScriptedLLM([]))
+
+    def tokens(n: int) -> int:
+        text = _SYSTEM + probe._prompt(env, decisions, 2, n)
+        return -(-len(text) // 4)
+
+    window = tokens(15)  # the full list does not fit, half of it does
+    assert tokens(30) > window
+    key = probe.shown(env, decisions, 15)[0].key
+    llm = ScriptedLLM([ScriptedRule(json={"candidates": [{"key": key, "score": 0.8}]})],
+                      context_window=window)
+    policy = LLMPolicy(llm)
+    assert policy.score(env, decisions, 2) == [(key, 0.8)]
+    assert len(llm.calls) == 1 and policy.calls == 1 and policy.fallbacks == 0
+    assert "(15 of 30," in llm.calls[0].messages[-1].content
+    assert isinstance(llm.calls[0].messages[0], Message)
+    # a window nothing fits: two cuts, then a uniform fallback, and the search goes on
+    tiny = LLMPolicy(ScriptedLLM([], context_window=10))
+    assert tiny.score(env, decisions, 2) == [] and tiny.fallbacks == 1
+    assert len(tiny.propose(env, decisions, 2, random.Random(0))) == 2

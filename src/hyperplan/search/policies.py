@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from hyperplan.llm.budget import BudgetExceeded
-from hyperplan.llm.types import LLM, LLMError, Message
+from hyperplan.llm.types import LLM, ContextLengthError, LLMError, Message
 from hyperplan.search.env import Action, SearchEnv
 
 
@@ -130,6 +130,11 @@ for scores in [0, 1], and :meth:`LLMPolicy.score` clamps them there. The schema 
 them: a grammar-constrained server (llama.cpp) does not enforce numeric bounds, and a
 score of 2.0 would void a whole answer whose ranking is usable."""
 
+CONTEXT_CUTS = 2
+"""How many times :meth:`LLMPolicy.score` halves the listed decisions of a prompt the model's
+context window refuses (SmolLM2 on the CI server has 4,096 tokens; a shopping history can list
+40 decisions with long product titles)."""
+
 _SYSTEM = (
     "You are the action policy of a tree-search planner. Given the task, the history so far "
     "and the valid next decisions, return the most promising decisions as JSON "
@@ -205,8 +210,9 @@ class LLMPolicy:
         self.fallbacks = 0
         self._cache: dict[str, list[tuple[str, float]]] = {} if cache is None else cache
 
-    def _prompt(self, env: SearchEnv, decisions: Sequence[Action], k: int) -> str:
-        shown = self.shown(env, decisions)
+    def _prompt(self, env: SearchEnv, decisions: Sequence[Action], k: int,
+                limit: int | None = None) -> str:
+        shown = self.shown(env, decisions, limit)
         listed = "\n".join(f"- {a.key} [{a.kind}]: {a.label or a.key}" for a in shown)
         heading = "Valid decisions"
         if len(shown) < len(decisions):
@@ -217,38 +223,41 @@ class LLMPolicy:
             f"{heading}:\n{listed}\n\nReturn up to {k} candidates."
         )
 
-    def shown(self, env: SearchEnv, decisions: Sequence[Action]) -> list[Action]:
-        """The decisions the prompt lists: all of them, or when there are more than
-        ``max_decisions``, the ``max_decisions`` with the highest :meth:`SearchEnv.hint`
+    def shown(self, env: SearchEnv, decisions: Sequence[Action],
+              limit: int | None = None) -> list[Action]:
+        """The decisions the prompt lists: all of them, or when there are more than ``limit``
+        (default ``max_decisions``), the ``limit`` with the highest :meth:`SearchEnv.hint`
         (earlier ones first on ties), in the environment's order. A travel day can offer
         hundreds of decisions; listing the first ones only would hide the rest from the
         model for good."""
-        if len(decisions) <= self.max_decisions:
+        cap = self.max_decisions if limit is None else limit
+        if len(decisions) <= cap:
             return list(decisions)
         hints = [env.hint(a) for a in decisions]
-        best = sorted(range(len(decisions)), key=lambda i: (-hints[i], i))[: self.max_decisions]
+        best = sorted(range(len(decisions)), key=lambda i: (-hints[i], i))[:cap]
         return [decisions[i] for i in sorted(best)]
 
     def score(self, env: SearchEnv, decisions: Sequence[Action], k: int) -> list[tuple[str, float]]:
-        """The model's (key, score) list for the current history, valid distinct keys only."""
+        """The model's (key, score) list for the current history, valid distinct keys only.
+        A prompt the model's context window refuses is asked again with half as many
+        decisions listed (the best by hint), at most ``CONTEXT_CUTS`` times."""
         prompt = self._prompt(env, decisions, k)
         cached = self._cache.get(prompt)
         if cached is not None:
             return cached
         names = decision_names(decisions)
         out: list[tuple[str, float]] = []
+        self.calls += 1
         try:
-            self.calls += 1
-            response = self.llm.complete(
-                [Message.system(_SYSTEM), Message.user(prompt)],
-                schema=CANDIDATE_SCHEMA,
-                component=self.component,
-            )
-            parsed = response.parsed
-            if parsed is None:
-                parsed = json.loads(response.text)
+            parsed = self._ask(prompt)
+            shown = min(len(decisions), self.max_decisions)
+            for _ in range(CONTEXT_CUTS):
+                if parsed is not None or shown <= 1:
+                    break
+                shown = max(1, shown // 2)
+                parsed = self._ask(self._prompt(env, decisions, k, shown))
             seen: set[str] = set()
-            for item in parsed.get("candidates", []):
+            for item in (parsed or {}).get("candidates", []):
                 key = names.get(str(item.get("key", "")).strip().lower())
                 if key is not None and key not in seen:
                     seen.add(key)
@@ -260,6 +269,19 @@ class LLMPolicy:
             self.fallbacks += 1
         self._cache[prompt] = out
         return out
+
+    def _ask(self, prompt: str) -> Any:
+        """The model's parsed answer to ``prompt``, or None when the prompt does not fit its
+        context window (other failures raise)."""
+        try:
+            response = self.llm.complete(
+                [Message.system(_SYSTEM), Message.user(prompt)],
+                schema=CANDIDATE_SCHEMA,
+                component=self.component,
+            )
+        except ContextLengthError:
+            return None
+        return response.parsed if response.parsed is not None else json.loads(response.text)
 
     def propose(
         self, env: SearchEnv, decisions: Sequence[Action], k: int, rng: random.Random
