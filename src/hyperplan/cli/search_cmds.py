@@ -21,7 +21,7 @@ from hyperplan.llm.budget import Budget as LLMBudget
 from hyperplan.search.common import BRANCH_ON, DEFAULT_WIDEN, MCTSConfig
 from hyperplan.search.env import SearchEnv
 from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG
-from hyperplan.search.policies import POLICIES, LLMPolicyFactory, Policy
+from hyperplan.search.policies import LLM_ROLLOUTS, POLICIES, LLMPolicyFactory, Policy
 from hyperplan.search.runner import METHODS, evaluate, load_tasks, sweep, sweep_plot, sweep_table
 
 DEFAULT_C = 0.5
@@ -157,8 +157,8 @@ def _policy(name: str, url: str | None, model: str | None, rollouts: str,
         if llm_options:
             fail("--llm, --model and --max-llm-calls are for --policy llm")
         return name, dict
-    if rollouts not in ("heuristic", "llm"):
-        fail(f"--llm-rollouts must be heuristic or llm, got {rollouts!r}")
+    if rollouts not in LLM_ROLLOUTS:
+        fail(f"--llm-rollouts must be {' or '.join(LLM_ROLLOUTS)}, got {rollouts!r}")
     if max_calls is not None and max_calls < 1:
         fail(f"--max-llm-calls must be >= 1, got {max_calls}")
     accounting = Accounting(LLMBudget(max_calls=max_calls))

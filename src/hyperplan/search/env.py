@@ -132,5 +132,6 @@ class SearchEnv(Protocol):
         ...
 
     def describe(self) -> str:
-        """The current history as text (for LLM policies)."""
+        """The current history as text, for LLM policies (which state the query
+        separately): the steps taken so far, empty before the first."""
         ...

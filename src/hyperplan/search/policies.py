@@ -165,16 +165,6 @@ def decision_names(decisions: Sequence[Action]) -> dict[str, str]:
     return names
 
 
-def _history(env: SearchEnv) -> str:
-    """:meth:`SearchEnv.describe` without a first line that only repeats the query (the
-    generated suites open with "Query: ..."), which the prompt already gives as the task."""
-    text = env.describe()
-    first, _, rest = text.partition("\n")
-    if first.strip() == f"Query: {env.query}".strip():
-        return rest.strip() or "(no steps yet)"
-    return text
-
-
 class LLMPolicy:
     """pi_theta through the :class:`~hyperplan.llm.types.LLM` protocol.
 
@@ -219,7 +209,7 @@ class LLMPolicy:
             heading += (f" ({len(shown)} of {len(decisions)}, the most promising by the "
                         "environment's hint)")
         return (
-            f"Task: {env.query}\n\nHistory:\n{_history(env)}\n\n"
+            f"Task: {env.query}\n\nHistory:\n{env.describe().strip() or '(no steps yet)'}\n\n"
             f"{heading}:\n{listed}\n\nReturn up to {k} candidates."
         )
 
@@ -323,6 +313,10 @@ def make_policy(name: str) -> Policy:
 
 
 
+LLM_ROLLOUTS = ("heuristic", "llm")
+"""Who simulates the rollouts of an :class:`LLMPolicyFactory`'s policies."""
+
+
 class LLMPolicyFactory:
     """Fresh :class:`LLMPolicy` objects (one per search run, as a benchmark asks) over one
     model and one shared answer cache. ``rollouts``: ``"heuristic"`` simulates with
@@ -331,7 +325,7 @@ class LLMPolicyFactory:
     ``fallbacks`` add up those of every policy made."""
 
     def __init__(self, llm: LLM, *, rollouts: str = "heuristic") -> None:
-        if rollouts not in ("heuristic", "llm"):
+        if rollouts not in LLM_ROLLOUTS:
             raise ValueError(f"rollouts must be 'heuristic' or 'llm', got {rollouts!r}")
         self.llm = llm
         self.rollouts = rollouts

@@ -330,9 +330,7 @@ class DeepPlanningShoppingEnv(StateEnv):
         return 0.6 if any(a.payload[0] == "coupon" for a in self.decisions()) else 1.0
 
     def describe(self) -> str:
-        lines = [f"Query: {self.case.query}"]
-        lines += [f"{k + 1}. {t}" for k, t in enumerate(self.state.trace)]
-        return "\n".join(lines)
+        return "\n".join(f"{k + 1}. {t}" for k, t in enumerate(self.state.trace))
 
     def gold_actions(self) -> list[Action]:
         """Search each gold product's brand, add it, use the gold coupons, finish."""

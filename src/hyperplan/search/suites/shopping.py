@@ -318,9 +318,7 @@ class ShoppingEnv(StateEnv):
         return 0.7 if any(a.payload[0] == "coupon" for a in self.decisions()) else 1.0
 
     def describe(self) -> str:
-        lines = [f"Query: {self.task.query}"]
-        lines += [f"{k + 1}. {t}" for k, t in enumerate(self.state.trace)]
-        return "\n".join(lines)
+        return "\n".join(f"{k + 1}. {t}" for k, t in enumerate(self.state.trace))
 
     # -- gold plan (for tests and sanity checks; the verifier never reads it)
     def gold_actions(self) -> list[Action]:

@@ -359,9 +359,7 @@ class TravelEnv(StateEnv):
         return base * (0.3 if known >= open_slots else 1.0)
 
     def describe(self) -> str:
-        lines = [f"Query: {self.task.query}"]
-        lines += [f"{k + 1}. {t}" for k, t in enumerate(self.state.trace)]
-        return "\n".join(lines)
+        return "\n".join(f"{k + 1}. {t}" for k, t in enumerate(self.state.trace))
 
     def gold_actions(self) -> list[Action]:
         """The hidden gold plan as actions (queries first, then every gold commit, finish)."""
