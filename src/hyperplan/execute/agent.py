@@ -20,6 +20,7 @@ from typing import Any
 from hyperplan.embed.base import Embedder
 from hyperplan.execute.fit import MAX_FITS, Render, shrink_to_window
 from hyperplan.execute.goal import StructuredGoal, dag_from_goal
+from hyperplan.execute.results import ErrorKind
 from hyperplan.execute.state import AgentState, SubtaskStatus
 from hyperplan.execute.subtask import (
     BlockedChoice,
@@ -233,7 +234,8 @@ def execute_dag(ctx: RunContext, dag: TaskDAG, state: AgentState, *,
             elif attempt.blocked:
                 blocked += attempt.blocked
                 state = _settle(ctx, state, sub.id, SubtaskStatus.BLOCKED, attempt.reason)
-            elif refine and ctx.llm is not None and refinements < ctx.config.max_refinements:
+            elif (refine and ctx.llm is not None and refinements < ctx.config.max_refinements
+                  and attempt.error_kind is not ErrorKind.OUTCOME_UNKNOWN):  # never re-plan it
                 refinements += 1
                 new = _refine(ctx, dag, state, observations(state, attempt, sub))
                 if new is None:

@@ -1,9 +1,10 @@
 """What a tool call returns and the protocol every tool runtime implements.
 
 A runtime never raises for a failing tool: schema-invalid arguments, tool exceptions, HTTP
-errors, timeouts and transport failures all come back as a :class:`ToolResult` with
-``ok=False``, an :class:`ErrorKind` and a readable ``error``; the agent records it as an
-observation in its state (seed 000, "Task Execution": observations feed refinement).
+errors, timeouts, calls whose outcome is unknown and transport failures all come back as a
+:class:`ToolResult` with ``ok=False``, an :class:`ErrorKind` and a readable ``error``; the
+agent records it as an observation in its state (seed 000, "Task Execution": observations
+feed refinement).
 """
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ class ErrorKind(StrEnum):
     INVALID_ARGUMENTS = "invalid_arguments"  # rejected by the input JSON Schema, not sent
     UNKNOWN_TOOL = "unknown_tool"  # the runtime cannot execute this tool
     TOOL_ERROR = "tool_error"  # the tool ran and reported an error (exception, HTTP 4xx/5xx)
-    TIMEOUT = "timeout"
+    TIMEOUT = "timeout"  # no answer in time; the call is safe to repeat (idempotent)
+    # the call may have run (a write that timed out or lost its connection after it was sent):
+    # never repeated automatically, reported as "outcome unknown" (issue 22, item 1)
+    OUTCOME_UNKNOWN = "outcome_unknown"
     TRANSPORT = "transport"  # connection / process / protocol failure
 
 

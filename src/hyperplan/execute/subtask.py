@@ -19,6 +19,14 @@
    must have produced at least one value.
 4. Local refinement, bounded: after a tool error the failing tool is excluded and DOE runs
    again (timeouts and transport errors are retried as they are).
+
+Calls are never repeated where repeating could do something twice (issue 22, item 1): a call
+whose outcome is unknown (``OUTCOME_UNKNOWN``: it was sent and did not finish, and the tool is
+not safe to repeat, :mod:`hyperplan.execute.repeat`) ends the subtask with no retry and no
+re-planning; a write that already succeeded in this subtask with the same arguments is not sent
+again when a retry's support graph contains it (its earlier result is used). Every call gets
+``min(tool_timeout, time left in the run)`` as its deadline (item 3), so ``--max-seconds`` is a
+wall-clock deadline for the whole run.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ import numpy as np
 from hyperplan.catalog import Catalog
 from hyperplan.execute.binding import Candidate, bind_arguments
 from hyperplan.execute.choose import choose_arguments
-from hyperplan.execute.results import ErrorKind, ToolRuntime
+from hyperplan.execute.results import ErrorKind, ToolResult, ToolRuntime
 from hyperplan.execute.state import AgentState
 from hyperplan.execute.trace import TraceWriter
 from hyperplan.graph.effects import write_tools
@@ -148,7 +156,7 @@ def execute_subtask(ctx: RunContext, subtask: Subtask,
                 return state, attempt
             attempt = Attempt(False, verdict, graph.tools[chosen.terminal].name,
                               support=attempt.support)
-        if attempt.blocked:
+        if attempt.blocked or attempt.error_kind is ErrorKind.OUTCOME_UNKNOWN:
             return state, attempt
         if attempt.failed_tool and attempt.error_kind not in (ErrorKind.TIMEOUT,
                                                                 ErrorKind.TRANSPORT):
@@ -307,14 +315,39 @@ def _run_one(ctx: RunContext, graph: Hypergraph, subtask: Subtask, name: str,
         except LLMError as exc:
             return state, Attempt(False, f"{name}: argument choice failed: {exc}", name,
                                   ErrorKind.INVALID_ARGUMENTS)
+    earlier = _earlier_call(graph, state, subtask.id, name, arguments)
+    if earlier is not None and earlier.ok:  # a write that succeeded: never sent twice
+        ctx.tracer.emit("tool_call", subtask=subtask.id, sources=dict(plan.sources),
+                        reused=True, **earlier.as_dict())
+        return state.after_call(graph, subtask.id, earlier), None
+    if earlier is not None:  # its outcome is unknown: sending it again could do it twice
+        return state, Attempt(False, f"{name}: an earlier identical call's outcome is unknown; "
+                              "not re-sent", name, ErrorKind.OUTCOME_UNKNOWN)
     ctx.accounting.charge_tool_call("executor")
-    result = ctx.runtime.call(ctx.catalog.get(name), arguments, timeout=ctx.config.tool_timeout)
+    timeout = ctx.accounting.deadline(ctx.config.tool_timeout)
+    result = ctx.runtime.call(ctx.catalog.get(name), arguments, timeout=timeout)
     state = state.after_call(graph, subtask.id, result)
     ctx.tracer.emit("tool_call", subtask=subtask.id, sources=dict(plan.sources),
                     **result.as_dict())
     if not result.ok:
         return state, Attempt(False, f"{name}: {result.error}", name, result.error_kind)
     return state, None
+
+
+def _earlier_call(graph: Hypergraph, state: AgentState, subtask: str, name: str,
+                  arguments: Mapping[str, Any]) -> ToolResult | None:
+    """The result of an earlier identical call (``name``, ``arguments``) in ``subtask`` that
+    must not be sent again (module doc): one whose outcome is unknown, or one of a write tool
+    that succeeded; else None."""
+    tool = graph.tool_index.get(name)
+    writes = tool is not None and bool(write_tools(graph)[tool])
+    for rec in reversed(state.history):
+        r = rec.result
+        if rec.subtask != subtask or r.tool != name or dict(r.arguments) != arguments:
+            continue
+        if r.error_kind is ErrorKind.OUTCOME_UNKNOWN or (r.ok and writes):
+            return r
+    return None
 
 
 def verify(graph: Hypergraph, subtask: Subtask, sg: SupportGraph, state: AgentState,

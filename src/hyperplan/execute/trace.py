@@ -7,7 +7,14 @@ Event types: ``run_start``, ``interpretation``, ``context_graph``, ``dag`` (ever
 
 Secrets never land in a trace: values of credential-like keys (tokens, passwords, API keys,
 payment card numbers and security codes) are replaced by ``"***"`` wherever they appear, in
-arguments and in results.
+arguments and in results, and every value registered in :data:`hyperplan.secrets.SECRETS`
+(headers from the environment, goal values marked secret, the LLM key ...) is replaced by value
+in every string of every event, whatever its key.
+
+Traces stay bounded (issue 22, item 4): a string longer than ``max_chars`` (default
+:data:`DEFAULT_MAX_CHARS`) keeps its first ``max_chars`` characters and a marker
+``... [N more chars]``; a list longer than ``max_items`` keeps its first items and a marker
+string ``... [N more items]``.
 """
 
 from __future__ import annotations
@@ -20,11 +27,14 @@ from typing import IO, Any
 
 from hyperplan.graph.effects import is_credential
 from hyperplan.jsonl import read_records
+from hyperplan.secrets import SECRETS
 
 SECRET_WORDS = ("password", "passwd", "secret", "authorization", "cookie",
                 # payment cards: the number and its security code
                 "card_number", "cardnumber", "cvv", "cvc", "security_code")
 REDACTED = "***"
+DEFAULT_MAX_CHARS = 20_000
+DEFAULT_MAX_ITEMS = 1_000
 
 
 def is_secret_key(key: str) -> bool:
@@ -42,11 +52,32 @@ def redact(value: Any) -> Any:
     return value
 
 
-class TraceWriter:
-    """Append-only JSONL trace; ``path=None`` keeps events in memory only."""
+def clip(value: Any, max_chars: int = DEFAULT_MAX_CHARS,
+         max_items: int = DEFAULT_MAX_ITEMS) -> Any:
+    """``value`` with long strings and lists cut, each cut marked (module doc)."""
+    if isinstance(value, str):
+        if len(value) <= max_chars:
+            return value
+        return value[:max_chars] + f"... [{len(value) - max_chars} more chars]"
+    if isinstance(value, Mapping):
+        return {k: clip(v, max_chars, max_items) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        kept = [clip(v, max_chars, max_items) for v in value[:max_items]]
+        if len(value) > max_items:
+            kept.append(f"... [{len(value) - max_items} more items]")
+        return kept
+    return value
 
-    def __init__(self, path: str | Path | None = None) -> None:
+
+class TraceWriter:
+    """Append-only JSONL trace; ``path=None`` keeps events in memory only. Each event is
+    redacted (by key and by value) and clipped (module doc) before it is kept or written."""
+
+    def __init__(self, path: str | Path | None = None, *, max_chars: int = DEFAULT_MAX_CHARS,
+                 max_items: int = DEFAULT_MAX_ITEMS) -> None:
         self.path = Path(path) if path is not None else None
+        self.max_chars = max_chars
+        self.max_items = max_items
         self.events: list[dict[str, Any]] = []
         self._start = time.monotonic()
         self._file: IO[str] | None = None
@@ -55,10 +86,12 @@ class TraceWriter:
             self._file = self.path.open("w", encoding="utf-8")
 
     def emit(self, type_: str, **data: Any) -> None:
-        event = {"t": round(time.monotonic() - self._start, 4), "type": type_, **redact(data)}
+        data = SECRETS.redact_value(clip(redact(data), self.max_chars, self.max_items))
+        event = {"t": round(time.monotonic() - self._start, 4), "type": type_, **data}
         self.events.append(event)
         if self._file is not None:
-            self._file.write(json.dumps(event, default=str, ensure_ascii=False) + "\n")
+            line = json.dumps(event, default=str, ensure_ascii=False)
+            self._file.write(SECRETS.redact_text(line) + "\n")
             self._file.flush()
 
     def close(self) -> None:

@@ -457,6 +457,9 @@ def _metadata(ctx: _Op, params: dict[str, dict[str, str]]) -> dict[str, Any]:
         "tags": [t for t in tags if isinstance(t, str)] if isinstance(tags, list) else [],
         "deprecated": ctx.op.get("deprecated") is True,
         "entity": path_entity(ctx.path),
+        # the document marks the operation safe to repeat (``x-idempotent: true``): the runtime
+        # may then retry it after a timeout (hyperplan.execute.repeat)
+        **({"idempotent": True} if ctx.op.get("x-idempotent") is True else {}),
     }
 
 

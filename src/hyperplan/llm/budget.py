@@ -81,6 +81,20 @@ class Accounting:
     def elapsed_s(self) -> float:
         return self._clock() - self._start
 
+    def remaining_s(self) -> float | None:
+        """Seconds left before the wall-time budget runs out (``None``: no wall budget, never
+        below 0). Every blocking call of a run gets at most this as its total deadline."""
+        if self.budget.max_wall_s is None:
+            return None
+        return max(0.0, self.budget.max_wall_s - self.elapsed_s)
+
+    def deadline(self, timeout: float | None) -> float | None:
+        """The smaller of ``timeout`` and the time left (either may be ``None``: no limit)."""
+        left = self.remaining_s()
+        if left is None:
+            return timeout
+        return left if timeout is None else min(timeout, left)
+
     @property
     def stopped(self) -> BudgetExceeded | None:
         """The first `BudgetExceeded` raised by this run, if any."""

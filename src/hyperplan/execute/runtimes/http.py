@@ -30,14 +30,35 @@ not followed) -> ``TOOL_ERROR`` with the status and the first 500 characters of 
 name the method and the path *template*, never header, cookie or secret-looking query values:
 those values (the ``headers`` given to the runtime included) are replaced by ``***`` wherever
 they would appear, e.g. echoed in a response body. Values shorter than 4 characters are not
-redacted.
+redacted. Every such value is also registered in :data:`hyperplan.secrets.SECRETS`, so traces
+and output redact it by value wherever it comes back.
+
+Trust (issue 22):
+
+* **Deadline.** ``timeout`` (per call: the smaller of the runtime's and the caller's, which the
+  agent sets to the time left in the run) is a total wall-clock deadline for the whole
+  exchange: connect, send, headers and body. The exchange runs in a worker thread that streams
+  the body and checks the deadline after every chunk; the caller waits at most ``timeout``
+  seconds, so a server that drips one byte a second cannot hold a run past its deadline.
+* **No repeated writes.** A call that did not finish is ``TIMEOUT`` / ``TRANSPORT`` only when
+  it may be repeated (:func:`hyperplan.execute.repeat.may_repeat`: safe methods,
+  ``x-idempotent``, or an ``idempotency_header`` configured, whose key is derived from the run
+  and the call, so a repeat carries the same key); otherwise it is ``OUTCOME_UNKNOWN``
+  ("outcome unknown: not re-sent"). A connection that was never made (refused, DNS, connect
+  timeout) is ``TRANSPORT``: nothing was sent.
+* **Bounded bodies.** A body larger than ``max_response_bytes`` (default 10 MB) is not read
+  past the cap: the value is the text of the first bytes followed by a truncation marker
+  (``metadata["truncated"]`` is true), an error status quotes its first 500 characters.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import secrets as _random
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +67,7 @@ from urllib.parse import quote, urljoin, urlsplit, urlunsplit
 import httpx
 
 from hyperplan.catalog import ToolSpec
+from hyperplan.execute.repeat import may_repeat
 from hyperplan.execute.results import ErrorKind, ToolResult
 from hyperplan.execute.runtimes.base import (
     Clock,
@@ -55,8 +77,10 @@ from hyperplan.execute.runtimes.base import (
     truncate,
 )
 from hyperplan.execute.runtimes.validation import rejected
+from hyperplan.secrets import SECRETS
 
 DEFAULT_TIMEOUT = 30.0
+DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
 _SECRET_NAME = re.compile(r"key|token|secret|passw|auth|sig|session|credential", re.IGNORECASE)
 _MIN_SECRET_CHARS = 4
 
@@ -79,20 +103,29 @@ class HttpRequest:
 
 
 class OpenAPIRuntime(ClosingRuntime):
-    """Executes OpenAPI-imported tools over HTTP (see the module docstring for the mapping).
+    """Executes OpenAPI-imported tools over HTTP (see the module docstring for the mapping and
+    for deadlines, repeats and body caps).
 
     ``headers`` (e.g. ``Authorization``) are sent with every request. ``client`` is used as
     given and not closed by :meth:`close`; without one the runtime creates (lazily) and owns an
-    ``httpx.Client``."""
+    ``httpx.Client``. ``idempotency_header`` (e.g. ``Idempotency-Key``) sends, with every call
+    whose method is not safe, a key that is the same for the same tool and arguments within
+    this runtime's life, which makes such calls safe to repeat."""
 
     def __init__(self, base_url: str | None = None, headers: Mapping[str, str] | None = None,
-                 timeout: float = DEFAULT_TIMEOUT, client: httpx.Client | None = None) -> None:
+                 timeout: float = DEFAULT_TIMEOUT, client: httpx.Client | None = None, *,
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+                 idempotency_header: str | None = None) -> None:
         self.base_url = base_url
         self.headers = dict(headers or {})
         self.timeout = timeout
+        self.max_response_bytes = max_response_bytes
+        self.idempotency_header = idempotency_header
+        self._nonce = _random.token_hex(8)
         self._client = client
         self._owns_client = client is None
         self._lock = threading.Lock()
+        SECRETS.add_all(self.headers.values())
 
     def can_run(self, tool: ToolSpec) -> bool:
         meta = tool.metadata
@@ -119,18 +152,26 @@ class OpenAPIRuntime(ClosingRuntime):
         except RequestError as exc:
             return fail_result(tool, arguments, ErrorKind.INVALID_ARGUMENTS,
                                f"{tool.name}: {exc}", clock)
+        self._add_idempotency_key(tool, arguments, request)
+        SECRETS.add_all(request.secrets)
         where = f"{tool.name}: {request.method} {_display(base, tool.metadata['path'])}"
-        limit = timeout if timeout is not None else self.timeout
+        limit = min(timeout, self.timeout) if timeout is not None else self.timeout
+        repeatable = may_repeat(tool, idempotency_key=self.idempotency_header is not None)
+        exchange = _Exchange(self._http(), request, limit, self.max_response_bytes)
         try:
-            response = self._send(request, limit)
-        except httpx.TimeoutException:
-            return fail_result(tool, arguments, ErrorKind.TIMEOUT,
-                               f"{where} timed out after {limit:g} s", clock)
-        except (httpx.HTTPError, httpx.InvalidURL, httpx.StreamError, ValueError,
-                TypeError) as exc:
-            text = _redact(f"{where} failed: {type(exc).__name__}: {exc}", request.secrets)
-            return fail_result(tool, arguments, ErrorKind.TRANSPORT, truncate(text), clock)
-        return _result(tool, arguments, response, where, request.secrets, clock)
+            body = exchange.run()
+        except Exception as exc:
+            return _failure(tool, arguments, exc, where, limit, repeatable, request.secrets,
+                            clock)
+        return _result(tool, arguments, body, where, request.secrets, clock)
+
+    def _add_idempotency_key(self, tool: ToolSpec, arguments: Mapping[str, Any],
+                             request: HttpRequest) -> None:
+        if self.idempotency_header is None or request.method in ("GET", "HEAD", "OPTIONS",
+                                                                   "TRACE"):
+            return
+        text = json.dumps([self._nonce, tool.name, arguments], sort_keys=True, default=str)
+        request.headers[self.idempotency_header] = hashlib.sha256(text.encode()).hexdigest()[:32]
 
     def resolve_base_url(self, tool: ToolSpec) -> str | None:
         """The base URL for ``tool`` (see the module docstring), ``None`` when there is none."""
@@ -158,10 +199,119 @@ class OpenAPIRuntime(ClosingRuntime):
                 self._client = httpx.Client(follow_redirects=False)
             return self._client
 
-    def _send(self, request: HttpRequest, timeout: float) -> httpx.Response:
-        extra: dict[str, Any] = {"json": request.json_body} if request.has_body else {}
-        return self._http().request(request.method, request.url, params=tuple(request.query),
-                                    headers=request.headers, timeout=timeout, **extra)
+
+@dataclass
+class _Body:
+    """What an exchange read: status, headers, the body (at most the cap) and whether the
+    body was cut at the cap."""
+
+    status: int
+    reason: str
+    content_type: str
+    content: bytes
+    truncated: bool
+
+
+class _Deadline(Exception):
+    """The exchange's total deadline passed (raised in the worker, or by the caller's wait)."""
+
+
+class _Sent(Exception):
+    """Wraps a failure that happened after the request was (possibly) sent."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class _Exchange:
+    """One request and its streamed response under a total deadline, in a worker thread
+    (module doc: Trust)."""
+
+    def __init__(self, client: httpx.Client, request: HttpRequest, limit: float,
+                 cap: int) -> None:
+        self.client, self.request, self.limit, self.cap = client, request, limit, cap
+        self.deadline = time.monotonic() + limit
+        self.cancelled = threading.Event()
+        self.sent = threading.Event()
+        self.outcome: _Body | Exception | None = None
+        self.done = threading.Event()
+
+    def run(self) -> _Body:
+        worker = threading.Thread(target=self._work, name="hyperplan-http", daemon=True)
+        worker.start()
+        if not self.done.wait(max(0.0, self.deadline - time.monotonic())):
+            self.cancelled.set()
+            raise _Sent(_Deadline()) if self.sent.is_set() else _Deadline()
+        if isinstance(self.outcome, Exception):
+            raise self.outcome
+        assert self.outcome is not None
+        return self.outcome
+
+    def _work(self) -> None:
+        try:
+            self.outcome = self._exchange()
+        except Exception as exc:
+            self.outcome = exc
+        finally:
+            self.done.set()
+
+    def _exchange(self) -> _Body:
+        r = self.request
+        extra: dict[str, Any] = {"json": r.json_body} if r.has_body else {}
+        built = self.client.build_request(r.method, r.url, params=tuple(r.query),
+                                          headers=r.headers, timeout=self.limit, **extra)
+        try:
+            response = self.client.send(built, stream=True)
+        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout,
+                httpx.UnsupportedProtocol, httpx.InvalidURL):
+            raise  # nothing reached the server
+        except httpx.HTTPError as exc:
+            raise _Sent(exc) from exc
+        self.sent.set()
+        try:
+            return self._read(response)
+        except (httpx.HTTPError, httpx.StreamError, _Deadline) as exc:
+            raise _Sent(exc) from exc
+        finally:
+            response.close()
+
+    def _read(self, response: httpx.Response) -> _Body:
+        chunks: list[bytes] = []
+        size, truncated = 0, False
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.cap:
+            truncated = True
+        for chunk in [] if truncated else response.iter_bytes():
+            if self.cancelled.is_set() or time.monotonic() > self.deadline:
+                raise _Deadline()
+            room = self.cap - size
+            chunks.append(chunk[:room])
+            size += min(len(chunk), room)
+            if len(chunk) > room:
+                truncated = True
+                break
+        return _Body(response.status_code, response.reason_phrase,
+                     response.headers.get("content-type", ""), b"".join(chunks), truncated)
+
+
+def _failure(tool: ToolSpec, arguments: Mapping[str, Any], exc: Exception, where: str,
+             limit: float, repeatable: bool, secrets: set[str], clock: Clock) -> ToolResult:
+    """The result of an exchange that raised: a timeout or a failure after sending is
+    ``OUTCOME_UNKNOWN`` unless the call may be repeated (module doc: Trust)."""
+    sent = isinstance(exc, _Sent)
+    cause = exc.cause if isinstance(exc, _Sent) else exc
+    timed_out = isinstance(cause, _Deadline | httpx.TimeoutException)
+    if timed_out:
+        detail = f"no complete answer within {limit:g} s"
+    else:
+        detail = _redact(f"failed: {type(cause).__name__}: {cause}", secrets)
+    if sent and not repeatable:
+        return fail_result(tool, arguments, ErrorKind.OUTCOME_UNKNOWN,
+                           truncate(f"{where} {detail}; outcome unknown (the request was sent "
+                                    "and may have taken effect): not re-sent"), clock)
+    kind = ErrorKind.TIMEOUT if timed_out else ErrorKind.TRANSPORT
+    return fail_result(tool, arguments, kind, truncate(f"{where} {detail}"), clock)
 
 
 def build_request(tool: ToolSpec, arguments: Mapping[str, Any], base_url: str,
@@ -248,30 +398,39 @@ def _query_texts(value: Any) -> list[str]:
     return [_text(v) for v in value] if isinstance(value, list | tuple) else [_text(value)]
 
 
-def _result(tool: ToolSpec, arguments: Mapping[str, Any], response: httpx.Response, where: str,
+def _result(tool: ToolSpec, arguments: Mapping[str, Any], body: _Body, where: str,
             secrets: set[str], clock: Clock) -> ToolResult:
-    meta = {"status": response.status_code,
-            "content_type": response.headers.get("content-type", "")}
-    if 200 <= response.status_code < 300:
-        return ok_result(tool, arguments, _body_value(response), clock, meta)
-    status = f"HTTP {response.status_code} {response.reason_phrase}".strip()
-    text = truncate(_redact(response.text, secrets)) if response.content else ""
+    meta: dict[str, Any] = {"status": body.status, "content_type": body.content_type}
+    if body.truncated:
+        meta["truncated"] = True
+    if 200 <= body.status < 300:
+        return ok_result(tool, arguments, _body_value(body), clock, meta)
+    status = f"HTTP {body.status} {body.reason}".strip()
+    text = truncate(_redact(_text_of(body), secrets)) if body.content else ""
     message = f"{where} -> {status}" + (f": {text}" if text else "")
     result = fail_result(tool, arguments, ErrorKind.TOOL_ERROR, message, clock)
     return ToolResult(result.tool, result.arguments, False, None, result.error, result.error_kind,
                       result.seconds, meta)
 
 
-def _body_value(response: httpx.Response) -> Any:
-    if not response.content:
+def _text_of(body: _Body) -> str:
+    return body.content.decode("utf-8", "replace")
+
+
+def _body_value(body: _Body) -> Any:
+    """The parsed JSON (when the content type says JSON or is missing and the body parses),
+    else the text; a body cut at the cap is its text followed by a truncation marker."""
+    if not body.content:
         return None
-    ctype = response.headers.get("content-type", "").lower()
+    if body.truncated:
+        return _text_of(body) + f"... [truncated at {len(body.content)} bytes]"
+    ctype = body.content_type.lower()
     if "json" in ctype or not ctype:
         try:
-            return response.json()
+            return json.loads(body.content)
         except ValueError:
             pass
-    return response.text
+    return _text_of(body)
 
 
 def _is_absolute(url: str) -> bool:

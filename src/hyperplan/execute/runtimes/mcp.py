@@ -22,6 +22,16 @@ with a 5 s safety margin on the wait) -> ``TIMEOUT``; a server that cannot start
 closes the connection -> ``TRANSPORT`` with the stderr tail, after which the next call starts
 a fresh server.
 
+Trust (issue 22): the caller waits at most the call's timeout (the smaller of the runtime's and
+the caller's, which the agent sets to the time left in the run) plus
+:data:`_WAIT_MARGIN`; the first call of a session also spends its handshake inside that
+deadline. A call that did not finish (timeout, lost connection) is ``OUTCOME_UNKNOWN`` and is
+not sent again unless the server annotates the tool ``readOnlyHint`` or ``idempotentHint``
+(:func:`hyperplan.execute.repeat.may_repeat`). The MCP stdio transport allows nothing but
+JSON-RPC messages on the server's stdout: a line that is not one (or is not UTF-8) ends the
+session at once with a ``TRANSPORT`` error quoting the line, instead of a traceback and a wait
+for the timeout.
+
 ``can_run`` is true for tools whose ``source`` is ``"mcp"`` (what
 :func:`hyperplan.importers.mcp.load_mcp_tools` sets) and, once the runtime knows the server's
 tool names (``tool_names`` or a :meth:`~MCPRuntime.list_tools` call), whose name the server
@@ -34,6 +44,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import json
+import logging
 import os
 import tempfile
 import threading
@@ -43,6 +54,7 @@ from typing import TYPE_CHECKING, Any, TextIO, TypeVar
 
 from hyperplan.catalog import Catalog, ToolSpec
 from hyperplan.errors import HyperplanError
+from hyperplan.execute.repeat import may_repeat
 from hyperplan.execute.results import ErrorKind, ToolResult
 from hyperplan.execute.runtimes.base import (
     Clock,
@@ -59,9 +71,21 @@ if TYPE_CHECKING:
     from mcp_types import CallToolResult
 
 DEFAULT_TIMEOUT = 30.0
-_WAIT_MARGIN = 5.0  # extra seconds the caller waits beyond the SDK's own request timeout
+_WAIT_MARGIN = 0.5  # extra seconds the caller waits beyond the SDK's own request timeout
 _STDERR_TAIL = 1500
 _T = TypeVar("_T")
+_PARSE_NOISE = "Failed to parse JSONRPC message"
+
+
+class _QuietParseErrors(logging.Filter):
+    """Drops the SDK's traceback for a server line that is not JSON-RPC: the runtime reports
+    it itself, as one line quoting the offending output."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(_PARSE_NOISE)
+
+
+logging.getLogger("mcp.client.stdio").addFilter(_QuietParseErrors())
 
 
 class MCPRuntimeError(HyperplanError):
@@ -123,11 +147,12 @@ class MCPRuntime(ClosingRuntime):
                            "not a tool of this MCP server", clock)
         if refused is not None:
             return refused
-        limit = timeout if timeout is not None else self.timeout
+        limit = min(timeout, self.timeout) if timeout is not None else self.timeout
         try:
-            connection = self._connect()
-            call = _caller(tool.name, dict(arguments), limit)
-            result = connection.run(call, limit + _WAIT_MARGIN)
+            connection = self._connect(limit)
+            left = max(0.01, limit - clock.seconds())
+            call = _caller(tool.name, dict(arguments), left)
+            result = connection.run(call, left + _WAIT_MARGIN)
         except Exception as exc:
             return self._failure(tool, arguments, exc, limit, clock)
         if result.is_error:
@@ -140,14 +165,18 @@ class MCPRuntime(ClosingRuntime):
         """Stop the server and the loop thread; a later call starts a new server."""
         self._drop_connection()
 
-    def _connect(self) -> _Connection:
+    def _connect(self, limit: float | None = None) -> _Connection:
+        """The open session, started when there is none; the handshake must complete within
+        ``limit`` (default: the runtime's timeout)."""
         with self._lock:
             if self._connection is None:
                 from mcp import StdioServerParameters
 
                 params = StdioServerParameters(command=self.command, args=self.args,
-                                               env=self.env, cwd=self.cwd)
-                self._connection = _Connection(params, self.timeout)
+                                               env=self.env, cwd=self.cwd,
+                                               encoding_error_handler="replace")
+                handshake = self.timeout if limit is None else min(limit, self.timeout)
+                self._connection = _Connection(params, self.timeout, handshake)
             return self._connection
 
     def _drop_connection(self) -> str:
@@ -162,10 +191,13 @@ class MCPRuntime(ClosingRuntime):
         from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
         exc = _leaf(exc)
+        unknown = ("; outcome unknown (the call was sent and may have taken effect): not "
+                   "re-sent") if not may_repeat(tool) else ""
         if isinstance(exc, _NoResult) or (isinstance(exc, MCPError)
                                           and exc.code == REQUEST_TIMEOUT):
-            return fail_result(tool, arguments, ErrorKind.TIMEOUT,
-                               f"{tool.name}: no result after {limit:g} s", clock)
+            kind = ErrorKind.OUTCOME_UNKNOWN if unknown else ErrorKind.TIMEOUT
+            return fail_result(tool, arguments, kind,
+                               f"{tool.name}: no result after {limit:g} s{unknown}", clock)
         if isinstance(exc, MCPError) and exc.code != CONNECTION_CLOSED:
             return fail_result(tool, arguments, ErrorKind.TOOL_ERROR,
                                truncate(f"{tool.name}: MCP error {exc.code}: {exc.message}"),
@@ -175,12 +207,19 @@ class MCPRuntime(ClosingRuntime):
             return fail_result(tool, arguments, ErrorKind.TOOL_ERROR,
                                truncate(f"{tool.name}: {exc}"), clock)
         stderr = exc.stderr if isinstance(exc, _ConnectFailed) else self._drop_connection()
-        return fail_result(tool, arguments, ErrorKind.TRANSPORT,
-                           _transport_message(tool.name, exc, stderr), clock)
+        message = _transport_message(tool.name, exc, stderr)
+        if unknown and not isinstance(exc, _ConnectFailed):  # the request may have been read
+            return fail_result(tool, arguments, ErrorKind.OUTCOME_UNKNOWN,
+                               truncate(message + unknown, 1200), clock)
+        return fail_result(tool, arguments, ErrorKind.TRANSPORT, message, clock)
 
 
 class _NoResult(Exception):
     """The caller's wait for a coroutine on the loop thread expired."""
+
+
+class _ProtocolBroken(Exception):
+    """The server wrote something on stdout that is not a JSON-RPC message."""
 
 
 class _ConnectFailed(Exception):
@@ -195,7 +234,8 @@ class _ConnectFailed(Exception):
 class _Connection:
     """A connected ``mcp.Client`` held open by a keeper task on a background event loop."""
 
-    def __init__(self, params: StdioServerParameters, timeout: float) -> None:
+    def __init__(self, params: StdioServerParameters, timeout: float,
+                 handshake: float | None = None) -> None:
         fd, self.stderr_path = tempfile.mkstemp(prefix="hyperplan-mcp-", suffix=".stderr")
         self._stderr: TextIO = os.fdopen(fd, "a", encoding="utf-8", errors="replace")
         self.loop = asyncio.new_event_loop()
@@ -203,18 +243,32 @@ class _Connection:
                                         daemon=True)
         self._thread.start()
         self._ready: concurrent.futures.Future[Client] = concurrent.futures.Future()
+        self._broken: concurrent.futures.Future[None] = concurrent.futures.Future()
         self._stop: asyncio.Event | None = None
         self._keeper = asyncio.run_coroutine_threadsafe(self._keep(params, timeout), self.loop)
         try:
-            self.client = self._wait_ready(timeout + _WAIT_MARGIN)
+            self.client = self._wait_ready((timeout if handshake is None else handshake)
+                                           + _WAIT_MARGIN)
         except Exception as exc:
             raise _ConnectFailed(exc, self.close()) from exc
 
     def _wait_ready(self, timeout: float) -> Client:
-        done, _ = concurrent.futures.wait([self._ready], timeout=timeout)
+        waits: list[concurrent.futures.Future[Any]] = [self._ready, self._broken]
+        done, _ = concurrent.futures.wait(waits, timeout=timeout,
+                                          return_when=concurrent.futures.FIRST_COMPLETED)
+        if self._broken.done():
+            raise self._broken.exception() or _ProtocolBroken("protocol error")
         if not done:
             raise TimeoutError(f"no MCP handshake within {timeout:g} s")
         return self._ready.result()
+
+    async def _on_message(self, message: Any) -> None:
+        """The session's message handler: a line that is not JSON-RPC breaks the session."""
+        if isinstance(message, Exception) and not self._broken.done():
+            text = " ".join(str(message).split())[:200]
+            self._broken.set_exception(_ProtocolBroken(
+                "the server wrote a line that is not a JSON-RPC message on stdout (the MCP "
+                f"stdio transport allows nothing else): {text}"))
 
     async def _keep(self, params: StdioServerParameters, timeout: float) -> None:
         from mcp import Client
@@ -223,7 +277,8 @@ class _Connection:
         self._stop = asyncio.Event()
         transport = stdio_client(params, errlog=self._stderr)
         try:
-            async with Client(transport, read_timeout_seconds=timeout, cache=None) as client:
+            async with Client(transport, read_timeout_seconds=timeout, cache=None,
+                              message_handler=self._on_message) as client:
                 self._ready.set_result(client)
                 await self._stop.wait()
         except BaseException as exc:
@@ -233,10 +288,16 @@ class _Connection:
 
     def run(self, make: Callable[[Client], Awaitable[_T]], timeout: float) -> _T:
         """Run ``make(client)`` on the loop; :class:`_NoResult` when ``timeout`` expires."""
+        if self._broken.done():
+            raise self._broken.exception() or _ProtocolBroken("protocol error")
         future = asyncio.run_coroutine_threadsafe(_as_coroutine(make(self.client)), self.loop)
-        done, _ = concurrent.futures.wait([future], timeout=timeout)
-        if not done:
+        waits: list[concurrent.futures.Future[Any]] = [future, self._broken]
+        done, _ = concurrent.futures.wait(waits, timeout=timeout,
+                                          return_when=concurrent.futures.FIRST_COMPLETED)
+        if future not in done:
             future.cancel()
+            if self._broken.done():
+                raise self._broken.exception() or _ProtocolBroken("protocol error")
             raise _NoResult
         return future.result()
 
