@@ -19,6 +19,7 @@ from hyperplan.cli.graph_cmds import graph_app
 from hyperplan.cli.plan_cmds import plan_app
 from hyperplan.cli.run_cmds import run, trace_app
 from hyperplan.errors import HyperplanError
+from hyperplan.secrets import install_log_redaction
 
 app = typer.Typer(
     name="hyperplan",
@@ -69,6 +70,7 @@ def main() -> None:
     """Console-script entry point: hyperplan errors, and files the user named that cannot be
     read or written, become one clear line and exit code 1; warnings print as one line."""
     warnings.showwarning = _show_warning
+    install_log_redaction()
     try:
         app()
     except HyperplanError as exc:

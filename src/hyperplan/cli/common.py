@@ -14,12 +14,14 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from hyperplan.graph.links import TextEmbedder
 from hyperplan.llm.budget import Budget
+from hyperplan.secrets import redact_text
 
 console = Console(stderr=True)
 out = Console()
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
+    message = redact_text(message)  # an error may quote a secret (hyperplan.secrets)
     console.print(f"[bold red]error:[/bold red] {escape(message)}", highlight=False,
                   soft_wrap=True)  # a message quoting "[/b]" or "songs[].id" is text, not markup
     sys.exit(code)
@@ -68,7 +70,8 @@ def printed_warnings(limit: int = 10) -> Iterator[None]:
 
 def print_warning(message: str) -> None:
     """One ``warning: <message>`` line on stderr (the message as text, not markup)."""
-    console.print(f"[yellow]warning:[/yellow] {escape(message)}", highlight=False)
+    console.print(f"[yellow]warning:[/yellow] {escape(redact_text(message))}",
+                  highlight=False)
 
 
 @contextmanager

@@ -16,15 +16,17 @@ from hyperplan.embed.base import Embedder
 from hyperplan.errors import HyperplanError
 from hyperplan.execute.agent import RunResult, run_goal, run_request
 from hyperplan.execute.goal import StructuredGoal
+from hyperplan.execute.runtimes.http import DEFAULT_MAX_RESPONSE_BYTES
 from hyperplan.execute.setup import llm_from_options, parse_headers, tools_from_source
 from hyperplan.execute.subtask import AgentConfig, RunContext
-from hyperplan.execute.trace import TraceWriter, read_trace, summarize
+from hyperplan.execute.trace import DEFAULT_MAX_CHARS, TraceWriter, read_trace, summarize
 from hyperplan.execute.traced_llm import TracedLLM
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.io import load_graph
 from hyperplan.graph.model import Hypergraph
 from hyperplan.graph.text import listed
 from hyperplan.llm.budget import Accounting
+from hyperplan.secrets import SECRETS, redact_text
 
 trace_app = typer.Typer(help="Read run traces.", no_args_is_help=True)
 
@@ -73,7 +75,15 @@ def run(
     max_llm_calls: int = typer.Option(None, help="Budget: LLM calls."),
     max_tokens: int = typer.Option(None, help="Budget: prompt + completion tokens."),
     max_tool_calls: int = typer.Option(None, help="Budget: tool calls."),
-    max_seconds: float = typer.Option(None, help="Budget: wall time."),
+    max_seconds: float = typer.Option(None, help="Budget: wall time, a hard deadline for "
+                                      "the whole run (every call gets the time left)."),
+    max_response_bytes: int = typer.Option(DEFAULT_MAX_RESPONSE_BYTES, help="Cap on an HTTP "
+                                           "response body; reading stops there (marked)."),
+    idempotency_key_header: str = typer.Option(None, help="Send a per-call idempotency key "
+                                               "in this header (e.g. Idempotency-Key) with "
+                                               "HTTP writes, which makes them safe to retry."),
+    trace_max_chars: int = typer.Option(DEFAULT_MAX_CHARS, help="Longest string value a "
+                                        "trace keeps (the rest is cut and marked)."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Run the agent: LLM-free on a structured --goal, or the full agent on REQUEST."""
@@ -81,8 +91,16 @@ def run(
                                                 max_seconds))
     if goal is not None and not goal.strip():
         raise HyperplanError("--goal is empty: give a JSON object or a file holding one")
+    if max_response_bytes < 1 or trace_max_chars < 1:
+        raise HyperplanError("--max-response-bytes and --trace-max-chars must be positive")
+    structured = _goal(goal) if goal else None
+    if structured is not None:  # secret goal values are redacted from everything below
+        SECRETS.add_all(str(v) for v in structured.secret_values())
     setup = tools_from_source(tools, base_url=base_url, headers=parse_headers(header),
-                              mcp_command=mcp_command)
+                              mcp_command=mcp_command,
+                              timeout=accounting.deadline(30.0) or 30.0,
+                              max_response_bytes=max_response_bytes,
+                              idempotency_header=idempotency_key_header)
     client = None if goal else llm_from_options(llm, model, accounting, check=True)
     if goal is None and client is None:
         raise HyperplanError("give --goal for an LLM-free run, or --llm URL (or set "
@@ -98,23 +116,31 @@ def run(
         check_graph_tools(graph, [t.name for t in setup.catalog.tools], graph_file)
     else:
         graph = build_graph(setup.catalog, embedder=emb, overrides=overrides)
-    tracer = TraceWriter(trace)
+    tracer = TraceWriter(trace, max_chars=trace_max_chars)
     ctx = RunContext(graph=graph, catalog=setup.catalog, runtime=setup.runtime,
                      accounting=accounting, tracer=tracer, config=AgentConfig(),
                      llm=TracedLLM(client, tracer) if client else None)
     try:
-        result = run_goal(ctx, _goal(goal)) if goal else run_request(ctx, request, emb)
+        result = (run_goal(ctx, structured) if structured is not None
+                  else run_request(ctx, request, emb))
+        tracer.close()
+        print_outcome(result, tracer.events, as_json, trace)  # before the servers are stopped
     finally:
         tracer.close()
         setup.runtime.close()
-    if as_json:
-        out.print_json(json.dumps(result.as_dict(), default=str))
-    else:
-        print_result(result, tracer.events)
-        if trace:
-            console.print(f"trace: {trace}")
     if result.status not in ("success", "blocked"):
         raise typer.Exit(2)
+
+
+def print_outcome(result: RunResult, events: list[dict[str, Any]], as_json: bool,
+                  trace: Path | None) -> None:
+    """The result as JSON (redacted by value, :mod:`hyperplan.secrets`) or as text."""
+    if as_json:
+        out.print_json(redact_text(json.dumps(result.as_dict(), default=str)))
+        return
+    print_result(result, events)
+    if trace:
+        console.print(f"trace: {trace}")
 
 
 def check_graph_tools(graph: Hypergraph, names: list[str], path: Path) -> None:
@@ -181,10 +207,11 @@ def print_result(result: RunResult, events: list[dict[str, Any]]) -> None:
     """Context graph, plans, support graphs, every call, and the outcome."""
     for e in events:
         for line in render_event(e):
-            out.print(line, highlight=False)
+            out.print(redact_text(line), highlight=False)
     colour = {"success": "green", "blocked": "yellow"}.get(result.status, "red")
     out.print(f"[{colour}]{result.status}[/{colour}] tool calls {result.tool_calls}, "
-              f"LLM calls {result.llm_calls} {escape(result.message)}", highlight=False)
+              f"LLM calls {result.llm_calls} {escape(redact_text(result.message))}",
+              highlight=False)
 
 
 def _short(text: str, limit: int = 100) -> str:

@@ -42,6 +42,7 @@ from hyperplan.retrieve.context_graph import (
 )
 from hyperplan.retrieve.interpret import interpret_request
 from hyperplan.retrieve.serialize import count_tokens, serialize_context_graph
+from hyperplan.secrets import SECRETS
 
 _SETTLED = (SubtaskStatus.DONE, SubtaskStatus.FAILED, SubtaskStatus.BLOCKED,
             SubtaskStatus.SKIPPED)
@@ -85,6 +86,7 @@ def run_goal(ctx: RunContext, goal: StructuredGoal) -> RunResult:
     problems = [p for p in validate_dag(dag, ctx.graph) if "not grounded" not in p]
     if problems:
         raise PlanError("the structured goal does not fit the tool graph", problems)
+    SECRETS.add_all(str(v) for v in goal.secret_values())  # before anything is written
     ctx.tracer.emit("run_start", mode="goal", goal=goal.as_dict())
     ctx.tracer.emit("dag", **dag.as_dict())
     return finish_run(ctx, execute_dag(ctx, dag, AgentState.start(goal.values), refine=False))

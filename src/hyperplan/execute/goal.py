@@ -5,6 +5,8 @@ Definition 3): each :class:`SubGoal` names the candidate terminal tools (any one
 or target effect predicates, the values the user supplies for it, and the sub-goals it depends
 on. ``values`` of the goal are known to every sub-goal; a sub-goal's own values take precedence.
 Keys are bare parameter names (``"title"``) or node keys (``"music.search:in:query"``).
+``"secrets": ["password", ...]`` names the values (of the goal or any sub-goal) that are
+secret: they are redacted by value from every output of the run (:mod:`hyperplan.secrets`).
 """
 
 from __future__ import annotations
@@ -46,9 +48,16 @@ class SubGoal:
 class StructuredGoal:
     subgoals: tuple[SubGoal, ...]
     values: Mapping[str, Any] = field(default_factory=dict)
+    secrets: tuple[str, ...] = ()  # names of the values that are secret
 
     def as_dict(self) -> dict[str, Any]:
-        return {"subgoals": [s.as_dict() for s in self.subgoals], "values": dict(self.values)}
+        return {"subgoals": [s.as_dict() for s in self.subgoals], "values": dict(self.values),
+                **({"secrets": list(self.secrets)} if self.secrets else {})}
+
+    def secret_values(self) -> list[Any]:
+        """The values named in ``secrets``, wherever the goal or a sub-goal gives them."""
+        scopes = [self.values, *(s.values for s in self.subgoals)]
+        return [scope[name] for name in self.secrets for scope in scopes if name in scope]
 
     @staticmethod
     def from_dict(obj: Any, *, source: str = "goal") -> StructuredGoal:
@@ -59,7 +68,8 @@ class StructuredGoal:
             raise GoalError(f"{source}: a goal must be a JSON object")
         raw = obj.get("subgoals")
         if raw is None:
-            raw = [{k: v for k, v in obj.items() if k != "values"} | {"id": "g1"}]
+            raw = [{k: v for k, v in obj.items() if k not in ("values", "secrets")}
+                   | {"id": "g1"}]
         if not isinstance(raw, list) or not raw:
             raise GoalError(f"{source}: 'subgoals' must be a non-empty list")
         subgoals = tuple(_subgoal(item, i, source) for i, item in enumerate(raw))
@@ -73,7 +83,14 @@ class StructuredGoal:
         values = obj.get("values", {})
         if not isinstance(values, dict):
             raise GoalError(f"{source}: 'values' must be an object")
-        return StructuredGoal(subgoals, dict(values))
+        secrets = _strings(obj.get("secrets", []), f"{source}: secrets")
+        goal = StructuredGoal(subgoals, dict(values), secrets)
+        named = {k for scope in [goal.values, *(s.values for s in subgoals)] for k in scope}
+        missing = [name for name in secrets if name not in named]
+        if missing:
+            raise GoalError(f"{source}: 'secrets' names values the goal does not give: "
+                            f"{', '.join(missing)}")
+        return goal
 
 
 def _subgoal(item: Any, index: int, source: str) -> SubGoal:

@@ -23,8 +23,10 @@ from hyperplan.catalog import Catalog, ToolSpec
 from hyperplan.errors import HyperplanError
 from hyperplan.execute.results import ErrorKind, ToolResult, ToolRuntime
 from hyperplan.execute.runtimes import MCPRuntime, OpenAPIRuntime, PythonRuntime
+from hyperplan.execute.runtimes.http import DEFAULT_MAX_RESPONSE_BYTES
 from hyperplan.llm.budget import Accounting
 from hyperplan.llm.openai_client import OpenAICompatibleLLM
+from hyperplan.secrets import register_secret
 from hyperplan.sources import load_source
 
 
@@ -52,8 +54,11 @@ class NoRuntime:
 
 def tools_from_source(spec: str | None, *, base_url: str | None = None,
                       headers: Mapping[str, str] | None = None,
-                      mcp_command: str | None = None, timeout: float = 30.0) -> ToolSetup:
-    """Catalog and runtime for a tool source (module doc)."""
+                      mcp_command: str | None = None, timeout: float = 30.0,
+                      max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+                      idempotency_header: str | None = None) -> ToolSetup:
+    """Catalog and runtime for a tool source (module doc). ``max_response_bytes`` and
+    ``idempotency_header`` go to the OpenAPI runtime (:class:`OpenAPIRuntime`)."""
     if mcp_command:
         parts = shlex.split(mcp_command)
         if not parts:
@@ -73,7 +78,9 @@ def tools_from_source(spec: str | None, *, base_url: str | None = None,
     if kind == "python":
         return ToolSetup(catalog, PythonRuntime.from_catalog(catalog, timeout=timeout))
     if kind == "openapi":
-        return ToolSetup(catalog, OpenAPIRuntime(base_url, headers, timeout=timeout))
+        return ToolSetup(catalog, OpenAPIRuntime(base_url, headers, timeout=timeout,
+                                                 max_response_bytes=max_response_bytes,
+                                                 idempotency_header=idempotency_header))
     return ToolSetup(catalog, NoRuntime())
 
 
@@ -92,6 +99,7 @@ def parse_headers(items: list[str]) -> dict[str, str]:
                 raise HyperplanError(f"header {name.strip()}: environment variable "
                                      f"{item.partition(':')[2].strip()} is not set")
         headers[name.strip()] = value
+        register_secret(value)  # any header may carry a credential: redacted by value
     return headers
 
 

@@ -53,6 +53,7 @@ from hyperplan.llm.types import (
     ToolSpec,
     Usage,
 )
+from hyperplan.secrets import SECRETS
 
 log = logging.getLogger(__name__)
 
@@ -154,6 +155,7 @@ class OpenAICompatibleLLM:
         self._forced_mode = structured_mode
         self._sleep = sleep
         self.__secret = api_key or _env("HYPERPLAN_LLM_API_KEY", "OPENAI_API_KEY") or ""
+        SECRETS.add(self.__secret)  # redacted by value from every output (hyperplan.secrets)
         self._client = openai.OpenAI(
             api_key=self.__secret or _PLACEHOLDER_KEY,
             base_url=self.base_url,
@@ -273,13 +275,27 @@ class OpenAICompatibleLLM:
                 self.accounting.check(component)
             start = time.perf_counter()
             try:
-                completion = self._client.chat.completions.create(**request)
+                completion = self._client.chat.completions.create(
+                    **request, timeout=self._request_timeout())
             except openai.APIError as exc:
                 delay = self._on_error(exc, component, mode, attempt, time.perf_counter() - start)
-                self._sleep(delay)
+                self._sleep(self._bounded(delay))
                 attempt += 1
                 continue
             return completion, self._on_success(completion, component, start)
+
+    def _request_timeout(self) -> float:
+        """The client timeout, cut to the time left in the run's wall budget (issue 22: a
+        request never outlives ``--max-seconds``; the next ``check`` then stops the run)."""
+        if self.accounting is None:
+            return self.timeout
+        left = self.accounting.deadline(self.timeout)
+        return max(0.05, left if left is not None else self.timeout)
+
+    def _bounded(self, delay: float) -> float:
+        """A retry delay that does not sleep past the wall budget."""
+        left = self.accounting.remaining_s() if self.accounting is not None else None
+        return delay if left is None else min(delay, left)
 
     async def _asend(
         self, request: dict[str, Any], component: str, mode: StructuredMode | None
@@ -291,10 +307,11 @@ class OpenAICompatibleLLM:
                 self.accounting.check(component)
             start = time.perf_counter()
             try:
-                completion = await client.chat.completions.create(**request)
+                completion = await client.chat.completions.create(
+                    **request, timeout=self._request_timeout())
             except openai.APIError as exc:
                 delay = self._on_error(exc, component, mode, attempt, time.perf_counter() - start)
-                await asyncio.sleep(delay)
+                await asyncio.sleep(self._bounded(delay))
                 attempt += 1
                 continue
             return completion, self._on_success(completion, component, start)
