@@ -261,6 +261,7 @@ class _Exchange:
         extra: dict[str, Any] = {"json": r.json_body} if r.has_body else {}
         built = self.client.build_request(r.method, r.url, params=tuple(r.query),
                                           headers=r.headers, timeout=self.limit, **extra)
+        self.sent.set()  # from here on the server may get it (a refused connect says not)
         try:
             response = self.client.send(built, stream=True)
         except (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout,
@@ -268,7 +269,6 @@ class _Exchange:
             raise  # nothing reached the server
         except httpx.HTTPError as exc:
             raise _Sent(exc) from exc
-        self.sent.set()
         try:
             return self._read(response)
         except (httpx.HTTPError, httpx.StreamError, _Deadline) as exc:

@@ -265,10 +265,9 @@ class _Connection:
     async def _on_message(self, message: Any) -> None:
         """The session's message handler: a line that is not JSON-RPC breaks the session."""
         if isinstance(message, Exception) and not self._broken.done():
-            text = " ".join(str(message).split())[:200]
             self._broken.set_exception(_ProtocolBroken(
                 "the server wrote a line that is not a JSON-RPC message on stdout (the MCP "
-                f"stdio transport allows nothing else): {text}"))
+                f"stdio transport allows nothing else): {_offending_line(message)}"))
 
     async def _keep(self, params: StdioServerParameters, timeout: float) -> None:
         from mcp import Client
@@ -320,6 +319,19 @@ class _Connection:
         with contextlib.suppress(OSError):
             os.unlink(self.stderr_path)
         return tail
+
+
+def _offending_line(exc: Exception) -> str:
+    """The start of the line a parse error is about (pydantic's ``input``), shown as a Python
+    literal so control characters print as escapes, else the error's own text."""
+    errors = getattr(exc, "errors", None)
+    try:
+        line = errors()[0].get("input") if callable(errors) else None
+    except (TypeError, IndexError, AttributeError):
+        line = None
+    if isinstance(line, str | bytes):
+        return repr(line[:120]) + (" ..." if len(line) > 120 else "")
+    return " ".join(str(exc).split())[:200]
 
 
 async def _as_coroutine(awaitable: Awaitable[_T]) -> _T:
