@@ -54,7 +54,11 @@ def _mcp_server(loc: str) -> Catalog:
 
     from hyperplan.execute.runtimes.mcp import MCPRuntime
 
-    parts = shlex.split(loc)
+    try:
+        parts = shlex.split(loc)
+    except ValueError as exc:
+        raise CatalogError(f"cannot split the command {loc!r}: {exc}", file="mcp-server:",
+                           field="command") from None
     if not parts:
         raise CatalogError("no server command", file="mcp-server:", field="command")
     with MCPRuntime(parts[0], parts[1:]) as runtime:
@@ -110,8 +114,13 @@ def demo_catalog_path() -> Path:
     return Path(str(resources.files("hyperplan") / "examples" / "music_catalog.json"))
 
 
-def load_source(spec: str) -> Catalog:
-    """Load a catalog from ``KIND:LOCATION`` (see module docstring)."""
+def load_source(spec: str, *, allow_unsafe_tools: bool = False) -> Catalog:
+    """Load a catalog from ``KIND:LOCATION`` (see module docstring); ``allow_unsafe_tools``
+    lets a ``python:`` source expose a module that acts on the host (refused by default)."""
+    if allow_unsafe_tools and spec.startswith("python:"):
+        from hyperplan.importers.python_callables import load_python_target
+
+        return load_python_target(spec.partition(":")[2], allow_unsafe=True)
     if spec == "demo":
         return _openai(str(demo_catalog_path()))
     kind, sep, location = spec.partition(":")

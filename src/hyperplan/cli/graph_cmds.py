@@ -23,7 +23,7 @@ from hyperplan.cli.common import (
 from hyperplan.embed.cache import CachedEmbedder
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.export import neighbourhood, to_dot, to_mermaid
-from hyperplan.graph.io import load_graph, save_graph
+from hyperplan.graph.io import check_output, load_graph, save_graph
 from hyperplan.graph.links import LinkConfig
 from hyperplan.graph.model import Hypergraph, NodeKind
 from hyperplan.graph.text import NAMELESS_OUTPUTS, did_you_mean, listed
@@ -43,12 +43,16 @@ def build_cmd(
     warm: bool = typer.Option(True, "--warm/--no-warm",
                               help="embed the retrieval texts into the embedding cache now, so "
                                    "the first query on this graph is fast"),
+    allow_unsafe_tools: bool = typer.Option(False, help="Let a python: source expose a "
+                                            "module that acts on the host (refused by "
+                                            "default)."),
 ) -> None:
     """Import a tool catalog, infer dependency links and save the hypergraph."""
     if not 0 < min_weight <= 1:
         fail(f"--min-weight must be in (0, 1] (link weights are), got {min_weight}")
+    check_output(output, protect=source_paths(source))
     with printed_warnings():
-        catalog = load_source(source)
+        catalog = load_source(source, allow_unsafe_tools=allow_unsafe_tools)
     if not len(catalog):
         fail(f"{source}: no tools found")
     console.print(f"imported {len(catalog)} tools from {source}")
@@ -59,6 +63,7 @@ def build_cmd(
                             overrides=overrides, progress=progress)
         if warm and isinstance(text_embedder, CachedEmbedder):
             warm_retrieval_cache(graph, text_embedder, progress)
+    check_output(output, protect=source_paths(source))  # again: the build took a while
     json_path, npz_path = save_graph(graph, output)
     print_stats(graph)
     unnamed = unnamed_outputs(graph)
@@ -70,6 +75,16 @@ def build_cmd(
                       "Describe it (a docstring's 'Returns:' section, a schema description) or "
                       "name its fields (a TypedDict, an object schema).", highlight=False)
     out.print(f"wrote {json_path} and {npz_path} in {graph.metadata.get('build_seconds')} s")
+
+
+def source_paths(source: str) -> tuple[Path, ...]:
+    """The files or directories a ``KIND:LOCATION`` source reads (an output must not be one
+    of them); nothing for sources that name no path (``python:``, ``mcp-server:``)."""
+    kind, _, location = source.partition(":")
+    if kind in ("python", "mcp-server", "tau2") or not location:
+        return ()
+    path = Path(location)
+    return (path,) if path.exists() else ()
 
 
 def warm_retrieval_cache(graph: Hypergraph, embedder: CachedEmbedder,
@@ -198,6 +213,10 @@ def export_cmd(
     text = to_dot(graph, min_weight=min_weight) if fmt == "dot" else to_mermaid(
         graph, min_weight=min_weight)
     if output:
+        if (output.exists() or output.is_symlink()) and not output.is_file():
+            fail(f"{output}: exists and is not a regular file; refusing to replace it")
+        if output.resolve() == path.resolve():
+            fail(f"{output}: is the graph being exported; choose another -o")
         output.write_text(text, "utf-8")
         console.print(f"wrote {output} ({graph.n_tools} tools)")
     else:

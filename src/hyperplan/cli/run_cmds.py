@@ -84,6 +84,9 @@ def run(
                                                "HTTP writes, which makes them safe to retry."),
     trace_max_chars: int = typer.Option(DEFAULT_MAX_CHARS, help="Longest string value a "
                                         "trace keeps (the rest is cut and marked)."),
+    allow_unsafe_tools: bool = typer.Option(False, help="Let a python: source expose a "
+                                            "module that acts on the host (os, subprocess, "
+                                            "shutil ...): refused by default."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Run the agent: LLM-free on a structured --goal, or the full agent on REQUEST."""
@@ -100,7 +103,8 @@ def run(
                               mcp_command=mcp_command,
                               timeout=accounting.deadline(30.0) or 30.0,
                               max_response_bytes=max_response_bytes,
-                              idempotency_header=idempotency_key_header)
+                              idempotency_header=idempotency_key_header,
+                              allow_unsafe_tools=allow_unsafe_tools)
     client = None if goal else llm_from_options(llm, model, accounting, check=True)
     if goal is None and client is None:
         raise HyperplanError("give --goal for an LLM-free run, or --llm URL (or set "
@@ -226,6 +230,8 @@ def trace_show(
 ) -> None:
     """Summarise a trace and replay its steps: plan versions, support graphs, calls."""
     events = read_trace(path)
+    if not events:
+        fail(f"{path}: empty trace (no events)")
     try:
         summary = summarize(events)
         lines = [line for e in events for line in render_event(e)]

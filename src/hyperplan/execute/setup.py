@@ -56,11 +56,15 @@ def tools_from_source(spec: str | None, *, base_url: str | None = None,
                       headers: Mapping[str, str] | None = None,
                       mcp_command: str | None = None, timeout: float = 30.0,
                       max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-                      idempotency_header: str | None = None) -> ToolSetup:
+                      idempotency_header: str | None = None,
+                      allow_unsafe_tools: bool = False) -> ToolSetup:
     """Catalog and runtime for a tool source (module doc). ``max_response_bytes`` and
     ``idempotency_header`` go to the OpenAPI runtime (:class:`OpenAPIRuntime`)."""
     if mcp_command:
-        parts = shlex.split(mcp_command)
+        try:
+            parts = shlex.split(mcp_command)
+        except ValueError as exc:
+            raise HyperplanError(f"--mcp-command: cannot split {mcp_command!r}: {exc}") from None
         if not parts:
             raise HyperplanError("--mcp-command is empty")
         mcp = MCPRuntime(parts[0], parts[1:], timeout=timeout)
@@ -73,7 +77,7 @@ def tools_from_source(spec: str | None, *, base_url: str | None = None,
         world = DemoWorld()
         return ToolSetup(world.catalog(), PythonRuntime(world.callables(), timeout=timeout),
                          world)
-    catalog = load_source(spec)
+    catalog = load_source(spec, allow_unsafe_tools=allow_unsafe_tools)
     kind = spec.partition(":")[0]
     if kind == "python":
         return ToolSetup(catalog, PythonRuntime.from_catalog(catalog, timeout=timeout))

@@ -327,8 +327,10 @@ def _run_one(ctx: RunContext, graph: Hypergraph, subtask: Subtask, name: str,
     timeout = ctx.accounting.deadline(ctx.config.tool_timeout)
     result = ctx.runtime.call(ctx.catalog.get(name), arguments, timeout=timeout)
     state = state.after_call(graph, subtask.id, result)
+    printed = {k: result.metadata[k] for k in ("stdout", "stderr", "truncated")
+               if k in result.metadata}  # what the tool printed, kept out of the output
     ctx.tracer.emit("tool_call", subtask=subtask.id, sources=dict(plan.sources),
-                    **result.as_dict())
+                    **result.as_dict(), **printed)
     if not result.ok:
         return state, Attempt(False, f"{name}: {result.error}", name, result.error_kind)
     return state, None

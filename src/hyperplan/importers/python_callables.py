@@ -81,20 +81,96 @@ def load_python_callables(
     return _load(listed, source, module=None, lenient=False, skip=False)
 
 
-def load_python_target(spec: str) -> Catalog:
+# Modules whose routines act on the host: run programs, delete or write files, signal or kill
+# processes, open sockets, load code or native libraries, or change the interpreter. A model
+# choosing their calls is a remote shell (issue 22, item 5), so they are refused unless the
+# user passes ``allow_unsafe`` (``--allow-unsafe-tools``).
+UNSAFE_MODULES = frozenset({
+    "os", "posix", "nt", "subprocess", "shutil", "sys", "builtins", "importlib", "ctypes",
+    "socket", "ssl", "signal", "multiprocessing", "threading", "_thread", "pty", "pathlib",
+    "io", "_io", "tempfile", "glob", "pickle", "marshal", "shelve", "code", "codeop", "runpy",
+    "webbrowser", "urllib", "http", "ftplib", "smtplib", "telnetlib", "asyncio", "gc",
+    "resource", "fcntl", "mmap", "select", "selectors", "sqlite3", "zipfile", "tarfile",
+    "faulthandler", "atexit", "site", "sysconfig", "platform", "pdb", "trace", "posixpath",
+    "ntpath", "genericpath",
+})
+IMPORT_TIMEOUT_S = 30.0
+
+
+def unsafe_module(name: object) -> str | None:
+    """The top-level name of ``name`` when it is one of :data:`UNSAFE_MODULES`."""
+    if not isinstance(name, str):
+        return None
+    top = name.split(".", 1)[0].lstrip("_") if name not in ("_io", "_thread") else name
+    return top if top in UNSAFE_MODULES or name in UNSAFE_MODULES else None
+
+
+def _refuse_unsafe(spec: str, module_name: str, target: Any) -> None:
+    found = unsafe_module(module_name) or unsafe_module(getattr(target, "__module__", None))
+    if found is not None:
+        raise CatalogError(
+            f"module {found!r} acts on the host (runs programs, changes files or processes); "
+            "refused: pass --allow-unsafe-tools to expose it to the model anyway",
+            file=f"python:{spec}", field="module")
+
+
+def import_with_limit(module_name: str, spec: str, limit: float | None = None) -> ModuleType:
+    """Import ``module_name`` in a daemon thread, waiting at most ``limit`` seconds (default
+    ``HYPERPLAN_IMPORT_TIMEOUT`` or :data:`IMPORT_TIMEOUT_S`); any failure (``SyntaxError``,
+    an exception, ``sys.exit``, a loop) is one :class:`CatalogError` naming the module."""
+    import os
+    import threading
+
+    wait = limit if limit is not None else float(os.environ.get("HYPERPLAN_IMPORT_TIMEOUT")
+                                                 or IMPORT_TIMEOUT_S)
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["module"] = importlib.import_module(module_name)
+        except BaseException as exc:  # an import must not end the process
+            box["error"] = exc
+
+    thread = threading.Thread(target=work, name="hyperplan-import", daemon=True)
+    thread.start()
+    thread.join(wait)
+    where = f"python:{spec}"
+    if thread.is_alive():
+        raise CatalogError(f"importing module {module_name!r} did not finish within {wait:g} s "
+                           "(it may loop at import)", file=where, field="module")
+    error = box.get("error")
+    if error is not None:
+        raise CatalogError(f"cannot import module {module_name!r}: {_import_problem(error)}",
+                           file=where, field="module") from None
+    return typing.cast(ModuleType, box["module"])
+
+
+def _import_problem(exc: BaseException) -> str:
+    if isinstance(exc, SyntaxError):
+        return f"SyntaxError: {exc.msg} ({exc.filename}, line {exc.lineno})"
+    if isinstance(exc, SystemExit):
+        return f"it called sys.exit({exc.code!r}) at import"
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def load_python_target(spec: str, *, allow_unsafe: bool = False) -> Catalog:
     """Load ``"package.module:attr"`` (a callable, a list/tuple of callables or a module;
     ``attr`` may be dotted) or ``"package.module"`` (its public routines). A single named
     callable is the tool named ``attr``'s last part; its unresolvable type hints give
-    unconstrained schemas (with a warning) rather than an error."""
+    unconstrained schemas (with a warning) rather than an error. The module is imported with a
+    time limit (:func:`import_with_limit`); modules that act on the host, or a named callable
+    from one, are refused unless ``allow_unsafe`` (:data:`UNSAFE_MODULES`)."""
     module_name, _, attr = spec.partition(":")
-    try:
-        target: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise CatalogError(f"cannot import module: {exc}", file=spec, field="module") from None
+    if not allow_unsafe:
+        _refuse_unsafe(spec, module_name, None)
+    target: Any = import_with_limit(module_name, spec)
     for part in attr.split(".") if attr else []:
         if not hasattr(target, part):
             raise CatalogError(f"{module_name} has no attribute {attr!r}", file=spec, field="attr")
         target = getattr(target, part)
+    if not allow_unsafe and not isinstance(target, ModuleType):
+        _refuse_unsafe(spec, module_name, target)
     if isinstance(target, ModuleType):
         catalog = load_python_callables(target, source=spec)
         if not catalog.tools:
@@ -125,8 +201,9 @@ def module_functions(module: ModuleType) -> list[Callable[..., Any]]:
 
 def _module_entries(module: ModuleType) -> list[tuple[str | None, Callable[..., Any]]]:
     names = getattr(module, "__all__", None)
-    if names is not None:
-        pairs = [(str(n), getattr(module, n)) for n in names if hasattr(module, n)]
+    if names is not None:  # still only its own routines: never re-exported builtins
+        pairs = [(str(n), getattr(module, n)) for n in names if hasattr(module, n)
+                 and _is_own(module, getattr(getattr(module, n), "__module__", None))]
     else:
         pairs = [
             (n, obj)
