@@ -12,10 +12,13 @@ harness itself never stops for one task.
 
 from __future__ import annotations
 
+import os
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -227,16 +230,48 @@ def _execute(cfg: EvalConfig, jobs: Sequence[tuple[EvalTask, str]]) -> Iterator[
         for task, agent in jobs:
             yield run_one(cfg, task, agent)
         return
-    with ProcessPoolExecutor(max_workers=cfg.workers) as pool:
-        waiting: set[Future[TaskOutcome]] = set()
+    with ProcessPoolExecutor(max_workers=cfg.workers, initializer=die_with_parent,
+                             initargs=(os.getpid(),)) as pool:
+        waiting: dict[Future[TaskOutcome], tuple[EvalTask, str]] = {}
         queue = list(jobs)
         while queue or waiting:
             while queue and len(waiting) < 2 * cfg.workers:
                 task, agent = queue.pop(0)
-                waiting.add(pool.submit(run_one, cfg, task, agent))
-            done, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+                waiting[pool.submit(run_one, cfg, task, agent)] = (task, agent)
+            done, _ = wait(waiting, return_when=FIRST_COMPLETED)
             for fut in done:
-                yield fut.result()
+                task, agent = waiting.pop(fut)
+                try:
+                    outcome = fut.result()
+                except BrokenProcessPool:
+                    raise HyperplanError(
+                        f"a worker process was lost (killed?) while running task {task.id} "
+                        f"with agent {agent}; every finished result is stored: run again "
+                        "with --resume RUN_ID to do the rest") from None
+                yield outcome
+
+
+def die_with_parent(parent: int) -> None:
+    """Worker initializer: the worker exits when the process that started it dies, even by
+    ``kill -9`` (Linux ``PR_SET_PDEATHSIG``; elsewhere a watchdog thread polls the parent)."""
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(1, signal.SIGKILL, 0, 0, 0) == 0:  # PR_SET_PDEATHSIG
+            if os.getppid() != parent:  # it died before the call took effect
+                os._exit(1)
+            return
+    except (OSError, AttributeError):
+        pass
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="hyperplan-parent-watch", daemon=True).start()
 
 
 def _execute_ray(cfg: EvalConfig, jobs: Sequence[tuple[EvalTask, str]]) -> Iterator[TaskOutcome]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperplan.errors import HyperplanError
+from hyperplan.secrets import redact_text
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -32,6 +33,13 @@ CREATE TABLE IF NOT EXISTS results (
     trace TEXT, finished REAL, PRIMARY KEY (run_id, task_id, agent)
 );
 """
+
+
+_COLUMNS = {
+    "runs": ["run_id", "created", "suite", "agents", "llm", "model", "command", "config"],
+    "results": ["run_id", "task_id", "agent", "status", "success", "metrics", "trace",
+                "finished"],
+}
 
 
 @dataclass(frozen=True)
@@ -64,12 +72,27 @@ class RunStore:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        advice = "move it away or pass another --store"
         try:
             self._db = sqlite3.connect(self.path, timeout=30)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(_SCHEMA)
+            problems = [r[0] for r in self._db.execute("PRAGMA quick_check(3)")]
         except sqlite3.DatabaseError as exc:
-            raise HyperplanError(f"{self.path}: not a usable run store: {exc}") from None
+            raise HyperplanError(f"{self.path}: not a usable run store ({exc}); "
+                                 f"{advice}") from None
+        if problems != ["ok"]:
+            self._db.close()
+            what = " ".join(str(problems[-1]).replace("*** in database main ***", "").split())
+            raise HyperplanError(f"{self.path}: the run store is damaged ({what[:160]}); "
+                                 f"{advice}")
+        for table, columns in _COLUMNS.items():
+            found = [r[1] for r in self._db.execute(f"PRAGMA table_info({table})")]
+            if found != columns:
+                self._db.close()
+                raise HyperplanError(f"{self.path}: table {table!r} has columns "
+                                     f"{', '.join(found)}, not a hyperplan run store's; "
+                                     f"{advice}")
 
     def close(self) -> None:
         self._db.close()
@@ -86,8 +109,9 @@ class RunStore:
         rid = run_id or time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
         with self._db:
             self._db.execute("INSERT INTO runs VALUES (?,?,?,?,?,?,?,?)",
-                             (rid, time.time(), suite, ",".join(agents), llm, model, command,
-                              json.dumps(dict(config), default=str)))
+                             (rid, time.time(), suite, ",".join(agents), llm, model,
+                              redact_text(command),  # a command line may hold a secret
+                              redact_text(json.dumps(dict(config), default=str))))
         return rid
 
     def run(self, run_id: str) -> RunInfo:
@@ -111,7 +135,8 @@ class RunStore:
                 "INSERT OR REPLACE INTO results VALUES (?,?,?,?,?,?,?,?)",
                 (run_id, task_id, agent, status, int(success),
                  json.dumps(dict(metrics), default=str),
-                 "\n".join(json.dumps(dict(e), default=str) for e in trace), time.time()))
+                 redact_text("\n".join(json.dumps(dict(e), default=str) for e in trace)),
+                 time.time()))
 
     def done(self, run_id: str) -> set[tuple[str, str]]:
         """The (task_id, agent) pairs already recorded for ``run_id``."""
