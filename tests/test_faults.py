@@ -261,3 +261,42 @@ def test_trace_show_on_an_empty_file_fails(tmp_path: Path) -> None:
     empty.write_text("")
     line = _one_error(_cli("trace", "show", str(empty), cwd=tmp_path))
     assert "empty trace" in line
+
+
+def test_control_characters_in_names_are_refused(tmp_path: Path) -> None:
+    catalog = tmp_path / "tools.json"
+    catalog.write_text(json.dumps([{"name": "evil\x1b[31m\x07", "description": "x",
+                                    "parameters": {"type": "object", "properties": {}}}]))
+    line = _one_error(_cli("graph", "build", f"openai:{catalog}", "-o", "g.json",
+                           "--embedder", "none", cwd=tmp_path))
+    assert "control" in line and "\x1b" not in line
+
+
+def test_silently_ignored_catalog_parts_are_warned(tmp_path: Path) -> None:
+    catalog = tmp_path / "tools.json"
+    catalog.write_text(json.dumps([{
+        "type": "function", "returns": {"type": "object"},
+        "function": {"name": "get_x", "description": "Get x.", "parameters": {
+            "type": "object", "properties": {"a": {"type": "string"}},
+            "required": ["a", "b"]}}}]))
+    proc = _cli("graph", "build", f"openai:{catalog}", "-o", "g.json", "--embedder", "none",
+                cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "unknown key 'returns' beside 'function'" in proc.stderr
+    assert "'required' names 'b'" in proc.stderr
+
+
+def test_tools_and_mcp_command_are_both_used() -> None:
+    from hyperplan.execute.setup import tools_from_source
+
+    server = Path(__file__).parent / "data" / "runtimes" / "mcp_server.py"
+    setup = tools_from_source("python:hyperplan.examples.bookstore",
+                              mcp_command=f"{sys.executable} {server}")
+    try:
+        names = [t.name for t in setup.catalog.tools]
+        assert "add" in names and len(names) > len(setup.runtime.runtimes[1].tool_names or ())
+        assert setup.runtime.call(setup.catalog.get("add"), {"a": 1, "b": 2}).ok
+        python_tool = setup.catalog.tools[0]
+        assert setup.runtime.can_run(python_tool) and python_tool.source != "mcp"
+    finally:
+        setup.runtime.close()

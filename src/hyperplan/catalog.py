@@ -8,12 +8,17 @@ tools with unique names.
 
 from __future__ import annotations
 
+import re
+import warnings
 from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hyperplan.errors import CatalogError
+
+# C0/C1 controls, DEL, and the bidi embedding/override/isolate characters
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null", "any")
 
@@ -91,6 +96,9 @@ class ToolSpec(BaseModel):
         value = value.strip()
         if not value:
             raise ValueError("tool name is empty")
+        if _CONTROL.search(value):
+            raise ValueError(f"tool name {value!r} contains control or bidi characters "
+                             "(they could inject terminal escapes or hide text)")
         return value
 
     @field_validator("input_schema")
@@ -103,6 +111,8 @@ class ToolSpec(BaseModel):
         if not isinstance(props, dict):
             raise ValueError("input schema 'properties' must be an object")
         for pname, pschema in props.items():
+            if _CONTROL.search(str(pname)):
+                raise ValueError(f"property name {pname!r} contains control characters")
             if not isinstance(pschema, dict):
                 raise ValueError(f"property {pname!r} schema must be an object")
         required = value.get("required", [])
@@ -124,9 +134,18 @@ class ToolSpec(BaseModel):
 
 def make_tool(*, file: str | None = None, **fields: Any) -> ToolSpec:
     """Build a :class:`ToolSpec`, turning validation failures into a :class:`CatalogError`
-    that names the file, the tool and the field."""
+    that names the file, the tool and the field; ``required`` names that are not among the
+    input properties are kept out of nothing silently: a warning names them."""
     try:
-        return ToolSpec(**fields)
+        tool = ToolSpec(**fields)
+        schema = tool.input_schema
+        missing = [r for r in schema.get("required", [])
+                   if r not in (schema.get("properties") or {})]
+        if missing:
+            warnings.warn(f"{file or tool.source}: tool {tool.name!r}: 'required' names "
+                          f"{', '.join(map(repr, missing))}, not in 'properties' (no input "
+                          "is made for them)", stacklevel=2)
+        return tool
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err.get("loc", ()))

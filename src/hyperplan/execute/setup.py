@@ -19,10 +19,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from hyperplan.catalog import Catalog, ToolSpec
+from hyperplan.catalog import Catalog, ToolSpec, merge_catalogs
 from hyperplan.errors import HyperplanError
 from hyperplan.execute.results import ErrorKind, ToolResult, ToolRuntime
-from hyperplan.execute.runtimes import MCPRuntime, OpenAPIRuntime, PythonRuntime
+from hyperplan.execute.runtimes import (
+    CompositeRuntime,
+    MCPRuntime,
+    OpenAPIRuntime,
+    PythonRuntime,
+)
 from hyperplan.execute.runtimes.http import DEFAULT_MAX_RESPONSE_BYTES
 from hyperplan.llm.budget import Accounting
 from hyperplan.llm.openai_client import OpenAICompatibleLLM
@@ -68,7 +73,18 @@ def tools_from_source(spec: str | None, *, base_url: str | None = None,
         if not parts:
             raise HyperplanError("--mcp-command is empty")
         mcp = MCPRuntime(parts[0], parts[1:], timeout=timeout)
-        return ToolSetup(mcp.catalog(), mcp)
+        if not spec:
+            return ToolSetup(mcp.catalog(), mcp)
+        try:  # both: --tools first, then the server's tools, one runtime over the two
+            other = tools_from_source(spec, base_url=base_url, headers=headers,
+                                      timeout=timeout, max_response_bytes=max_response_bytes,
+                                      idempotency_header=idempotency_header,
+                                      allow_unsafe_tools=allow_unsafe_tools)
+            catalog = merge_catalogs([other.catalog, mcp.catalog()])
+        except BaseException:
+            mcp.close()
+            raise
+        return ToolSetup(catalog, CompositeRuntime([other.runtime, mcp]), other.world)
     if not spec:
         raise HyperplanError("give --tools SOURCE or --mcp-command CMD")
     if spec == "demo-world":

@@ -33,6 +33,7 @@ def _tool_links(graph: Hypergraph, min_weight: float) -> dict[tuple[int, int], l
 
 
 def _dot_str(text: str) -> str:
+    text = _CONTROL.sub(" ", text)  # no terminal escapes or line breaks from catalog text
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
@@ -50,6 +51,7 @@ def to_dot(graph: Hypergraph, *, min_weight: float = 0.0, max_labels: int = 3) -
     return "\n".join(lines) + "\n"
 
 
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _MERMAID_UNSAFE = re.compile(r'["<>{}\[\]|#;]')
 
 
@@ -57,7 +59,7 @@ def _mermaid_text(text: str) -> str:
     """``text`` safe inside a quoted Mermaid label: quotes, brackets, entity and edge syntax
     become spaces, except the array marker of a path (``songs[].id``), written with Mermaid's
     entity codes so it shows as ``[]``."""
-    parts = [_MERMAID_UNSAFE.sub(" ", part) for part in text.split("[]")]
+    parts = [_MERMAID_UNSAFE.sub(" ", _CONTROL.sub(" ", part)) for part in text.split("[]")]
     return "#91;#93;".join(parts)
 
 

@@ -15,6 +15,7 @@ metadata. Anything malformed is a :class:`~hyperplan.errors.CatalogError`.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -68,12 +69,33 @@ def _function_body(entry: Any, index: int, file: str) -> dict[str, Any]:
         )
     fn = entry.get("function")
     if fn is None:
+        _warn_unknown(entry, _FUNCTION_KEYS, file, index, "")
         return entry
     if not isinstance(fn, dict):
         raise CatalogError(
             "'function' must be an object", file=file, tool=f"#{index}", field="function"
         )
+    _warn_unknown(entry, _WRAPPER_KEYS, file, index, " beside 'function'")
+    _warn_unknown(fn, _FUNCTION_KEYS, file, index, " in 'function'")
     return fn
+
+
+_FUNCTION_KEYS = frozenset({"name", "description", "parameters", "returns", "strict", "type"})
+_WRAPPER_KEYS = frozenset({"type", "function"})
+
+
+def _warn_unknown(obj: dict[str, Any], known: frozenset[str], file: str, index: int,
+                  where: str) -> None:
+    """A key the format does not know is ignored, but never silently (issue 22, item 10):
+    ``returns`` beside ``function`` is a misplaced ``function.returns``."""
+    unknown = sorted(k for k in obj if isinstance(k, str) and k not in known
+                     and not k.startswith("x-"))
+    if not unknown:
+        return
+    name = obj.get("name") or (obj.get("function") or {}).get("name") or f"#{index}"
+    hint = (" (did you mean function.returns?)" if "returns" in unknown and where else "")
+    warnings.warn(f"{file}: tool {name!r}: unknown key{'s' if len(unknown) > 1 else ''} "
+                  f"{', '.join(repr(k) for k in unknown)}{where} ignored{hint}", stacklevel=4)
 
 
 def _tool(entry: Any, index: int, file: str) -> ToolSpec:
