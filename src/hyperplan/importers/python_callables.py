@@ -201,9 +201,11 @@ def module_functions(module: ModuleType) -> list[Callable[..., Any]]:
 
 def _module_entries(module: ModuleType) -> list[tuple[str | None, Callable[..., Any]]]:
     names = getattr(module, "__all__", None)
-    if names is not None:  # still only its own routines: never re-exported builtins
+    if names is not None:  # the author's export list, minus re-exported host routines
+        own_unsafe = unsafe_module(module.__name__) is not None
         pairs = [(str(n), getattr(module, n)) for n in names if hasattr(module, n)
-                 and _is_own(module, getattr(getattr(module, n), "__module__", None))]
+                 and (own_unsafe or unsafe_module(
+                     getattr(getattr(module, n), "__module__", None)) is None)]
     else:
         pairs = [
             (n, obj)
