@@ -20,8 +20,12 @@ schema; missing -> none either, unless a Returns section documents one: then an 
 output with that description).
 
 A module (``python:MODULE``) gives its public routines - functions, C builtins, bound methods
-of module-level objects - each once, named as the module exports it; what cannot be imported
-from it is left out with one warning (see :func:`load_python_callables`).
+of module-level objects - each once, named as the module exports it: its ``__all__`` (minus
+routines re-exported from a module that acts on the host), else the routines it defines
+itself (never what it merely imported: ``from os import *`` adds nothing); what cannot be
+imported from it is left out with one warning (see :func:`load_python_callables`).
+:func:`load_python_target` refuses modules and callables that act on the host and bounds the
+import (:mod:`hyperplan.importers.python_safety`).
 
 Tools carry ``metadata = {"module", "qualname"}`` and the callable is kept in a registry:
 :func:`get_callable` returns it for a tool.
@@ -31,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
 import inspect
 import re
 import sys
@@ -50,6 +53,13 @@ from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
 from hyperplan.errors import CatalogError
 from hyperplan.graph.schema_paths import SchemaWarning
 from hyperplan.importers.docstrings import Docstring, doc_type_schema, parse_docstring
+from hyperplan.importers.python_safety import (
+    import_with_limit,
+    origins,
+    refuse_unsafe_callable,
+    refuse_unsafe_module,
+    unsafe_reason,
+)
 from hyperplan.importers.schema_refs import resolve_refs, unique_tools
 
 _REGISTRY: dict[tuple[str, str], Callable[..., Any]] = {}
@@ -81,103 +91,39 @@ def load_python_callables(
     return _load(listed, source, module=None, lenient=False, skip=False)
 
 
-# Modules whose routines act on the host: run programs, delete or write files, signal or kill
-# processes, open sockets, load code or native libraries, or change the interpreter. A model
-# choosing their calls is a remote shell (issue 22, item 5), so they are refused unless the
-# user passes ``allow_unsafe`` (``--allow-unsafe-tools``).
-UNSAFE_MODULES = frozenset({
-    "os", "posix", "nt", "subprocess", "shutil", "sys", "builtins", "importlib", "ctypes",
-    "socket", "ssl", "signal", "multiprocessing", "threading", "_thread", "pty", "pathlib",
-    "io", "_io", "tempfile", "glob", "pickle", "marshal", "shelve", "code", "codeop", "runpy",
-    "webbrowser", "urllib", "http", "ftplib", "smtplib", "telnetlib", "asyncio", "gc",
-    "resource", "fcntl", "mmap", "select", "selectors", "sqlite3", "zipfile", "tarfile",
-    "faulthandler", "atexit", "site", "sysconfig", "platform", "pdb", "trace", "posixpath",
-    "ntpath", "genericpath",
-})
-IMPORT_TIMEOUT_S = 30.0
-
-
-def unsafe_module(name: object) -> str | None:
-    """The top-level name of ``name`` when it is one of :data:`UNSAFE_MODULES`."""
-    if not isinstance(name, str):
-        return None
-    top = name.split(".", 1)[0].lstrip("_") if name not in ("_io", "_thread") else name
-    return top if top in UNSAFE_MODULES or name in UNSAFE_MODULES else None
-
-
-def _refuse_unsafe(spec: str, module_name: str, target: Any) -> None:
-    found = unsafe_module(module_name) or unsafe_module(getattr(target, "__module__", None))
-    if found is not None:
-        raise CatalogError(
-            f"module {found!r} acts on the host (runs programs, changes files or processes); "
-            "refused: pass --allow-unsafe-tools to expose it to the model anyway",
-            file=f"python:{spec}", field="module")
-
-
-def import_with_limit(module_name: str, spec: str, limit: float | None = None) -> ModuleType:
-    """Import ``module_name`` in a daemon thread, waiting at most ``limit`` seconds (default
-    ``HYPERPLAN_IMPORT_TIMEOUT`` or :data:`IMPORT_TIMEOUT_S`); any failure (``SyntaxError``,
-    an exception, ``sys.exit``, a loop) is one :class:`CatalogError` naming the module."""
-    import os
-    import threading
-
-    wait = limit if limit is not None else float(os.environ.get("HYPERPLAN_IMPORT_TIMEOUT")
-                                                 or IMPORT_TIMEOUT_S)
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["module"] = importlib.import_module(module_name)
-        except BaseException as exc:  # an import must not end the process
-            box["error"] = exc
-
-    thread = threading.Thread(target=work, name="hyperplan-import", daemon=True)
-    thread.start()
-    thread.join(wait)
-    where = f"python:{spec}"
-    if thread.is_alive():
-        raise CatalogError(f"importing module {module_name!r} did not finish within {wait:g} s "
-                           "(it may loop at import)", file=where, field="module")
-    error = box.get("error")
-    if error is not None:
-        raise CatalogError(f"cannot import module {module_name!r}: {_import_problem(error)}",
-                           file=where, field="module") from None
-    return typing.cast(ModuleType, box["module"])
-
-
-def _import_problem(exc: BaseException) -> str:
-    if isinstance(exc, SyntaxError):
-        return f"SyntaxError: {exc.msg} ({exc.filename}, line {exc.lineno})"
-    if isinstance(exc, SystemExit):
-        return f"it called sys.exit({exc.code!r}) at import"
-    text = " ".join(str(exc).split())
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-def load_python_target(spec: str, *, allow_unsafe: bool = False) -> Catalog:
+def load_python_target(spec: str, *, allow_unsafe: bool = False,
+                       import_timeout: float | None = None) -> Catalog:
     """Load ``"package.module:attr"`` (a callable, a list/tuple of callables or a module;
     ``attr`` may be dotted) or ``"package.module"`` (its public routines). A single named
     callable is the tool named ``attr``'s last part; its unresolvable type hints give
-    unconstrained schemas (with a warning) rather than an error. The module is imported with a
-    time limit (:func:`import_with_limit`); modules that act on the host, or a named callable
-    from one, are refused unless ``allow_unsafe`` (:data:`UNSAFE_MODULES`)."""
+    unconstrained schemas (with a warning) rather than an error.
+
+    Trust (:mod:`hyperplan.importers.python_safety`): the module is imported within
+    ``import_timeout`` seconds (default ``HYPERPLAN_IMPORT_TIMEOUT`` or 30) and any failure
+    at import is one :class:`CatalogError`; a module that acts on the host, or a callable
+    that comes from one, is refused unless ``allow_unsafe``."""
+    where = f"python:{spec}"
     module_name, _, attr = spec.partition(":")
+    if not module_name.strip():
+        raise CatalogError("no module named (expected python:MODULE[:ATTR])", file=where,
+                           field="module")
     if not allow_unsafe:
-        _refuse_unsafe(spec, module_name, None)
-    target: Any = import_with_limit(module_name, spec)
+        refuse_unsafe_module(where, module_name)
+    target: Any = import_with_limit(module_name, where, import_timeout)
     for part in attr.split(".") if attr else []:
         if not hasattr(target, part):
-            raise CatalogError(f"{module_name} has no attribute {attr!r}", file=spec, field="attr")
+            raise CatalogError(f"{module_name} has no attribute {attr!r}", file=where,
+                               field="attr")
         target = getattr(target, part)
-    if not allow_unsafe and not isinstance(target, ModuleType):
-        _refuse_unsafe(spec, module_name, target)
+    if not allow_unsafe:
+        _refuse_unsafe_target(where, attr, target)
     if isinstance(target, ModuleType):
         catalog = load_python_callables(target, source=spec)
         if not catalog.tools:
             raise CatalogError(
                 f"module {target.__name__} has no public function with a signature (classes "
                 "are not listed; name one as MODULE:ATTR)",
-                file=spec,
+                file=where,
                 field="module",
             )
         return catalog
@@ -186,8 +132,22 @@ def load_python_target(spec: str, *, allow_unsafe: bool = False) -> Catalog:
     if callable(target):
         return _load([(attr, target)], spec, module=module_name, lenient=True, skip=False)
     raise CatalogError(
-        f"{attr!r} is not a callable, a list of callables or a module", file=spec, field="attr"
+        f"{attr!r} is not a callable, a list of callables or a module", file=where, field="attr"
     )
+
+
+def _refuse_unsafe_target(where: str, attr: str, target: Any) -> None:
+    """Refuse ``target`` (what ``MODULE:ATTR`` named) when it, or a routine it exposes, comes
+    from a host-acting module (:mod:`hyperplan.importers.python_safety`)."""
+    if isinstance(target, ModuleType):
+        refuse_unsafe_module(where, target.__name__)
+        for name, func in _module_entries(target):
+            refuse_unsafe_callable(where, name or _callable_name(func), func)
+    elif isinstance(target, list | tuple):
+        for item in target:
+            refuse_unsafe_callable(where, _callable_name(item), item)
+    else:
+        refuse_unsafe_callable(where, attr.rpartition(".")[2], target)
 
 
 def module_functions(module: ModuleType) -> list[Callable[..., Any]]:
@@ -202,10 +162,9 @@ def module_functions(module: ModuleType) -> list[Callable[..., Any]]:
 def _module_entries(module: ModuleType) -> list[tuple[str | None, Callable[..., Any]]]:
     names = getattr(module, "__all__", None)
     if names is not None:  # the author's export list, minus re-exported host routines
-        own_unsafe = unsafe_module(module.__name__) is not None
+        own_unsafe = unsafe_reason(module.__name__) is not None
         pairs = [(str(n), getattr(module, n)) for n in names if hasattr(module, n)
-                 and (own_unsafe or unsafe_module(
-                     getattr(getattr(module, n), "__module__", None)) is None)]
+                 and (own_unsafe or not _from_unsafe(getattr(module, n)))]
     else:
         pairs = [
             (n, obj)
@@ -219,6 +178,10 @@ def _module_entries(module: ModuleType) -> list[tuple[str | None, Callable[..., 
             seen.add(id(obj))
             out.append((name, obj))
     return out
+
+
+def _from_unsafe(obj: Any) -> bool:
+    return any(unsafe_reason(m) is not None for m in origins(obj))
 
 
 def _is_own(module: ModuleType, defined_in: object) -> bool:
@@ -273,23 +236,38 @@ def _load(
     return catalog
 
 
-def get_callable(tool: ToolSpec) -> Callable[..., Any]:
-    """The callable a tool was built from (registry first, then ``module``/``qualname``).
-    A callable with positional-only parameters (C builtins such as ``math.sqrt``) comes
-    wrapped so that it takes them by keyword, as tool arguments are passed."""
+def get_callable(tool: ToolSpec, *, allow_unsafe: bool = False) -> Callable[..., Any]:
+    """The callable a tool was built from (registry first, then ``module``/``qualname``:
+    :func:`find_callable`). A callable with positional-only parameters (C builtins such as
+    ``math.sqrt``) comes wrapped so that it takes them by keyword, as tool arguments are
+    passed."""
     found = _REGISTRY.get((tool.source, tool.name))
     if found is not None:
         return found
-    module, qualname = tool.metadata.get("module"), tool.metadata.get("qualname")
+    return _by_keyword(find_callable(tool, allow_unsafe=allow_unsafe))
+
+
+def find_callable(tool: ToolSpec, *, allow_unsafe: bool = False) -> Callable[..., Any]:
+    """The callable ``tool.metadata``'s ``module``/``qualname`` name, found as a fresh process
+    finds it: the module imported within the time limit and, unless ``allow_unsafe``, refused
+    when it or the callable acts on the host, as by :func:`load_python_target`."""
+    module, qualname = str(tool.metadata.get("module")), str(tool.metadata.get("qualname"))
+    where = f"python:{module}:{qualname}"
+    if not allow_unsafe:
+        refuse_unsafe_module(where, module)
+    target: Any = import_with_limit(module, where)
     try:
-        target: Any = importlib.import_module(str(module))
-        for part in str(qualname).split("."):
+        for part in qualname.split("."):
             target = getattr(target, part)
-    except (ImportError, AttributeError):
-        raise CatalogError("callable not found", tool=tool.name, field="metadata") from None
+    except AttributeError:
+        raise CatalogError("callable not found", file=where, tool=tool.name,
+                           field="metadata") from None
     if not callable(target):
-        raise CatalogError("metadata does not name a callable", tool=tool.name, field="metadata")
-    return _by_keyword(typing.cast(Callable[..., Any], target))
+        raise CatalogError("metadata does not name a callable", file=where, tool=tool.name,
+                           field="metadata")
+    if not allow_unsafe:
+        refuse_unsafe_callable(where, tool.name, target)
+    return typing.cast(Callable[..., Any], target)
 
 
 def _by_keyword(func: Callable[..., Any]) -> Callable[..., Any]:
