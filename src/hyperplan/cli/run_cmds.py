@@ -17,6 +17,7 @@ from hyperplan.errors import HyperplanError
 from hyperplan.execute.agent import RunResult, run_goal, run_request
 from hyperplan.execute.goal import StructuredGoal
 from hyperplan.execute.runtimes.http import DEFAULT_MAX_RESPONSE_BYTES
+from hyperplan.execute.runtimes.sandbox import Sandbox
 from hyperplan.execute.setup import llm_from_options, parse_headers, tools_from_source
 from hyperplan.execute.subtask import AgentConfig, RunContext
 from hyperplan.execute.trace import DEFAULT_MAX_CHARS, TraceWriter, read_trace, summarize
@@ -87,6 +88,9 @@ def run(
     allow_unsafe_tools: bool = typer.Option(False, help="Let a python: source expose a "
                                             "module that acts on the host (os, subprocess, "
                                             "shutil ...): refused by default."),
+    sandbox: Sandbox = typer.Option(Sandbox.NONE, help="subprocess: run python: tools in a "
+                                    "child process without network, with CPU, memory and "
+                                    "file-size limits and the run's deadline."),
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Run the agent: LLM-free on a structured --goal, or the full agent on REQUEST."""
@@ -104,7 +108,7 @@ def run(
                               timeout=accounting.deadline(30.0) or 30.0,
                               max_response_bytes=max_response_bytes,
                               idempotency_header=idempotency_key_header,
-                              allow_unsafe_tools=allow_unsafe_tools)
+                              allow_unsafe_tools=allow_unsafe_tools, sandbox=sandbox)
     client = None if goal else llm_from_options(llm, model, accounting, check=True)
     if goal is None and client is None:
         raise HyperplanError("give --goal for an LLM-free run, or --llm URL (or set "

@@ -2,7 +2,9 @@
 
 Tool sources (``--tools``):
 
-* ``python:pkg.module[:attr]`` — Python callables, run in-process;
+* ``python:pkg.module[:attr]`` — Python callables, run in-process, or in a limited child
+  process with ``sandbox=Sandbox.SUBPROCESS`` (:mod:`hyperplan.execute.runtimes.sandbox`);
+  modules that act on the host are refused unless ``allow_unsafe_tools``;
 * ``openapi:FILE`` — an OpenAPI document, run over HTTP (``base_url`` overrides its server);
 * ``demo-world`` — the shipped demo world (a fresh in-memory database);
 * an MCP server command (``mcp_command="python server.py"``) — tools listed live and run over
@@ -29,6 +31,7 @@ from hyperplan.execute.runtimes import (
     PythonRuntime,
 )
 from hyperplan.execute.runtimes.http import DEFAULT_MAX_RESPONSE_BYTES
+from hyperplan.execute.runtimes.sandbox import Sandbox, SubprocessPythonRuntime
 from hyperplan.llm.budget import Accounting
 from hyperplan.llm.openai_client import OpenAICompatibleLLM
 from hyperplan.secrets import register_secret
@@ -62,9 +65,14 @@ def tools_from_source(spec: str | None, *, base_url: str | None = None,
                       mcp_command: str | None = None, timeout: float = 30.0,
                       max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
                       idempotency_header: str | None = None,
-                      allow_unsafe_tools: bool = False) -> ToolSetup:
+                      allow_unsafe_tools: bool = False,
+                      sandbox: Sandbox = Sandbox.NONE) -> ToolSetup:
     """Catalog and runtime for a tool source (module doc). ``max_response_bytes`` and
-    ``idempotency_header`` go to the OpenAPI runtime (:class:`OpenAPIRuntime`)."""
+    ``idempotency_header`` go to the OpenAPI runtime (:class:`OpenAPIRuntime`);
+    ``allow_unsafe_tools`` and ``sandbox`` to a ``python:`` source."""
+    if sandbox is not Sandbox.NONE and not (spec or "").startswith("python:"):
+        raise HyperplanError(f"--sandbox {sandbox.value} runs the tools of a python: source; "
+                             f"{spec or '--mcp-command'} has none to run there")
     if mcp_command:
         try:
             parts = shlex.split(mcp_command)
@@ -79,7 +87,7 @@ def tools_from_source(spec: str | None, *, base_url: str | None = None,
             other = tools_from_source(spec, base_url=base_url, headers=headers,
                                       timeout=timeout, max_response_bytes=max_response_bytes,
                                       idempotency_header=idempotency_header,
-                                      allow_unsafe_tools=allow_unsafe_tools)
+                                      allow_unsafe_tools=allow_unsafe_tools, sandbox=sandbox)
             catalog = merge_catalogs([other.catalog, mcp.catalog()])
         except BaseException:
             mcp.close()
@@ -95,8 +103,12 @@ def tools_from_source(spec: str | None, *, base_url: str | None = None,
                          world)
     catalog = load_source(spec, allow_unsafe_tools=allow_unsafe_tools)
     kind = spec.partition(":")[0]
+    if kind == "python" and sandbox is Sandbox.SUBPROCESS:
+        return ToolSetup(catalog, SubprocessPythonRuntime.from_catalog(
+            catalog, timeout=timeout, allow_unsafe=allow_unsafe_tools))
     if kind == "python":
-        return ToolSetup(catalog, PythonRuntime.from_catalog(catalog, timeout=timeout))
+        return ToolSetup(catalog, PythonRuntime.from_catalog(
+            catalog, timeout=timeout, allow_unsafe=allow_unsafe_tools))
     if kind == "openapi":
         return ToolSetup(catalog, OpenAPIRuntime(base_url, headers, timeout=timeout,
                                                  max_response_bytes=max_response_bytes,
