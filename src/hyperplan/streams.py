@@ -17,10 +17,8 @@ captures those at the file-descriptor level.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -132,6 +130,9 @@ _LOCK = threading.Lock()
 def install() -> tuple[ThreadStream, ThreadStream]:
     """Put a :class:`ThreadStream` in front of ``sys.stdout`` and ``sys.stderr`` (once; again
     if something replaced them since) and return the two."""
+    out, err = sys.stdout, sys.stderr
+    if isinstance(out, ThreadStream) and isinstance(err, ThreadStream):
+        return out, err  # the common case, without the lock
     with _LOCK:
         out, err = _proxy(sys.stdout), _proxy(sys.stderr)
         sys.stdout, sys.stderr = out, err
@@ -142,27 +143,34 @@ def _proxy(stream: Any) -> ThreadStream:
     return stream if isinstance(stream, ThreadStream) else ThreadStream(stream)
 
 
-@contextlib.contextmanager
-def _routed(out_sink: Sink | None, err_sink: Sink | None) -> Iterator[None]:
-    out, err = install()
-    saved = out._sink(), err._sink()
-    out._local.sink, err._local.sink = out_sink, err_sink
-    try:
-        yield
-    finally:
-        out._local.sink, err._local.sink = saved
+class _Routed:
+    """While entered, the current thread's writes to ``sys.stdout`` / ``sys.stderr`` go to
+    the given sinks (None: the real stream); the previous routing comes back on exit."""
+
+    def __init__(self, out_sink: Sink | None, err_sink: Sink | None) -> None:
+        self._sinks = out_sink, err_sink
+        self._saved: tuple[Sink | None, Sink | None] = (None, None)
+        self._streams: tuple[ThreadStream, ThreadStream] | None = None
+
+    def __enter__(self) -> None:
+        out, err = self._streams = install()
+        self._saved = out._sink(), err._sink()
+        out._local.sink, err._local.sink = self._sinks
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._streams is not None
+        out, err = self._streams
+        out._local.sink, err._local.sink = self._saved
 
 
-@contextlib.contextmanager
-def capturing(capture: Capture) -> Iterator[Capture]:
-    """In the current thread, ``sys.stdout`` / ``sys.stderr`` writes go to ``capture``."""
-    with _routed(capture.stdout, capture.stderr):
-        yield capture
+def capturing(capture: Capture) -> _Routed:
+    """``with capturing(capture):`` the current thread's ``sys.stdout`` / ``sys.stderr``
+    writes go to ``capture``."""
+    return _Routed(capture.stdout, capture.stderr)
 
 
-@contextlib.contextmanager
-def stdout_to_stderr() -> Iterator[None]:
-    """In the current thread, ``sys.stdout`` writes go to the real stderr (what a module
-    prints while it is imported stays visible without entering the command's stdout)."""
-    with _routed(install()[1].real, None):
-        yield
+def stdout_to_stderr() -> _Routed:
+    """``with stdout_to_stderr():`` the current thread's ``sys.stdout`` writes go to the real
+    stderr (what a module prints while it is imported stays visible without entering the
+    command's stdout)."""
+    return _Routed(install()[1].real, None)
