@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -112,6 +113,11 @@ def hard_exit(code: int = 4) -> int:
 def pid() -> int:
     """The process id."""
     return os.getpid()
+
+
+def long_text(n: int) -> str:
+    """n characters."""
+    return "x" * n
 '''
 
 
@@ -225,6 +231,16 @@ def test_a_tool_ending_the_child_is_an_observation(catalog: Catalog,
     assert runtime.call(catalog.get("recall"), {"key": "a"}).value == ""  # a fresh process
 
 
+def test_an_answer_over_its_bound_is_an_error(catalog: Catalog) -> None:
+    limits = SandboxLimits(result_bytes=1000)
+    with SubprocessPythonRuntime.from_catalog(catalog, limits=limits) as runtime:
+        assert runtime.call(catalog.get("long_text"), {"n": 500}).value == "x" * 500
+        result = runtime.call(catalog.get("long_text"), {"n": 100_000})
+        assert result.error_kind is ErrorKind.TOOL_ERROR
+        assert "result larger than 1000 bytes" in result.error
+        assert not _alive(int(result.metadata["sandbox_pid"]))
+
+
 def test_fresh_per_call_keeps_nothing(catalog: Catalog) -> None:
     with SubprocessPythonRuntime.from_catalog(catalog, fresh_per_call=True) as runtime:
         first = runtime.call(catalog.get("remember"), {"key": "a", "value": "1"})
@@ -265,6 +281,37 @@ def test_the_child_exits_when_its_parent_is_killed(tmp_path: Path, catalog: Cata
     while _alive(child) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(child)
+
+
+@pytest.mark.skipif(not shutil.which("setpriv") or os.geteuid() != 0,
+                    reason="needs root and setpriv to drop CAP_SYS_ADMIN")
+def test_without_isolation_a_warning_says_so_once(tmp_path: Path, catalog: Catalog) -> None:
+    module = catalog.tools[0].metadata["module"]
+    script = tmp_path / "unprivileged.py"
+    script.write_text(textwrap.dedent(f"""
+        import json, sys, warnings
+        sys.path.insert(0, {str(tmp_path)!r})
+        from hyperplan.importers.python_callables import load_python_target
+        from hyperplan.execute.runtimes.sandbox import SubprocessPythonRuntime
+        catalog = load_python_target({module!r})
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with SubprocessPythonRuntime.from_catalog(catalog) as runtime:
+                values = [runtime.call(catalog.get("pid"), {{}}).ok for _ in range(3)]
+                runtime.call(catalog.get("hard_exit"), {{}})  # a second child, same news
+                values.append(runtime.call(catalog.get("pid"), {{}}).ok)
+        print(json.dumps({{"ok": values, "network": runtime.network,
+                          "warnings": [str(w.message) for w in caught]}}))
+    """), encoding="utf-8")
+    # root without CAP_SYS_ADMIN: the kernel refuses a network namespace
+    done = subprocess.run(["setpriv", "--bounding-set=-sys_admin", "--inh-caps=-sys_admin",
+                           sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=60)
+    report = json.loads(done.stdout)
+    assert report["ok"] == [True] * 4
+    assert report["network"].startswith("unavailable: unshare failed")
+    assert len(report["warnings"]) == 1
+    assert "network isolation unavailable" in report["warnings"][0]
 
 
 def test_tools_the_child_cannot_reach_are_refused_at_setup() -> None:

@@ -2,6 +2,8 @@
 :class:`~hyperplan.execute.results.ToolResult` observations (issue 4).
 
 * :class:`PythonRuntime` - Python callables (in a worker thread, with a timeout).
+* :class:`SubprocessPythonRuntime` - Python callables in a child process without network,
+  with resource limits and a killed-at-the-deadline process group (``--sandbox subprocess``).
 * :class:`OpenAPIRuntime` - OpenAPI-imported tools over HTTP (httpx).
 * :class:`MCPRuntime` - tools of a stdio MCP server (optional ``mcp`` SDK:
   ``pip install 'hyperplan[mcp]'``).
@@ -16,6 +18,7 @@ from hyperplan.execute.runtimes.composite import CompositeRuntime
 from hyperplan.execute.runtimes.http import OpenAPIRuntime, build_request
 from hyperplan.execute.runtimes.mcp import MCPRuntime, MCPRuntimeError
 from hyperplan.execute.runtimes.python import PythonRuntime
+from hyperplan.execute.runtimes.sandbox import Sandbox, SandboxLimits, SubprocessPythonRuntime
 from hyperplan.execute.runtimes.validation import validate_arguments
 
 __all__ = [
@@ -24,6 +27,9 @@ __all__ = [
     "MCPRuntimeError",
     "OpenAPIRuntime",
     "PythonRuntime",
+    "Sandbox",
+    "SandboxLimits",
+    "SubprocessPythonRuntime",
     "build_request",
     "validate_arguments",
 ]

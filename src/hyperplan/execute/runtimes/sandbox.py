@@ -40,31 +40,28 @@ hyperplan process when the catalog is read (bounded by the import time limit of
 :mod:`hyperplan.importers.python_safety`, not sandboxed). Host-acting modules stay refused
 without ``--allow-unsafe-tools`` whether sandboxed or not.
 
-Cost, measured on this repository's 2-core machine: starting the child and isolating it takes
-about 50 ms once per runtime (again after a crash or a kill); a call then costs about 0.2 ms
-over an in-process call (one JSON line each way over pipes). ``fresh_per_call=True`` starts a
-new child for every call - no state carried from one call to the next, at those ~50 ms (plus
-importing the tool's module) per call.
+Cost, measured on this repository's 2-core machine: starting the child, isolating it and
+importing a small tool module takes about 70-90 ms, once per runtime (again after a crash or a
+kill); a call then costs about what an in-process call does (0.2 ms: one JSON line each way
+over pipes instead of a thread). Calls are served one at a time. ``fresh_per_call=True``
+starts a new child for every call - nothing carried from one call to the next - at about
+100 ms per call.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
-import selectors
 import signal
-import subprocess
 import sys
 import threading
 import time
 import warnings
-import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from pathlib import Path
+from errno import EFBIG, EMFILE, ENETUNREACH
 from typing import Any
 
 from hyperplan.catalog import Catalog, ToolSpec
@@ -72,14 +69,12 @@ from hyperplan.errors import CatalogError, HyperplanError
 from hyperplan.execute.results import ErrorKind, ToolResult
 from hyperplan.execute.runtimes.base import Clock, ClosingRuntime, fail_result, ok_result, truncate
 from hyperplan.execute.runtimes.python import DEFAULT_TIMEOUT, not_finished, with_printed
+from hyperplan.execute.runtimes.sandbox_process import ChildProcess, Ending, Exchange
 from hyperplan.execute.runtimes.validation import rejected
 from hyperplan.importers.python_callables import find_callable
 from hyperplan.streams import MAX_CAPTURED_CHARS
 
-CHILD_SCRIPT = Path(__file__).with_name("sandbox_child.py")
-HIDDEN_ENV = frozenset({"HYPERPLAN_LLM_API_KEY"})  # never handed to tool code
 _MIB = 1 << 20
-_EFBIG, _EMFILE, _ENETUNREACH = 27, 24, 101
 
 
 class Sandbox(StrEnum):
@@ -122,9 +117,11 @@ class SubprocessPythonRuntime(ClosingRuntime):
         self.fresh_per_call = fresh_per_call
         self.notes: list[str] = []  # warnings recorded once (network isolation ...)
         self.network: str | None = None  # "isolated" or "unavailable: ...", after a start
-        self._child: _Child | None = None
+        self._child: ChildProcess | None = None
         self._lock = threading.Lock()
         self._calls = 0
+        self._bounds = {"captured_bytes": self.limits.captured_bytes,
+                        "result_bytes": self.limits.result_bytes}
 
     @classmethod
     def from_catalog(cls, catalog: Catalog, *, timeout: float = DEFAULT_TIMEOUT,
@@ -174,23 +171,23 @@ class SubprocessPythonRuntime(ClosingRuntime):
         self._calls += 1
         request = {"id": self._calls, "module": target.module, "qualname": target.qualname,
                    "arguments": dict(arguments), "cpu_seconds": math.ceil(limit) + 1}
-        exchange = child.exchange(_line(request), deadline, self.limits)
+        exchange = child.exchange(_line(request), deadline, **self._bounds)
         printed = {"sandbox_pid": child.pid, **exchange.printed()}
         return with_printed(self._result(tool, arguments, exchange, limit, clock), printed)
 
-    def _result(self, tool: ToolSpec, arguments: Mapping[str, Any], exchange: _Exchange,
+    def _result(self, tool: ToolSpec, arguments: Mapping[str, Any], exchange: Exchange,
                 limit: float, clock: Clock) -> ToolResult:
         """The observation for how ``exchange`` ended; the child is stopped unless it
         answered (and serves the next call)."""
-        if exchange.state == "answered":
+        if exchange.state is Ending.ANSWERED:
             if self.fresh_per_call:
                 self._stop(graceful=True)
             return self._answer(tool, arguments, exchange.reply, clock)
         code = self._stop(graceful=False)
-        if exchange.state == "timeout":
+        if exchange.state is Ending.TIMEOUT:
             return not_finished(tool, arguments, limit, clock, "the sandboxed process was "
                                 "killed")
-        if exchange.state == "too_big":
+        if exchange.state is Ending.TOO_BIG:
             return fail_result(tool, arguments, ErrorKind.TOOL_ERROR,
                                f"{tool.name}: result larger than {self.limits.result_bytes} "
                                "bytes; the sandboxed process was killed", clock)
@@ -198,18 +195,18 @@ class SubprocessPythonRuntime(ClosingRuntime):
                            f"{tool.name}: the sandboxed process {self._ending(code, limit)} "
                            "before answering (a fresh process serves the next call)", clock)
 
-    def _start(self, deadline: float) -> _Child | str:
+    def _start(self, deadline: float) -> ChildProcess | str:
         """A started, isolated child, or why it could not start (one line)."""
         try:
-            child = _Child()
+            child = ChildProcess()
         except OSError as exc:
             return f"cannot start the sandbox process: {exc}"
         config = {"sys_path": sys.path, "parent": os.getpid(),
                   "limits": {"memory_bytes": self.limits.memory_bytes,
                              "file_bytes": self.limits.file_bytes,
                              "open_files": self.limits.open_files, "core_bytes": 0}}
-        exchange = child.exchange(_line(config), deadline, self.limits)
-        reply = exchange.reply if exchange.state == "answered" else None
+        exchange = child.exchange(_line(config), deadline, **self._bounds)
+        reply = exchange.reply if exchange.state is Ending.ANSWERED else None
         if reply is None or not reply.get("ready"):
             child.kill()
             err = exchange.printed().get("stderr", "")
@@ -242,11 +239,11 @@ class SubprocessPythonRuntime(ClosingRuntime):
             return (f" (the sandbox caps the process at {self.limits.memory_bytes // _MIB} MiB "
                     "of address space)")
         errno = reply.get("errno")
-        if errno == _EFBIG:
+        if errno == EFBIG:
             return f" (the sandbox caps written files at {self.limits.file_bytes // _MIB} MiB)"
-        if errno == _EMFILE:
+        if errno == EMFILE:
             return f" (the sandbox allows {self.limits.open_files} open files)"
-        if errno == _ENETUNREACH and self.network == "isolated":
+        if errno == ENETUNREACH and self.network == "isolated":
             return " (the sandbox has no network)"
         return ""
 
@@ -284,213 +281,3 @@ def _signal_name(number: int) -> str:
         return signal.Signals(number).name
     except ValueError:
         return f"signal {number}"
-
-
-def _child_env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if k not in HIDDEN_ENV}
-
-
-class _Bounded:
-    """Bytes read from one stream of the child during one call, at most ``limit`` kept."""
-
-    def __init__(self, limit: int) -> None:
-        self.limit = limit
-        self.data = bytearray()
-        self.dropped = 0
-
-    def add(self, chunk: bytes) -> None:
-        room = self.limit - len(self.data)
-        if room > 0:
-            self.data += chunk[:room]
-        self.dropped += max(0, len(chunk) - max(room, 0))
-
-    def text(self) -> str:
-        text = self.data.decode("utf-8", "replace")
-        return text + f"\n[... {self.dropped} more bytes not kept]" if self.dropped else text
-
-
-@dataclass(frozen=True)
-class _Exchange:
-    """One request and what came back: ``state`` is ``answered`` (``reply`` set),
-    ``timeout``, ``exited`` (the child ended first) or ``too_big`` (answer over the bound)."""
-
-    state: str
-    reply: dict[str, Any]
-    stdout: _Bounded
-    stderr: _Bounded
-
-    def printed(self) -> dict[str, str]:
-        texts = {"stdout": self.stdout.text(), "stderr": self.stderr.text()}
-        return {k: v for k, v in texts.items() if v}
-
-
-class _Child:
-    """The child process and its four pipes (requests, answers, stdout, stderr)."""
-
-    def __init__(self) -> None:
-        req_r, req_w = os.pipe()
-        res_r, res_w = os.pipe()
-        try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-P", str(CHILD_SCRIPT), str(req_r), str(res_w)],
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                pass_fds=(req_r, res_w), start_new_session=True, env=_child_env())
-        except BaseException:
-            for fd in (req_w, res_r):
-                os.close(fd)
-            raise
-        finally:
-            for fd in (req_r, res_w):
-                os.close(fd)
-        assert self.proc.stdout is not None and self.proc.stderr is not None
-        self.pid = self.proc.pid
-        self.req_w, self.res_r = req_w, res_r
-        self.out_fd, self.err_fd = self.proc.stdout.fileno(), self.proc.stderr.fileno()
-        for fd in (req_w, res_r, self.out_fd, self.err_fd):
-            os.set_blocking(fd, False)
-        self._fds = _Fds({req_w, res_r})
-        self._finalizer = weakref.finalize(self, _kill_group, self.proc, self._fds)
-
-    def exchange(self, payload: bytes, deadline: float, limits: SandboxLimits) -> _Exchange:
-        """Send ``payload``, read stdout, stderr and the answer until the answer line is
-        complete, the child ends, or ``deadline`` (``time.monotonic``) passes."""
-        out, err = _Bounded(limits.captured_bytes), _Bounded(limits.captured_bytes)
-        answer = bytearray()
-        pending = memoryview(payload)
-        state = ""
-        with selectors.DefaultSelector() as selector:
-            selector.register(self.req_w, selectors.EVENT_WRITE)
-            for fd, data in ((self.out_fd, out), (self.err_fd, err), (self.res_r, None)):
-                selector.register(fd, selectors.EVENT_READ, data)
-            while not state:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    state = "timeout"
-                    break
-                for key, _ in selector.select(left):
-                    if key.fd == self.req_w:
-                        try:
-                            pending = pending[os.write(self.req_w, pending):]
-                        except BrokenPipeError:
-                            state = "exited"
-                            break
-                        if not pending:
-                            selector.unregister(self.req_w)
-                    elif key.fd == self.res_r:
-                        state = _read_answer(self.res_r, answer, limits.result_bytes)
-                    else:
-                        _read_output(selector, key.fd, key.data)
-            _drain(selector, wait=0.5 if state == "exited" else 0.0)
-        reply = _parse(answer) if state == "answered" else {}
-        if state == "answered" and reply is None:
-            state, reply = "exited", {}
-        return _Exchange(state, reply or {}, out, err)
-
-    def stop(self, grace: float) -> int | None:
-        """Close the request pipe (the child exits), wait up to ``grace`` seconds, then kill
-        what is left of the child's process group; the child's exit code."""
-        self._fds.close(self.req_w)
-        _wait_exited(self.pid, grace)
-        return self.kill()
-
-    def kill(self) -> int | None:
-        """Kill the child's process group (before reaping the child, so its id cannot have
-        been reused) and reap it; its exit code (negative: the signal)."""
-        self._finalizer.detach()
-        return _kill_group(self.proc, self._fds)
-
-
-def _read_answer(fd: int, answer: bytearray, bound: int) -> str:
-    try:
-        chunk = os.read(fd, 1 << 16)
-    except BlockingIOError:
-        return ""
-    if not chunk:
-        return "exited"
-    answer += chunk
-    if b"\n" in chunk:
-        return "answered"
-    return "too_big" if len(answer) > bound else ""
-
-
-def _read_output(selector: selectors.BaseSelector, fd: int, sink: _Bounded) -> bool:
-    """Read what is there of a child's stdout/stderr; False (and unregistered) at EOF."""
-    try:
-        chunk = os.read(fd, 1 << 16)
-    except BlockingIOError:
-        return True
-    if not chunk:
-        selector.unregister(fd)
-        return False
-    sink.add(chunk)
-    return True
-
-
-def _drain(selector: selectors.BaseSelector, wait: float) -> None:
-    """Read the output the child wrote before its answer (already in the pipes), or, when it
-    ended, until both pipes close (at most ``wait`` seconds)."""
-    end = time.monotonic() + wait
-    outputs = [k for k in selector.get_map().values() if isinstance(k.data, _Bounded)]
-    while outputs:
-        ready = selector.select(max(0.0, end - time.monotonic()))
-        ready = [(k, e) for k, e in ready if isinstance(k.data, _Bounded)]
-        if not ready:
-            return
-        for key, _ in ready:
-            if not _read_output(selector, key.fd, key.data):
-                outputs = [k for k in outputs if k.fd != key.fd]
-
-
-def _parse(answer: bytearray) -> dict[str, Any] | None:
-    try:
-        reply = json.loads(bytes(answer[: answer.index(b"\n")]))
-    except (ValueError, UnicodeDecodeError):
-        return None
-    return reply if isinstance(reply, dict) else None
-
-
-def _wait_exited(pid: int, seconds: float) -> None:
-    """Wait until ``pid`` has exited without reaping it (``waitid(WNOWAIT)``)."""
-    waitid = getattr(os, "waitid", None)
-    end = time.monotonic() + seconds
-    while waitid is not None and time.monotonic() < end:
-        try:
-            if waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
-                return
-        except ChildProcessError:
-            return
-        time.sleep(0.01)
-
-
-class _Fds:
-    """The parent's ends of the protocol pipes, each closed once (a number closed twice
-    could by then belong to another file)."""
-
-    def __init__(self, fds: set[int]) -> None:
-        self._open = fds
-        self._lock = threading.Lock()
-
-    def close(self, fd: int | None = None) -> None:
-        """Close ``fd``, or every one still open."""
-        with self._lock:
-            chosen = self._open & {fd} if fd is not None else set(self._open)
-            self._open -= chosen
-        for number in chosen:
-            with contextlib.suppress(OSError):
-                os.close(number)
-
-
-def _kill_group(proc: subprocess.Popen[bytes], fds: _Fds) -> int | None:
-    """SIGKILL the child's process group (the child leads it: ``start_new_session``), reap
-    the child, close the pipes; the child's exit code."""
-    if proc.returncode is None:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            proc.kill()
-    code = proc.wait()
-    fds.close()
-    for stream in (proc.stdout, proc.stderr):
-        if stream is not None:
-            stream.close()
-    return code
