@@ -318,3 +318,18 @@ def test_import_limit_in_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("HYPERPLAN_IMPORT_TIMEOUT", "soon")
     with pytest.raises(CatalogError, match="HYPERPLAN_IMPORT_TIMEOUT must be a positive"):
         load_python_target("json:dumps")
+
+
+def test_binary_writes_and_a_missing_stream() -> None:
+    from hyperplan.streams import Capture, ThreadStream, capturing
+
+    def tool() -> str:
+        sys.stdout.buffer.write("bytes é\n".encode())
+        sys.stdout.writelines(["a", "b\n"])
+        return "done"
+
+    capture = Capture.bounded(100)
+    with capturing(capture):
+        assert tool() == "done"
+    assert capture.printed() == {"stdout": "bytes é\nab\n"}
+    assert ThreadStream(None).write("dropped") == len("dropped")  # as under pythonw

@@ -92,7 +92,8 @@ class _BinaryView:
 
 class ThreadStream:
     """Stands in for ``sys.stdout`` or ``sys.stderr``: a thread's writes go to the sink it
-    registered, if any, else to ``real``."""
+    registered, if any, else to ``real`` (None, as under ``pythonw``: dropped, as ``print``
+    drops them)."""
 
     def __init__(self, real: Any) -> None:
         self.real = real
@@ -103,14 +104,16 @@ class ThreadStream:
 
     def write(self, text: str) -> int:
         sink = self._sink()
-        return int(self.real.write(text) if sink is None else sink.write(text))
+        if sink is not None:
+            return sink.write(text)
+        return len(text) if self.real is None else int(self.real.write(text))
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
             self.write(line)
 
     def flush(self) -> None:
-        if self._sink() is None:
+        if self._sink() is None and self.real is not None:
             self.real.flush()
 
     @property

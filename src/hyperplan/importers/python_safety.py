@@ -28,8 +28,9 @@ that loops is reported in one line and left behind (the process still exits: the
 daemon); ``SyntaxError`` (with file and line), any exception, ``sys.exit`` and
 ``KeyboardInterrupt`` raised at import are one :class:`~hyperplan.errors.CatalogError` naming
 the module. What the module prints while it is imported goes to stderr, never to stdout. A
-loop inside one C call that never releases the GIL cannot be waited out by any thread: only
-``--sandbox subprocess`` isolates that (for calls).
+module that installs signal handlers at import (``signal.signal`` works only in the main
+thread) fails with that error, named. A loop inside one C call that never releases the GIL
+cannot be waited out by any thread: only ``--sandbox subprocess`` isolates that (for calls).
 """
 
 from __future__ import annotations
