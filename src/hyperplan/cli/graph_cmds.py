@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import shlex
 from collections import Counter
 from collections.abc import Callable
+from importlib.machinery import PathFinder
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +25,19 @@ from hyperplan.cli.common import (
 from hyperplan.embed.cache import CachedEmbedder
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.export import neighbourhood, to_dot, to_mermaid
-from hyperplan.graph.io import check_output, load_graph, save_graph
+from hyperplan.graph.io import (
+    check_output,
+    load_graph,
+    matrix_path,
+    recorded_matrix_name,
+    save_graph,
+)
 from hyperplan.graph.links import LinkConfig
 from hyperplan.graph.model import Hypergraph, NodeKind
+from hyperplan.graph.safe_paths import check_output_path, write_text
 from hyperplan.graph.text import NAMELESS_OUTPUTS, did_you_mean, listed
 from hyperplan.retrieve.context_graph import index_texts
-from hyperplan.sources import load_source
+from hyperplan.sources import demo_catalog_path, load_source
 
 graph_app = typer.Typer(help="Build and inspect Tool-Schema Hypergraphs.", no_args_is_help=True)
 
@@ -78,13 +87,47 @@ def build_cmd(
 
 
 def source_paths(source: str) -> tuple[Path, ...]:
-    """The files or directories a ``KIND:LOCATION`` source reads (an output must not be one
-    of them); nothing for sources that name no path (``python:``, ``mcp-server:``)."""
+    """The existing files or directories a ``KIND:LOCATION`` source reads, which an output
+    must not overwrite: the location of file and directory sources, the shipped catalog of
+    ``demo``, the module file (or package directory) of ``python:MOD`` found without importing
+    it, the existing files named in an ``mcp-server:`` command (its script); nothing for
+    ``tau2:``, whose data is installed with its package."""
+    if source == "demo":
+        return (demo_catalog_path(),)
     kind, _, location = source.partition(":")
-    if kind in ("python", "mcp-server", "tau2") or not location:
-        return ()
-    path = Path(location)
-    return (path,) if path.exists() else ()
+    if kind == "python":
+        candidates = _module_paths(location.partition(":")[0])
+    elif kind == "mcp-server":
+        try:
+            candidates = [Path(word) for word in shlex.split(location)]
+        except ValueError:
+            candidates = []
+    elif kind == "tau2" or not location:
+        candidates = []
+    else:
+        candidates = [Path(location)]
+    return tuple(p for p in candidates if p.exists())
+
+
+def _module_paths(module: str) -> list[Path]:
+    """Where the top-level package of ``module`` lives, found on ``sys.path`` without
+    importing anything: its directory, or its single file."""
+    top = module.strip().partition(".")[0]
+    try:
+        spec = PathFinder.find_spec(top) if top.isidentifier() else None
+    except (ImportError, ValueError, OSError):
+        return []
+    if spec is None:
+        return []
+    if spec.submodule_search_locations:
+        return [Path(p) for p in spec.submodule_search_locations]
+    return [Path(spec.origin)] if spec.origin else []
+
+
+def graph_files(path: Path) -> tuple[Path, ...]:
+    """The graph JSON ``path`` and the matrix file it records (or would be saved with)."""
+    name = recorded_matrix_name(path)
+    return (path, path.parent / name if name and "/" not in name else matrix_path(path))
 
 
 def warm_retrieval_cache(graph: Hypergraph, embedder: CachedEmbedder,
@@ -205,6 +248,8 @@ def export_cmd(
     output: Path | None = typer.Option(None, "-o", "--output", help="file (default stdout)"),
 ) -> None:
     """Export the graph, or the neighbourhood of some tools, to DOT or Mermaid."""
+    if output:  # before the work: an output that would destroy data is refused at once
+        check_output_path(output, graph_files(path))
     graph = load_graph(path)
     if tool:
         graph = graph.induce(neighbourhood(graph, tool, hops))
@@ -213,11 +258,7 @@ def export_cmd(
     text = to_dot(graph, min_weight=min_weight) if fmt == "dot" else to_mermaid(
         graph, min_weight=min_weight)
     if output:
-        if (output.exists() or output.is_symlink()) and not output.is_file():
-            fail(f"{output}: exists and is not a regular file; refusing to replace it")
-        if output.resolve() == path.resolve():
-            fail(f"{output}: is the graph being exported; choose another -o")
-        output.write_text(text, "utf-8")
+        write_text(check_output_path(output, graph_files(path)), text)
         console.print(f"wrote {output} ({graph.n_tools} tools)")
     else:
         print(text, end="")
