@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from hyperplan.errors import CatalogError
 
-# C0/C1 controls, DEL, and the bidi embedding/override/isolate characters
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: C0/C1 controls, DEL, and the bidi embeddings, overrides and isolates: never part of a tool
+#: or parameter name, since a name is printed to terminals and copied into exports, where they
+#: would inject escape sequences or make text read differently from what it is.
+CONTROL_CHARS = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 JSON_TYPES = ("string", "integer", "number", "boolean", "array", "object", "null", "any")
 
@@ -93,12 +95,14 @@ class ToolSpec(BaseModel):
     @field_validator("name")
     @classmethod
     def _strip_name(cls, value: str) -> str:
+        start = len(value) - len(value.lstrip(" \t\r\n"))  # surrounding blanks go,
+        end = len(value.rstrip(" \t\r\n"))                 # any other control is refused
+        bad = control_char(value, start, end)
+        if bad:
+            raise ValueError(f"tool name contains {bad}")
         value = value.strip()
         if not value:
             raise ValueError("tool name is empty")
-        if _CONTROL.search(value):
-            raise ValueError(f"tool name {value!r} contains control or bidi characters "
-                             "(they could inject terminal escapes or hide text)")
         return value
 
     @field_validator("input_schema")
@@ -111,13 +115,12 @@ class ToolSpec(BaseModel):
         if not isinstance(props, dict):
             raise ValueError("input schema 'properties' must be an object")
         for pname, pschema in props.items():
-            if _CONTROL.search(str(pname)):
-                raise ValueError(f"property name {pname!r} contains control characters")
             if not isinstance(pschema, dict):
                 raise ValueError(f"property {pname!r} schema must be an object")
         required = value.get("required", [])
         if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
             raise ValueError("input schema 'required' must be a list of names")
+        _check_property_names(value)
         return value
 
     @field_validator("output_schema")
@@ -125,6 +128,8 @@ class ToolSpec(BaseModel):
     def _output_schema(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         if value is not None and not isinstance(value, dict):
             raise ValueError("output schema must be a JSON Schema object")
+        if value is not None:
+            _check_property_names(value)
         return value
 
     @property
@@ -132,30 +137,84 @@ class ToolSpec(BaseModel):
         return tuple(self.input_schema.get("required", []))
 
 
+def control_char(text: str, start: int = 0, end: int | None = None) -> str:
+    """The first :data:`CONTROL_CHARS` character of ``text[start:end]``, said safely
+    (``"the control character '\\x1b' at position 4"``), or ``""`` when there is none."""
+    found = CONTROL_CHARS.search(text, start, len(text) if end is None else end)
+    if found is None:
+        return ""
+    kind = "bidi control" if found.group() >= "\u202a" else "control"
+    return f"the {kind} character {found.group()!r} at position {found.start()}"
+
+
+_NESTED_SCHEMAS = ("items", "allOf", "anyOf", "oneOf")
+_HOLDS_NAMES = frozenset(("properties", *_NESTED_SCHEMAS))
+
+
+def _check_property_names(schema: dict[str, Any]) -> None:
+    """Refuse a property name holding a :data:`CONTROL_CHARS` character anywhere a name can
+    become a schema path (``properties`` at any depth, through ``items`` and
+    ``allOf``/``anyOf``/``oneOf``): such paths are node names of the graph, shown and
+    exported like tool names. One regex search per ``properties`` object, leaf schemas are
+    skipped with one set test, and shared or recursive sub-schemas are read once."""
+    todo, seen = [schema], set()
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        props = node.get("properties")
+        if isinstance(props, dict) and props:
+            names = [str(n).strip(" \t\r\n") for n in props]  # blanks around are data noise
+            if CONTROL_CHARS.search("".join(names)):
+                bad = next(n for n in names if CONTROL_CHARS.search(n))
+                raise ValueError(f"property name {bad!r} contains {control_char(bad)}")
+            todo += [sub for sub in props.values()
+                     if isinstance(sub, dict) and not _HOLDS_NAMES.isdisjoint(sub)]
+        for key in _NESTED_SCHEMAS:
+            sub = node.get(key)
+            if isinstance(sub, dict):
+                todo.append(sub)
+            elif isinstance(sub, list):
+                todo += [part for part in sub if isinstance(part, dict)]
+
+
+class CatalogWarning(UserWarning):
+    """Something of a catalog was ignored (a misplaced key, a ``required`` name with no
+    property): the catalog still loads, but the user should know what it lost."""
+
+
 def make_tool(*, file: str | None = None, **fields: Any) -> ToolSpec:
     """Build a :class:`ToolSpec`, turning validation failures into a :class:`CatalogError`
-    that names the file, the tool and the field; ``required`` names that are not among the
-    input properties are kept out of nothing silently: a warning names them."""
+    that names the file, the tool and the field. ``required`` names that are not among the
+    input properties make no input node, so one :class:`CatalogWarning` per tool names them
+    rather than dropping them silently."""
     try:
         tool = ToolSpec(**fields)
-        schema = tool.input_schema
-        missing = [r for r in schema.get("required", [])
-                   if r not in (schema.get("properties") or {})]
-        if missing:
-            warnings.warn(f"{file or tool.source}: tool {tool.name!r}: 'required' names "
-                          f"{', '.join(map(repr, missing))}, not in 'properties' (no input "
-                          "is made for them)", stacklevel=2)
-        return tool
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(p) for p in err.get("loc", ()))
         name = fields.get("name")
         raise CatalogError(
-            str(err.get("msg", exc)),
+            str(err.get("msg", exc)).removeprefix("Value error, "),
             file=file,
             tool=name if isinstance(name, str) else None,
             field=loc or None,
         ) from None
+    _warn_missing_required(tool, file)
+    return tool
+
+
+def _warn_missing_required(tool: ToolSpec, file: str | None) -> None:
+    required = tool.input_schema.get("required")
+    if not required:
+        return
+    props = tool.input_schema.get("properties") or {}
+    missing = [r for r in required if r not in props]
+    if missing:
+        warnings.warn(f"{file or tool.source or '<catalog>'}: tool {tool.name!r}: 'required' "
+                      f"names {', '.join(map(repr, missing))}, not in 'properties' (ignored: "
+                      "no input is made for them)", CatalogWarning, stacklevel=3)
 
 
 class Catalog(BaseModel):
@@ -191,7 +250,29 @@ def build_catalog(tools: Iterable[ToolSpec], *, source: str = "") -> Catalog:
     return Catalog(tools=tuple(seen.values()), source=source)
 
 
-def merge_catalogs(catalogs: Iterable[Catalog]) -> Catalog:
-    """Concatenate catalogs; a name defined twice is a :class:`CatalogError`."""
-    tools = [t for c in catalogs for t in c.tools]
-    return build_catalog(tools, source="+".join(c.source for c in catalogs if c.source))
+def merge_catalogs(catalogs: Iterable[Catalog], *,
+                   labels: Sequence[str] | None = None) -> Catalog:
+    """Concatenate catalogs in order (so the merged order is deterministic). Names defined
+    by two catalogs are one :class:`CatalogError` listing every clash with the two catalogs
+    (``labels[i]`` names catalog ``i`` in it, else its ``source``)."""
+    parts = list(catalogs)
+    names = list(labels) if labels is not None else [c.source for c in parts]
+    owner: dict[str, int] = {}
+    clashes: list[str] = []
+    for index, catalog in enumerate(parts):
+        for tool in catalog.tools:
+            first = owner.setdefault(tool.name, index)
+            if first != index:
+                clashes.append(f"{tool.name!r} ({_label(names, first)} and "
+                               f"{_label(names, index)})")
+    if clashes:
+        shown = ", ".join(clashes[:5]) + (f" and {len(clashes) - 5} more"
+                                          if len(clashes) > 5 else "")
+        raise CatalogError(f"{len(clashes)} tool name{'s are' if len(clashes) > 1 else ' is'}"
+                           f" defined twice: {shown}; rename one side of each")
+    tools = [t for c in parts for t in c.tools]
+    return build_catalog(tools, source="+".join(c.source for c in parts if c.source))
+
+
+def _label(labels: Sequence[str], index: int) -> str:
+    return labels[index] if index < len(labels) and labels[index] else f"catalog {index + 1}"

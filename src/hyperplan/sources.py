@@ -57,10 +57,9 @@ def _mcp_server(loc: str) -> Catalog:
     try:
         parts = shlex.split(loc)
     except ValueError as exc:
-        raise CatalogError(f"cannot split the command {loc!r}: {exc}", file="mcp-server:",
-                           field="command") from None
+        raise CatalogError(f"mcp-server: cannot split {loc!r}: {exc}") from None
     if not parts:
-        raise CatalogError("no server command", file="mcp-server:", field="command")
+        raise CatalogError("mcp-server: no server command")
     with MCPRuntime(parts[0], parts[1:]) as runtime:
         return runtime.catalog()
 

@@ -71,7 +71,7 @@ def printed_warnings(limit: int = 10) -> Iterator[None]:
 def print_warning(message: str) -> None:
     """One ``warning: <message>`` line on stderr (the message as text, not markup)."""
     console.print(f"[yellow]warning:[/yellow] {escape(redact_text(message))}",
-                  highlight=False)
+                  highlight=False, soft_wrap=True)
 
 
 @contextmanager

@@ -88,7 +88,8 @@ def tools_from_source(spec: str | None, *, base_url: str | None = None,
                                       timeout=timeout, max_response_bytes=max_response_bytes,
                                       idempotency_header=idempotency_header,
                                       allow_unsafe_tools=allow_unsafe_tools, sandbox=sandbox)
-            catalog = merge_catalogs([other.catalog, mcp.catalog()])
+            catalog = merge_catalogs([other.catalog, mcp.catalog()],
+                                     labels=[f"--tools {spec}", "--mcp-command"])
         except BaseException:
             mcp.close()
             raise

@@ -1,12 +1,26 @@
 """Export a (sub)hypergraph to Graphviz DOT or Mermaid, one box per tool and one arrow per
-producer -> consumer tool pair, labelled with the port links ``out -> in (w)``."""
+producer -> consumer tool pair, labelled with the port links ``out -> in (w)``.
+
+Names come from catalogs nobody vetted (and from graph files that may have been edited), so
+every label is made inert here whatever the catalog let through: control, bidi and line
+separator characters become spaces (no terminal escapes, no broken lines, no reordered text),
+and each format's own syntax inside a label is escaped (DOT: ``\\``, ``"`` and ``&``, since
+Graphviz decodes HTML entities in plain labels; Mermaid: quotes, brackets, pipes, ``<``/``>``
+and entity syntax). ``<`` and ``>`` need no escape in a quoted DOT string: only HTML labels
+(``label=<...>``) and record shapes read them, and neither is written.
+"""
 
 from __future__ import annotations
 
 import re
 from collections import defaultdict
 
+from hyperplan.catalog import CONTROL_CHARS
 from hyperplan.graph.model import Hypergraph
+
+#: What never reaches an export: the catalog's control and bidi characters, plus the Unicode
+#: line and paragraph separators (line breaks to some renderers).
+_UNPRINTABLE = re.compile(f"{CONTROL_CHARS.pattern}|[\u2028\u2029]")
 
 
 def neighbourhood(graph: Hypergraph, tools: list[str], hops: int = 1) -> list[int]:
@@ -33,8 +47,9 @@ def _tool_links(graph: Hypergraph, min_weight: float) -> dict[tuple[int, int], l
 
 
 def _dot_str(text: str) -> str:
-    text = _CONTROL.sub(" ", text)  # no terminal escapes or line breaks from catalog text
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """``text`` as a quoted DOT string that renders as itself (module doc)."""
+    text = _UNPRINTABLE.sub(" ", text)
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("&", "&amp;") + '"'
 
 
 def to_dot(graph: Hypergraph, *, min_weight: float = 0.0, max_labels: int = 3) -> str:
@@ -51,16 +66,20 @@ def to_dot(graph: Hypergraph, *, min_weight: float = 0.0, max_labels: int = 3) -
     return "\n".join(lines) + "\n"
 
 
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 _MERMAID_UNSAFE = re.compile(r'["<>{}\[\]|#;]')
+_MERMAID_CODES = {"&": "#38;", "`": "#96;"}  # HTML entities, a markdown string's backticks
 
 
 def _mermaid_text(text: str) -> str:
-    """``text`` safe inside a quoted Mermaid label: quotes, brackets, entity and edge syntax
-    become spaces, except the array marker of a path (``songs[].id``), written with Mermaid's
-    entity codes so it shows as ``[]``."""
-    parts = [_MERMAID_UNSAFE.sub(" ", _CONTROL.sub(" ", part)) for part in text.split("[]")]
-    return "#91;#93;".join(parts)
+    """``text`` safe inside a quoted Mermaid label: control characters, quotes, brackets,
+    entity and edge syntax become spaces, except the array marker of a path
+    (``songs[].id``), and ``&`` and backticks, written with Mermaid's entity codes so they
+    show as themselves."""
+    parts = [_MERMAID_UNSAFE.sub(" ", _UNPRINTABLE.sub(" ", part)) for part in text.split("[]")]
+    joined = "#91;#93;".join(parts)
+    if "&" in joined or "`" in joined:
+        joined = "".join(_MERMAID_CODES.get(ch, ch) for ch in joined)
+    return joined
 
 
 def to_mermaid(graph: Hypergraph, *, min_weight: float = 0.0, max_labels: int = 2) -> str:

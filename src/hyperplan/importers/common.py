@@ -1,13 +1,17 @@
-"""Helpers shared by the importers: reading JSON with clear errors and turning example
-responses into JSON Schemas."""
+"""Helpers shared by the importers: reading JSON with clear errors, turning example
+responses into JSON Schemas, and warning about the keys of a catalog that nothing reads."""
 
 from __future__ import annotations
 
+import difflib
 import json
+import warnings
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hyperplan.catalog import normalize_type
+from hyperplan.catalog import CatalogWarning, normalize_type
 from hyperplan.errors import CatalogError
 
 
@@ -121,3 +125,60 @@ def params_to_object_schema(
     if req:
         schema["required"] = req
     return schema
+
+
+@dataclass(frozen=True)
+class UnknownKeys:
+    """Keys of one object of a catalog entry that its format does not define (so nothing
+    reads them): where they sit (``" beside 'function'"``) and, per key, what was probably
+    meant (``"function.returns"``), or ``""``."""
+
+    keys: tuple[str, ...]
+    where: str = ""
+    hints: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        """``"unknown key 'returns' beside 'function' (ignored; did you mean
+        function.returns?)"``: the keys in ``repr`` form, so the text injects nothing."""
+        plural = "s" if len(self.keys) > 1 else ""
+        keys = ", ".join(repr(k) for k in self.keys)
+        meant = [hint if len(self.keys) == 1 else f"{hint} for {key!r}"
+                 for key, hint in zip(self.keys, self.hints, strict=False) if hint]
+        hint = f"; did you mean {', '.join(meant)}?" if meant else ""
+        return f"unknown key{plural} {keys}{self.where} (ignored{hint})"
+
+
+def unknown_keys(obj: Mapping[str, Any], known: frozenset[str], *, where: str = "",
+                 aliases: Mapping[str, str] | None = None) -> UnknownKeys | None:
+    """The keys of ``obj`` outside ``known`` (``x-`` extension keys are allowed), or None.
+    Each gets the hint ``aliases[key]`` if given, else the closest known key if one is
+    close (``'paramters'`` -> ``'parameters'``). One set test when every key is known."""
+    if known.issuperset(obj):
+        return None
+    keys = tuple(sorted(str(k) for k in obj if k not in known and not str(k).startswith("x-")))
+    if not keys:
+        return None
+    return UnknownKeys(keys, where, tuple(_hint(k, known, aliases or {}) for k in keys))
+
+
+def _hint(key: str, known: frozenset[str], aliases: Mapping[str, str]) -> str:
+    if key in aliases:
+        return aliases[key]
+    close = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.8)
+    return repr(close[0]) if close else ""
+
+
+def warn_unknown_keys(file: str, found: Iterable[tuple[str, list[UnknownKeys]]], *,
+                      limit: int = 5) -> None:
+    """One :class:`~hyperplan.catalog.CatalogWarning` for a whole catalog listing, per tool
+    (``(tool name, its unknown keys)``), the keys nothing read: ``tools.json: tool 'get_x':
+    unknown key 'returns' beside 'function' (ignored; did you mean function.returns?)``.
+    At most ``limit`` tools are spelled out, then how many more; nothing when all is known
+    (a misplaced key silently drops what the author meant, so it is never silent)."""
+    tools = [(name, parts) for name, parts in found if parts]
+    if not tools:
+        return
+    shown = "; ".join(f"tool {name!r}: " + ", ".join(p.describe() for p in parts)
+                      for name, parts in tools[:limit])
+    more = f"; and {len(tools) - limit} more tools" if len(tools) > limit else ""
+    warnings.warn(f"{file}: {shown}{more}", CatalogWarning, stacklevel=3)

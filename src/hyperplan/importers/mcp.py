@@ -10,7 +10,9 @@ JSON-RPC response wrapping it in ``"result"`` (an ``"error"`` response is a
 output schema. Local ``$ref`` are inlined (recursive ones cut with a warning). The scalar
 values of tool annotations are kept in ``metadata["annotations"]``; ``metadata["read_only"]``
 copies ``readOnlyHint`` and ``metadata["destructive"]`` is ``destructiveHint`` or, when only
-``readOnlyHint == False`` is given, ``True`` (the MCP default for non-read-only tools).
+``readOnlyHint == False`` is given, ``True`` (the MCP default for non-read-only tools). Keys
+an MCP tool does not define (a misplaced ``parameters``, a typo) are ignored with one
+:class:`~hyperplan.catalog.CatalogWarning` for the file listing them per tool.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
 from hyperplan.errors import CatalogError
+from hyperplan.importers.common import UnknownKeys, unknown_keys, warn_unknown_keys
 from hyperplan.importers.schema_refs import (
     name_and_description,
     read_source,
@@ -35,7 +38,23 @@ def load_mcp_tools(source: str | Path | dict[str, Any] | list[Any]) -> Catalog:
     data, file = read_source(source, "<mcp-tools>")
     entries = _entries(data, file)
     tools = [_tool(entry, index, file) for index, entry in enumerate(entries)]
-    return build_catalog(unique_tools(tools, file=file, field="name"), source=file)
+    catalog = build_catalog(unique_tools(tools, file=file, field="name"), source=file)
+    warn_unknown_keys(file, ((tool.name, _unknown(entry))
+                             for tool, entry in zip(tools, entries, strict=True)))
+    return catalog
+
+
+#: The keys of an MCP ``Tool`` (2025-11-25 schema); anything else is ignored with a warning.
+_TOOL_KEYS = frozenset({"name", "title", "description", "inputSchema", "outputSchema",
+                        "annotations", "_meta", "icons", "execution"})
+_ALIASES = {"input_schema": "'inputSchema'", "parameters": "'inputSchema'",
+            "output_schema": "'outputSchema'", "returns": "'outputSchema'",
+            "meta": "'_meta'"}
+
+
+def _unknown(entry: dict[str, Any]) -> list[UnknownKeys]:
+    found = unknown_keys(entry, _TOOL_KEYS, aliases=_ALIASES)
+    return [found] if found is not None else []
 
 
 def _entries(data: Any, file: str) -> list[Any]:

@@ -10,17 +10,19 @@ Schema) becomes the output schema. Local ``$ref`` (``#/$defs/...``, ``#/definiti
 inlined relative to the schema that holds them, recursive ones are cut with a
 :class:`~hyperplan.graph.schema_paths.SchemaWarning`. Optional ``x-effects`` /
 ``x-preconditions`` string lists become effects / preconditions; ``strict`` is kept in
-metadata. Anything malformed is a :class:`~hyperplan.errors.CatalogError`.
+metadata. Anything malformed is a :class:`~hyperplan.errors.CatalogError`; keys the format
+does not define (``x-*`` aside) are ignored with one
+:class:`~hyperplan.catalog.CatalogWarning` for the file listing them per tool.
 """
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 from typing import Any
 
 from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
 from hyperplan.errors import CatalogError
+from hyperplan.importers.common import UnknownKeys, unknown_keys, warn_unknown_keys
 from hyperplan.importers.schema_refs import (
     name_and_description,
     read_source,
@@ -37,7 +39,10 @@ def load_openai_functions(source: str | Path | list[Any] | dict[str, Any]) -> Ca
     data, file = read_source(source, "<openai-functions>")
     entries = _entries(data, file)
     tools = [_tool(entry, index, file) for index, entry in enumerate(entries)]
-    return build_catalog(unique_tools(tools, file=file, field="name"), source=file)
+    catalog = build_catalog(unique_tools(tools, file=file, field="name"), source=file)
+    warn_unknown_keys(file, ((tool.name, _unknown(entry))
+                             for tool, entry in zip(tools, entries, strict=True)))
+    return catalog
 
 
 def _entries(data: Any, file: str) -> list[Any]:
@@ -69,33 +74,31 @@ def _function_body(entry: Any, index: int, file: str) -> dict[str, Any]:
         )
     fn = entry.get("function")
     if fn is None:
-        _warn_unknown(entry, _FUNCTION_KEYS, file, index, "")
         return entry
     if not isinstance(fn, dict):
         raise CatalogError(
             "'function' must be an object", file=file, tool=f"#{index}", field="function"
         )
-    _warn_unknown(entry, _WRAPPER_KEYS, file, index, " beside 'function'")
-    _warn_unknown(fn, _FUNCTION_KEYS, file, index, " in 'function'")
     return fn
 
 
 _FUNCTION_KEYS = frozenset({"name", "description", "parameters", "returns", "strict", "type"})
 _WRAPPER_KEYS = frozenset({"type", "function"})
+_MISPLACED = {k: f"function.{k}" for k in _FUNCTION_KEYS - _WRAPPER_KEYS}
 
 
-def _warn_unknown(obj: dict[str, Any], known: frozenset[str], file: str, index: int,
-                  where: str) -> None:
-    """A key the format does not know is ignored, but never silently (issue 22, item 10):
-    ``returns`` beside ``function`` is a misplaced ``function.returns``."""
-    unknown = sorted(k for k in obj if isinstance(k, str) and k not in known
-                     and not k.startswith("x-"))
-    if not unknown:
-        return
-    name = obj.get("name") or (obj.get("function") or {}).get("name") or f"#{index}"
-    hint = (" (did you mean function.returns?)" if "returns" in unknown and where else "")
-    warnings.warn(f"{file}: tool {name!r}: unknown key{'s' if len(unknown) > 1 else ''} "
-                  f"{', '.join(repr(k) for k in unknown)}{where} ignored{hint}", stacklevel=4)
+def _unknown(entry: dict[str, Any]) -> list[UnknownKeys]:
+    """The keys of a (valid) entry that nothing reads, which are ignored but never silently:
+    ``returns`` beside ``function`` is a misplaced ``function.returns``, and its output
+    schema would be lost without a word."""
+    fn = entry.get("function")
+    if fn is None:
+        found = [unknown_keys(entry, _FUNCTION_KEYS)]
+    else:
+        found = [unknown_keys(entry, _WRAPPER_KEYS, where=" beside 'function'",
+                              aliases=_MISPLACED),
+                 unknown_keys(fn, _FUNCTION_KEYS, where=" in 'function'")]
+    return [f for f in found if f is not None]
 
 
 def _tool(entry: Any, index: int, file: str) -> ToolSpec:
