@@ -12,9 +12,16 @@ from typing import Any
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from hyperplan.cli.common import budget_from_options, console, fail, out
+from hyperplan.cli.common import budget_from_options, console, fail, out, print_warning
 from hyperplan.errors import HyperplanError
-from hyperplan.eval.harness import AGENTS, EvalConfig, TaskOutcome, pending_jobs, run_eval
+from hyperplan.eval.harness import (
+    AGENTS,
+    EvalConfig,
+    TaskOutcome,
+    TaskRunsLost,
+    pending_jobs,
+    run_eval,
+)
 from hyperplan.eval.store import RunStore
 from hyperplan.execute.setup import llm_from_options
 from hyperplan.llm.budget import Accounting, Budget
@@ -51,9 +58,7 @@ def eval_run_cmd(
         fail(f"{store}: run store not found (--resume {resume})")
     with RunStore(store) as db:
         if resume:
-            info = db.run(resume)
-            cfg = EvalConfig(**{**info.config, "agents": tuple(info.config["agents"]),
-                                "budget": Budget(**info.config["budget"])})
+            cfg = _resumed_config(db, resume)
             run_id = resume
             todo = len(pending_jobs(cfg, db.done(run_id)))
         else:
@@ -81,8 +86,33 @@ def eval_run_cmd(
                                    config=cfg.as_dict())
         console.print(f"run {run_id}: {todo} task runs to do ({cfg.suite}, "
                       f"{', '.join(cfg.agents)}, llm {cfg.llm})")
-        _run_with_progress(cfg, db, run_id, todo)
-        summary = summarize_run(db, run_id)
+        lost: TaskRunsLost | None = None
+        try:
+            _run_with_progress(cfg, db, run_id, todo)
+        except TaskRunsLost as exc:  # the rest is stored: show it, then the line, exit 1
+            lost = exc
+        summary = summarize_run(db, run_id) if lost is None or db.done(run_id) else None
+    if summary is not None:
+        _print_summary(summary, as_json, store)
+    if lost is not None:
+        fail(str(lost))
+
+
+def _resumed_config(db: RunStore, run_id: str) -> EvalConfig:
+    """The configuration ``run_id`` was started with, as stored by ``eval run``."""
+    config = db.run(run_id).config
+    try:
+        cfg = EvalConfig(**{**config, "agents": tuple(config["agents"]),
+                            "budget": Budget(**config["budget"])})
+    except (KeyError, TypeError, ValueError) as exc:
+        raise HyperplanError(f"{db.path}: run {run_id} has no usable configuration to resume "
+                             f"({type(exc).__name__}: {exc}); it was not started by "
+                             "`hyperplan eval run`") from None
+    return cfg
+
+
+def _print_summary(summary: dict[str, Any], as_json: bool, store: Path) -> None:
+    run_id = summary["run_id"]
     if as_json:
         out.print_json(json.dumps(summary))
     else:
@@ -112,7 +142,7 @@ def _run_with_progress(cfg: EvalConfig, db: RunStore, run_id: str, total: int) -
             bar.update(job, completed=done, description=(
                 f"success {counts['success']}/{done} · tokens {counts['tokens']}"))
 
-        run_eval(cfg, db, run_id, update)
+        run_eval(cfg, db, run_id, update, on_lost=print_warning)
 
 
 def summarize_run(db: RunStore, run_id: str) -> dict[str, Any]:

@@ -7,25 +7,25 @@ Agents: ``hyperagent`` (the full agent on the request; needs an LLM), ``hyperage
 (LLM-free on the task's structured goal), ``react``, ``planexec``, and the paper's ablations
 ``variant1`` (no context graph) and ``variant2`` (no support graphs). Same LLM, same tool runtime,
 same limits for all. An agent that raises is recorded as status ``error`` with the message; the
-harness itself never stops for one task.
+harness itself never stops for one task, and a worker process that dies (``kill -9``, out of
+memory) costs only the task it was running, which is reported and left to ``--resume``
+(:mod:`hyperplan.eval.workers`).
 """
 
 from __future__ import annotations
 
-import os
-import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from hyperplan.embed.base import l2_normalize
 from hyperplan.errors import HyperplanError
 from hyperplan.eval.agent_suites import EvalTask, SuiteSession, get_suite
 from hyperplan.eval.store import RunStore
+from hyperplan.eval.workers import Finished, WorkerLost, WorkersKeptDying, run_jobs
 from hyperplan.execute.agent import RunResult
 from hyperplan.execute.subtask import AgentConfig, RunContext
 from hyperplan.execute.trace import TraceWriter
@@ -207,22 +207,56 @@ def pending_jobs(cfg: EvalConfig, done: set[tuple[str, str]]) -> list[tuple[Eval
     return [(t, a) for t in tasks for a in cfg.agents if (t.id, a) not in done]
 
 
+class TaskRunsLost(HyperplanError):
+    """Task runs of ``run_id`` that were not stored because their worker process died (or
+    raised past :func:`run_one`), or because the run stopped after too many lost workers.
+    Everything that finished is stored; ``--resume`` runs the rest."""
+
+    def __init__(self, run_id: str, store: Path, lost: Sequence[tuple[str, str]],
+                 stopped: WorkersKeptDying | None) -> None:
+        self.run_id, self.lost, self.stopped = run_id, tuple(lost), stopped
+        names = ", ".join(f"task {t} / agent {a}" for t, a in lost[:3])
+        names += f" and {len(lost) - 3} more" if len(lost) > 3 else ""
+        super().__init__(
+            f"run {run_id}: " + (f"{stopped}; " if stopped else "")
+            + (f"{len(lost)} task run{'s' * (len(lost) > 1)} not stored ({names}); "
+               if lost else "")
+            + f"every finished result is stored; `hyperplan eval run --resume {run_id} "
+            f"--store {store}` runs the rest")
+
+
 def run_eval(cfg: EvalConfig, store: RunStore, run_id: str,
-             on_result: Callable[[TaskOutcome, int, int], None] | None = None) -> int:
+             on_result: Callable[[TaskOutcome, int, int], None] | None = None,
+             on_lost: Callable[[str], None] | None = None) -> int:
     """Run every pending (task, agent) of ``run_id`` and store each result as it finishes;
-    returns how many ran. ``workers <= 1`` runs in this process."""
+    returns how many ran. ``workers <= 1`` runs in this process. A worker process that dies
+    costs only the task it was running: ``on_lost`` gets one line about it, the other tasks go
+    on in a fresh pool, and :class:`TaskRunsLost` is raised at the end."""
     jobs = pending_jobs(cfg, store.done(run_id))
     finished = 0
-    for outcome in _execute(cfg, jobs):
-        store.add_result(run_id, outcome.task_id, outcome.agent, status=outcome.status,
-                         success=outcome.success, metrics=outcome.metrics, trace=outcome.trace)
-        finished += 1
-        if on_result is not None:
-            on_result(outcome, finished, len(jobs))
+    lost: list[tuple[str, str]] = []
+    stopped: WorkersKeptDying | None = None
+    try:
+        for item in _execute(cfg, jobs):
+            if isinstance(item, WorkerLost):
+                lost.extend([item.key] if item.key else [])
+                if on_lost is not None:
+                    on_lost(item.describe(run_id))
+                continue
+            store.add_result(run_id, item.task_id, item.agent, status=item.status,
+                             success=item.success, metrics=item.metrics, trace=item.trace)
+            finished += 1
+            if on_result is not None:
+                on_result(item, finished, len(jobs))
+    except WorkersKeptDying as exc:
+        stopped = exc
+    if lost or stopped is not None:
+        raise TaskRunsLost(run_id, store.path, lost, stopped)
     return finished
 
 
-def _execute(cfg: EvalConfig, jobs: Sequence[tuple[EvalTask, str]]) -> Iterator[TaskOutcome]:
+def _execute(cfg: EvalConfig,
+             jobs: Sequence[tuple[EvalTask, str]]) -> Iterator[TaskOutcome | WorkerLost]:
     if cfg.backend == "ray":
         yield from _execute_ray(cfg, jobs)
         return
@@ -230,48 +264,9 @@ def _execute(cfg: EvalConfig, jobs: Sequence[tuple[EvalTask, str]]) -> Iterator[
         for task, agent in jobs:
             yield run_one(cfg, task, agent)
         return
-    with ProcessPoolExecutor(max_workers=cfg.workers, initializer=die_with_parent,
-                             initargs=(os.getpid(),)) as pool:
-        waiting: dict[Future[TaskOutcome], tuple[EvalTask, str]] = {}
-        queue = list(jobs)
-        while queue or waiting:
-            while queue and len(waiting) < 2 * cfg.workers:
-                task, agent = queue.pop(0)
-                waiting[pool.submit(run_one, cfg, task, agent)] = (task, agent)
-            done, _ = wait(waiting, return_when=FIRST_COMPLETED)
-            for fut in done:
-                task, agent = waiting.pop(fut)
-                try:
-                    outcome = fut.result()
-                except BrokenProcessPool:
-                    raise HyperplanError(
-                        f"a worker process was lost (killed?) while running task {task.id} "
-                        f"with agent {agent}; every finished result is stored: run again "
-                        "with --resume RUN_ID to do the rest") from None
-                yield outcome
-
-
-def die_with_parent(parent: int) -> None:
-    """Worker initializer: the worker exits when the process that started it dies, even by
-    ``kill -9`` (Linux ``PR_SET_PDEATHSIG``; elsewhere a watchdog thread polls the parent)."""
-    try:
-        import ctypes
-        import signal
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(1, signal.SIGKILL, 0, 0, 0) == 0:  # PR_SET_PDEATHSIG
-            if os.getppid() != parent:  # it died before the call took effect
-                os._exit(1)
-            return
-    except (OSError, AttributeError):
-        pass
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="hyperplan-parent-watch", daemon=True).start()
+    pool_jobs = [((task.id, agent), (cfg, task, agent)) for task, agent in jobs]
+    for item in run_jobs(run_one, pool_jobs, cfg.workers):
+        yield item.result if isinstance(item, Finished) else item
 
 
 def _execute_ray(cfg: EvalConfig, jobs: Sequence[tuple[EvalTask, str]]) -> Iterator[TaskOutcome]:
