@@ -333,3 +333,20 @@ def test_binary_writes_and_a_missing_stream() -> None:
         assert tool() == "done"
     assert capture.printed() == {"stdout": "bytes é\nab\n"}
     assert ThreadStream(None).write("dropped") == len("dropped")  # as under pythonw
+
+
+def test_a_real_stream_whose_write_returns_nothing() -> None:
+    """Ray's worker streams (and some IDE consoles) return None from ``write``; the proxy must
+    pass the text on and not raise."""
+    from hyperplan.streams import ThreadStream
+
+    class NoCount:
+        def __init__(self) -> None:
+            self.text = ""
+
+        def write(self, text: str) -> None:
+            self.text += text
+
+    real = NoCount()
+    assert ThreadStream(real).write("seen") == len("seen")
+    assert real.text == "seen"

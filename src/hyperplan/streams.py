@@ -106,7 +106,10 @@ class ThreadStream:
         sink = self._sink()
         if sink is not None:
             return sink.write(text)
-        return len(text) if self.real is None else int(self.real.write(text))
+        if self.real is None:
+            return len(text)
+        written = self.real.write(text)  # some wrappers (Ray's, older IDEs') return None
+        return len(text) if written is None else int(written)
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
