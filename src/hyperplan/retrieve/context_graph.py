@@ -336,15 +336,22 @@ def extract_with_vectors(
     interpretation: TaskInterpretation,
     query: QueryVectors,
     config: ContextGraphConfig,
+    grounded: npt.NDArray[np.bool_] | None = None,
 ) -> ContextGraph:
     """The extraction proper, from precomputed query embeddings (this is what is timed).
+
+    ``grounded`` (a boolean vector over the input-side nodes, as
+    :class:`~hyperplan.plan.grounding.Grounding` holds) conditions the extraction on the agent
+    state S of Definition 4: a grounded input needs no producer, so it is neither a frontier
+    node of the backward search nor a reason for the prerequisite bound (None: the state
+    holds nothing, the extraction of the paper).
 
     The few small matrix products run with single-threaded BLAS when ``threadpoolctl`` is
     installed: on a busy 2-core machine a second OpenBLAS thread waiting for a core made
     them 5x slower.
     """
     with single_thread_blas():
-        state = _State(index, config, query, interpretation)
+        state = _State(index, config, query, interpretation, grounded)
         state.anchor_hyperedges()
         seeds = state.anchor_nodes()
         state.augment(seeds)
@@ -368,8 +375,10 @@ class _State:
         config: ContextGraphConfig,
         q: QueryVectors,
         interp: TaskInterpretation,
+        grounded: npt.NDArray[np.bool_] | None = None,
     ) -> None:
         self.index, self.cfg = index, config
+        self.grounded = grounded
         self.op_phrase: FloatMatrix = index.tool_vecs @ q.operations.T  # (E, 1 + P), Eq. 1
         self.op_sim: Scores = _row_max(self.op_phrase)
         self.node_sims: FloatMatrix = index.node_vecs @ q.schemas.T  # (V, S)
@@ -437,9 +446,9 @@ class _State:
                 self._offer(e, float(self.relevance[e]), (kind, 0, v))
 
     def _inputs(self, tool: int) -> IntArray:
-        if self.cfg.frontier_required_only:
-            return self.index.inputs_required[tool]
-        return self.index.inputs_all[tool]
+        inputs = (self.index.inputs_required[tool] if self.cfg.frontier_required_only
+                  else self.index.inputs_all[tool])
+        return inputs if self.grounded is None else inputs[~self.grounded[inputs]]
 
     def expand_backward(self, seeds: list[tuple[int, float]]) -> None:
         """Bounded backward search: B_0 = V_seed^I ∪ inputs of E_seed; at hop h every frontier
@@ -447,7 +456,9 @@ class _State:
         s_back = w(v_o, v_i) · q(e) (Eq. 2, with q for the cosine); the required inputs of
         new producers form B_{h+1}; stops after ``hops`` hops or when nothing new is added."""
         n_in = self.index.n_input_nodes
-        parts = [np.asarray([v for v, _ in seeds if v < n_in], dtype=np.int64)]
+        held = self.grounded
+        parts = [np.asarray([v for v, _ in seeds if v < n_in and (held is None or not held[v])],
+                            dtype=np.int64)]
         parts += [self._inputs(e) for e in self.rel]
         frontier = np.unique(np.concatenate(parts))
         seen = set(frontier.tolist())
@@ -507,7 +518,7 @@ class _State:
             reason, hop, via = why[e]
             label = names[via] if reason == "prerequisite" else self._node_label(via)
             kept.append(RetrievedTool(e, names[e], round(-neg, 6), reason, hop, label))
-            for r in self.index.inputs_required[e].tolist():
+            for r in self._inputs_to_supply(e):
                 p, w, share = self.best_producer.get(r, (-1, 0.0, 0.0))
                 if p < 0 or chosen[p] or self._supported(r, chosen, w):
                     continue
@@ -517,6 +528,13 @@ class _State:
                     why[p] = ("prerequisite", why[p][1], e)
                     heapq.heappush(heap, (-bound, p))
         return kept
+
+    def _inputs_to_supply(self, tool: int) -> list[int]:
+        """The required inputs of ``tool`` the state does not ground."""
+        required = self.index.inputs_required[tool]
+        if self.grounded is not None:
+            required = required[~self.grounded[required]]
+        return list(required.tolist())
 
     def _node_label(self, node: int) -> str:
         return self.index.graph.node_name(node) if node >= 0 else ""

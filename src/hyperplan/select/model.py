@@ -1,0 +1,104 @@
+"""What a selection returns: frozen records with no numpy in them, so that a host (an MCP
+gateway, an agent framework's tool filter) can keep, compare and print them cheaply."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class Reason(StrEnum):
+    """Why a tool is in a selection.
+
+    * ``anchored``: the request names what it does (a seed hyperedge of Eq. 1, or the producer
+      or consumer of a schema node the request anchors: "Seed Hyperedge/Node Anchoring");
+    * ``producer``: it produces a required input of another selected tool (a backward hop of
+      Eq. 2 or the prerequisite bound of the context graph);
+    * ``chain``: Deficit-Oriented Expansion (Definition 6) put it in the support graph of an
+      anchored tool: it supplies a value the state does not hold yet.
+    """
+
+    ANCHORED = "anchored"
+    PRODUCER = "producer"
+    CHAIN = "chain"
+
+
+@dataclass(frozen=True)
+class SelectedTool:
+    """One selected tool, in rank order.
+
+    ``for_tool`` / ``for_input``: for a ``producer`` or ``chain`` tool, the tool whose input it
+    supplies and that input's name (empty when unknown); ``tokens``: the token count of its
+    definition as an OpenAI-style function (name, description, JSON-schema parameters);
+    ``score``: the context graph's priority (0 for a tool only DOE proposed)."""
+
+    name: str
+    reason: Reason
+    score: float
+    tokens: int
+    for_tool: str = ""
+    for_input: str = ""
+
+    def why(self) -> str:
+        """The reason as one phrase: ``anchored by the request`` or ``producer of order_id
+        for cancel_order``."""
+        if self.reason is Reason.ANCHORED:
+            return "anchored by the request"
+        what = self.for_input or "an input"
+        verb = "chain" if self.reason is Reason.CHAIN else "producer"
+        return f"{verb}: supplies {what} for {self.for_tool}" if self.for_tool else verb
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "reason": self.reason.value, "why": self.why(),
+                "score": self.score, "tokens": self.tokens}
+
+
+@dataclass(frozen=True)
+class ChainStep:
+    """One call of the chain DOE proposes: ``tool`` and, per required input it reads from an
+    earlier step, ``(input, producer tool, producer output)``."""
+
+    tool: str
+    reads: tuple[tuple[str, str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Selection:
+    """The answer of :meth:`hyperplan.select.Selector.select`.
+
+    ``tools``: the selected tools, best first (at most the budget); ``chain``: the calls DOE
+    proposes for the selected anchored tools, each anchor's producers before it, omitting
+    what the state already holds; ``missing``: the required inputs of the best anchored tool
+    that no tool or held value supplies (empty when its chain is complete); ``tokens``: the
+    definition tokens of ``tools``; ``all_tokens``: those of every tool of the catalog (what
+    sending them all costs); ``ms``: the selection's wall time, query embedding included."""
+
+    request: str
+    tools: tuple[SelectedTool, ...]
+    chain: tuple[ChainStep, ...] = ()
+    missing: tuple[str, ...] = ()
+    held: tuple[str, ...] = ()
+    tokens: int = 0
+    all_tokens: int = 0
+    ms: float = 0.0
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def names(self) -> list[str]:
+        return [t.name for t in self.tools]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "request": self.request,
+            "tools": [t.as_dict() for t in self.tools],
+            "chain": [{"tool": s.tool,
+                       "reads": [{"input": i, "from": p, "output": o} for i, p, o in s.reads]}
+                      for s in self.chain],
+            "missing": list(self.missing),
+            "held": list(self.held),
+            "tokens": self.tokens,
+            "all_tokens": self.all_tokens,
+            "ms": round(self.ms, 3),
+            "notes": list(self.notes),
+        }

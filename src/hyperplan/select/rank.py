@@ -1,0 +1,154 @@
+"""One selection: the state-conditioned Tool Context Graph, the chains DOE proposes for its
+anchored tools, and the two merged into one ranked list (seed 000: "Context Graph
+Extraction", Eq. 1-2 and Definition 2; "Deficit-Oriented Expansion", Definitions 4-6).
+
+The context graph ranks the tools a request anchors and their one-hop producers. DOE then
+takes each of the best ``terminals`` anchored tools as a terminal and finds the smallest
+support graph whose outputs, together with what the state holds, supply every required input
+(multi-hop, cycle-free). The merged ranking walks the context graph in priority order and,
+before each anchored tool that has a chain, places the chain's producers in execution order:
+the tools an agent must call first come first, so cutting the list at any budget keeps whole
+chains for the best-ranked anchors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from hyperplan.graph.model import Hypergraph
+from hyperplan.plan.doe import DOEConfig, SupportGraph, best_support_graph, expand
+from hyperplan.plan.grounding import Grounding
+from hyperplan.retrieve.context_graph import ContextGraph, RetrievedTool
+from hyperplan.select.model import ChainStep, Reason
+
+ANCHOR_REASONS = frozenset({"seed", "consumer-of", "producer-of"})
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A tool of the merged ranking (ids, before names and token costs are attached)."""
+
+    tool: int
+    reason: Reason
+    score: float
+    for_tool: int = -1
+    for_input: int = -1
+
+
+@dataclass(frozen=True)
+class Chains:
+    """Per anchored tool DOE planned, its support graph (None: unsatisfiable), and the
+    deficits of the first unsatisfiable one."""
+
+    graphs: dict[int, SupportGraph | None]
+    first: int = -1
+
+    def best(self) -> SupportGraph | None:
+        return self.graphs.get(self.first)
+
+
+def anchored(cg: ContextGraph, limit: int) -> list[int]:
+    """The ``limit`` best-ranked tools of ``cg`` that the request itself anchors."""
+    return [t.tool for t in cg.tools if t.reason in ANCHOR_REASONS][:limit]
+
+
+def plan_chains(graph: Hypergraph, terminals: Sequence[int], grounding: Grounding,
+                relevance: np.ndarray, config: DOEConfig) -> Chains:
+    """DOE (:func:`~hyperplan.plan.doe.expand`) for each terminal, then Support Graph
+    Selection (:func:`~hyperplan.plan.doe.best_support_graph`) among its complete graphs."""
+    graphs: dict[int, SupportGraph | None] = {}
+    for terminal in terminals:
+        result = expand(graph, terminal, grounding, config, relevance=relevance)
+        graphs[terminal] = best_support_graph(result.complete, relevance,
+                                              config.relevance_weight, config.size_cost)
+    return Chains(graphs, terminals[0] if terminals else -1)
+
+
+def unsatisfied(graph: Hypergraph, terminal: int, grounding: Grounding,
+                config: DOEConfig) -> list[int]:
+    """The deficits DOE could not resolve for ``terminal`` (empty when it is satisfiable)."""
+    return sorted(expand(graph, terminal, grounding, config).unsatisfiable)
+
+
+def merge(cg: ContextGraph, chains: Chains, budget: int) -> list[Ranked]:
+    """The merged ranking (module doc), at most ``budget`` tools."""
+    out: list[Ranked] = []
+    placed: set[int] = set()
+
+    def put(item: Ranked) -> None:
+        if item.tool not in placed and len(out) < budget:
+            placed.add(item.tool)
+            out.append(item)
+
+    for tool in cg.tools:
+        support = chains.graphs.get(tool.tool)
+        if support is not None:
+            for item in chain_items(cg.graph, support):
+                put(item)
+        put(_from_context(cg.graph, tool))
+    return out
+
+
+def chain_items(graph: Hypergraph, support: SupportGraph) -> list[Ranked]:
+    """The producers of ``support`` in execution order, each with the tool and input it feeds
+    (its first resolution)."""
+    feeds: dict[int, tuple[int, int]] = {}
+    for res in support.resolutions:
+        feeds.setdefault(res.producer, (graph.nodes[res.deficit].tool, res.deficit))
+    return [Ranked(t, Reason.CHAIN, 0.0, *feeds.get(t, (-1, -1)))
+            for t in support.tools if t != support.terminal]
+
+
+def _from_context(graph: Hypergraph, tool: RetrievedTool) -> Ranked:
+    """A context-graph tool as a ranked item: anchored, or a producer with what it feeds."""
+    if tool.reason in ANCHOR_REASONS:
+        return Ranked(tool.tool, Reason.ANCHORED, tool.score)
+    if tool.reason == "prerequisite":
+        feeds = graph.tool_index.get(tool.via, -1)
+        return Ranked(tool.tool, Reason.PRODUCER, tool.score, feeds,
+                      _fed_input(graph, tool.tool, feeds))
+    node = graph.node_index.get(tool.via, -1)  # backward hop: the frontier input it supplies
+    owner = graph.nodes[node].tool if node >= 0 else -1
+    return Ranked(tool.tool, Reason.PRODUCER, tool.score, owner, node)
+
+
+def _fed_input(graph: Hypergraph, producer: int, consumer: int) -> int:
+    """The required input of ``consumer`` that ``producer`` supports most strongly (-1: none
+    or no consumer)."""
+    if consumer < 0:
+        return -1
+    weights = [(graph.support(producer, r), -r) for r in graph.tools[consumer].required]
+    best = max(weights, default=(0.0, 1))
+    return -best[1] if best[0] > 0 else -1
+
+
+def all_steps(graph: Hypergraph, chains: Chains, order: Sequence[int]) -> tuple[ChainStep, ...]:
+    """The calls of every planned chain whose terminal is in ``order`` (the merged ranking),
+    terminals in that order, each chain in execution order, every tool once."""
+    steps: list[ChainStep] = []
+    seen: set[str] = set()
+    for terminal in order:
+        support = chains.graphs.get(terminal)
+        if support is None:
+            continue
+        for step in chain_steps(graph, support):
+            if step.tool not in seen:
+                seen.add(step.tool)
+                steps.append(step)
+    return tuple(steps)
+
+
+def chain_steps(graph: Hypergraph, support: SupportGraph) -> tuple[ChainStep, ...]:
+    """The support graph as calls in execution order, each with the inputs it reads from an
+    earlier call: (input name, producer tool, producer output path)."""
+    reads: dict[int, list[tuple[str, str, str]]] = {}
+    for res in support.resolutions:
+        consumer = graph.nodes[res.deficit].tool
+        reads.setdefault(consumer, []).append((graph.nodes[res.deficit].path,
+                                               graph.tools[res.producer].name,
+                                               graph.nodes[res.source].path))
+    return tuple(ChainStep(graph.tools[t].name, tuple(sorted(reads.get(t, ()))))
+                 for t in support.tools)

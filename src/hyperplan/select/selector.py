@@ -1,0 +1,183 @@
+"""The selector: a catalog's hypergraph and retrieval index, built once, answering
+:meth:`Selector.select` with no LLM anywhere on the path (seed 000, "Task-Level Planning"
+and "Tool-Level Planning", used as a pre-selection layer in front of any agent).
+
+A selection reads the request with the deterministic interpretation
+(:func:`~hyperplan.retrieve.interpret_request`), grounds what the agent already holds
+(:func:`~hyperplan.plan.grounding.ground`, the state S of Definition 4), extracts the
+state-conditioned Tool Context Graph and lets DOE propose the chain of producers each
+anchored tool still needs (:mod:`hyperplan.select.rank`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Collection, Iterable
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hyperplan.catalog import Catalog, ToolSpec
+from hyperplan.embed.base import Embedder, l2_normalize
+from hyperplan.graph.model import Hypergraph, NodeKind
+from hyperplan.plan.doe import DOEConfig
+from hyperplan.plan.grounding import Grounding, ground
+from hyperplan.retrieve.context_graph import (
+    ContextGraphConfig,
+    GraphIndex,
+    embed_interpretation,
+    extract_with_vectors,
+)
+from hyperplan.retrieve.interpret import interpret_request
+from hyperplan.retrieve.serialize import count_tokens
+from hyperplan.select import rank
+from hyperplan.select.model import Reason, SelectedTool, Selection
+
+if TYPE_CHECKING:
+    from hyperplan.select.session import Session
+
+DEFAULT_BUDGET = 20
+
+
+@dataclass(frozen=True)
+class SelectConfig:
+    """``budget``: tools per selection; ``terminals``: anchored tools DOE plans a chain for;
+    ``chain``: whether DOE chains join the ranking (False: the context graph alone);
+    ``context`` / ``doe``: the extraction's and DOE's own settings."""
+
+    budget: int = DEFAULT_BUDGET
+    terminals: int = 3
+    chain: bool = True
+    context: ContextGraphConfig = field(default_factory=ContextGraphConfig)
+    doe: DOEConfig = field(default_factory=DOEConfig)
+
+
+def definition(tool: ToolSpec) -> dict[str, Any]:
+    """The tool as an OpenAI-style function definition: what an agent sends the model."""
+    return {"type": "function",
+            "function": {"name": tool.name, "description": tool.description,
+                         "parameters": tool.input_schema}}
+
+
+class Selector:
+    """Selection over one catalog. Build it with :func:`hyperplan.select.build_selector`
+    (cached on disk) or from a catalog, its graph and an embedder."""
+
+    def __init__(self, catalog: Catalog, graph: Hypergraph, embedder: Embedder,
+                 config: SelectConfig | None = None) -> None:
+        if catalog.names() != [t.name for t in graph.tools]:
+            raise ValueError("the graph was not built from this catalog")
+        self.catalog = catalog
+        self.graph = graph
+        self.embedder = embedder
+        self.config = config or SelectConfig()
+        self._specs = {t.name: t for t in catalog.tools}
+
+    @cached_property
+    def index(self) -> GraphIndex:
+        """Tool and node embeddings (built on first use: one embedder call per text)."""
+        return GraphIndex(self.graph, self.embedder)
+
+    @cached_property
+    def tool_tokens(self) -> np.ndarray:
+        """Definition tokens of every tool, in graph order."""
+        return np.asarray([count_tokens(json.dumps(definition(t), ensure_ascii=False))
+                           for t in self.catalog.tools], dtype=np.int64)
+
+    @property
+    def all_tokens(self) -> int:
+        """The definition tokens of the whole catalog (sending every tool)."""
+        return int(self.tool_tokens.sum())
+
+    def tool(self, name: str) -> ToolSpec:
+        """The catalog entry of ``name`` (KeyError when the catalog has no such tool)."""
+        return self._specs[name]
+
+    def definitions(self, names: Iterable[str]) -> list[dict[str, Any]]:
+        return [definition(self._specs[n]) for n in names]
+
+    @cached_property
+    def free_inputs(self) -> np.ndarray:
+        """Per input-side node, whether no tool produces it (no link of at least the
+        context graph's ``min_link_weight``): a value only the user or the model can give,
+        which DOE therefore does not count as a deficit."""
+        prod = self.graph.producer_matrix
+        strong = np.zeros(self.graph.n_input_nodes, dtype=bool)
+        rows = np.repeat(np.arange(prod.shape[0]), np.diff(prod.indptr))
+        strong[rows[prod.data >= self.config.context.min_link_weight]] = True
+        kinds = np.asarray([n.kind is NodeKind.INPUT
+                            for n in self.graph.nodes[: self.graph.n_input_nodes]], dtype=bool)
+        return kinds & ~strong
+
+    def grounding(self, known: Iterable[str] = (), effects: Iterable[str] = ()) -> Grounding:
+        """The input nodes the state grounds: ``known`` holds bare parameter names, input
+        node keys or output node keys of values the agent holds (rules of
+        :mod:`hyperplan.plan.grounding`), and every input no tool produces
+        (:attr:`free_inputs`)."""
+        held = ground(self.graph, list(known), effects,
+                      min_weight=self.config.context.min_link_weight)
+        vector = held.grounded | self.free_inputs
+        vector.setflags(write=False)
+        return Grounding(vector)
+
+    def select(self, request: str, *, known: Collection[str] = (),
+               effects: Collection[str] = (), budget: int | None = None,
+               chain: bool | None = None) -> Selection:
+        """The tools for ``request`` given what the agent holds, best first (at most
+        ``budget``), each with why it is there, the chain DOE proposes and token costs."""
+        started = time.perf_counter()
+        cfg = self.config
+        k = cfg.budget if budget is None else budget
+        if k < 1:
+            raise ValueError(f"budget must be at least 1, got {k}")
+        interp = interpret_request(request, self.index.namespaces)
+        query = embed_interpretation(interp, self.embedder)
+        grounding = self.grounding(known, effects)
+        context = replace(cfg.context, budget=k)
+        cg = extract_with_vectors(self.index, interp, query, context, grounding.grounded)
+        use_chain = cfg.chain if chain is None else chain
+        terminals = rank.anchored(cg, cfg.terminals) if use_chain else []
+        relevance = self.index.tool_vecs @ l2_normalize(query.operations[:1])[0]
+        chains = rank.plan_chains(self.graph, terminals, grounding,
+                                  relevance.astype(np.float64), cfg.doe)
+        ranked = rank.merge(cg, chains, k)
+        return self._selection(request, ranked, chains, grounding, known, started)
+
+    def session(self, request: str = "", *, known: Collection[str] = ()) -> Session:
+        """A state-conditioned session (Definition 4) for one conversation."""
+        from hyperplan.select.session import Session
+
+        return Session(self, request, known=known)
+
+    def _selection(self, request: str, ranked: list[rank.Ranked], chains: rank.Chains,
+                   grounding: Grounding, known: Collection[str], started: float) -> Selection:
+        graph, tokens = self.graph, self.tool_tokens
+        tools = tuple(SelectedTool(
+            name=graph.tools[r.tool].name, reason=r.reason, score=round(r.score, 6),
+            tokens=int(tokens[r.tool]),
+            for_tool=graph.tools[r.for_tool].name if r.for_tool >= 0 else "",
+            for_input=graph.nodes[r.for_input].path if r.for_input >= 0 else "")
+            for r in ranked)
+        best = chains.best()
+        steps = rank.all_steps(graph, chains, [r.tool for r in ranked])
+        missing: tuple[str, ...] = ()
+        notes: list[str] = []
+        if chains.first >= 0 and best is None:
+            deficits = rank.unsatisfied(graph, chains.first, grounding, self.config.doe)
+            missing = tuple(graph.nodes[d].path for d in deficits)
+            notes.append(f"no chain supplies every input of {graph.tools[chains.first].name}")
+        if not tools:
+            notes.append("the request anchors no tool")
+        return Selection(
+            request=request, tools=tools, chain=steps, missing=missing,
+            held=tuple(sorted(known)), tokens=sum(t.tokens for t in tools),
+            all_tokens=self.all_tokens, ms=(time.perf_counter() - started) * 1000,
+            notes=tuple(notes))
+
+
+def anchors(selection: Selection) -> list[str]:
+    """The names of the tools the request itself anchors."""
+    return [t.name for t in selection.tools if t.reason is Reason.ANCHORED]
