@@ -16,6 +16,7 @@ from hyperplan.cli.eval_cmds import eval_app
 from hyperplan.cli.eval_retrieval import retrieval_cmd
 from hyperplan.cli.eval_run import eval_run_cmd, report_cmd
 from hyperplan.cli.graph_cmds import graph_app
+from hyperplan.cli.graph_learn import learn_cmd
 from hyperplan.cli.plan_cmds import plan_app
 from hyperplan.cli.run_cmds import run, trace_app
 from hyperplan.errors import HyperplanError
@@ -28,6 +29,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+graph_app.command("learn")(learn_cmd)
 app.add_typer(graph_app, name="graph")
 eval_app.command("retrieval")(retrieval_cmd)
 eval_app.command("run")(eval_run_cmd)

@@ -43,7 +43,13 @@ def build_selector(sources: Sequence[str | Catalog], *, embedder: str | Embedder
     from ``cache_dir`` when it was built before for the same tools and embedder
     (``"default"``: :func:`~hyperplan.select.cache.default_cache_dir`; None: no cache)."""
     from hyperplan.embed import get_embedder
-    from hyperplan.select.cache import cached_build, default_cache_dir, load_catalogs
+    from hyperplan.select.cache import (
+        cached_build,
+        default_cache_dir,
+        entry_path,
+        learned_flows,
+        load_catalogs,
+    )
     from hyperplan.select.selector import Selector
 
     catalog = load_catalogs(sources, allow_unsafe_tools=allow_unsafe_tools)
@@ -51,7 +57,11 @@ def build_selector(sources: Sequence[str | Catalog], *, embedder: str | Embedder
     where = default_cache_dir() if cache_dir == "default" else \
         (Path(cache_dir) if cache_dir is not None else None)
     graph, _ = cached_build(catalog, emb, where, progress)
-    return Selector(catalog, graph, emb, config)
+    entry = entry_path(where, catalog, emb.name) if where is not None else None
+    selector = Selector(catalog, graph, emb, config, entry=entry)
+    if entry is not None:
+        selector.learn(learned_flows(entry), persist=False)  # what earlier sessions taught
+    return selector
 
 
 def __getattr__(name: str) -> Any:

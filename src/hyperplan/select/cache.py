@@ -26,8 +26,10 @@ from hyperplan.graph.links import LinkConfig
 
 if TYPE_CHECKING:
     from hyperplan.graph.model import Hypergraph
+    from hyperplan.graph.overrides import ObservedFlow
 
 CACHE_FORMAT = 1
+FLOWS_FILE = "flows.jsonl"  # flows learned from use, kept beside the entry's graph
 Progress = Callable[[str, int, int], None]
 
 
@@ -78,7 +80,7 @@ def cached_build(catalog: Catalog, embedder: Embedder, cache_dir: Path | None,
     links = LinkConfig()
     if cache_dir is None:
         return build_graph(catalog, embedder=embedder, config=links, progress=progress), False
-    entry = cache_dir / cache_key(catalog, embedder.name, links)
+    entry = entry_path(cache_dir, catalog, embedder.name)
     if (entry / "graph.json").is_file():
         try:
             graph = load_graph(entry / "graph.json")
@@ -89,6 +91,19 @@ def cached_build(catalog: Catalog, embedder: Embedder, cache_dir: Path | None,
     graph = build_graph(catalog, embedder=embedder, config=links, progress=progress)
     _store(entry, graph)
     return graph, False
+
+
+def entry_path(cache_dir: Path, catalog: Catalog, embedder_name: str) -> Path:
+    """The cache entry of ``catalog`` built with ``embedder_name`` (it may not exist yet)."""
+    return cache_dir / cache_key(catalog, embedder_name, LinkConfig())
+
+
+def learned_flows(entry: Path) -> list[ObservedFlow]:
+    """The flows learned into ``entry`` (``flows.jsonl``; none when it has no such file)."""
+    from hyperplan.select.flows import read_flows
+
+    path = entry / FLOWS_FILE
+    return read_flows(path) if path.is_file() else []
 
 
 def _store(entry: Path, graph: Hypergraph) -> None:

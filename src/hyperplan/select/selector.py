@@ -16,6 +16,7 @@ import time
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,6 +24,7 @@ import numpy as np
 from hyperplan.catalog import Catalog, ToolSpec
 from hyperplan.embed.base import Embedder, l2_normalize
 from hyperplan.graph.model import Hypergraph, NodeKind
+from hyperplan.graph.overrides import ObservedFlow
 from hyperplan.plan.doe import DOEConfig
 from hyperplan.plan.grounding import Grounding, ground
 from hyperplan.retrieve.context_graph import (
@@ -40,6 +42,7 @@ if TYPE_CHECKING:
     from hyperplan.select.session import Session
 
 DEFAULT_BUDGET = 20
+LEARNING_RATE = 0.5  # w <- w + rate (1 - w) per observed flow (strengthen_from_traces)
 
 
 @dataclass(frozen=True)
@@ -67,14 +70,34 @@ class Selector:
     (cached on disk) or from a catalog, its graph and an embedder."""
 
     def __init__(self, catalog: Catalog, graph: Hypergraph, embedder: Embedder,
-                 config: SelectConfig | None = None) -> None:
+                 config: SelectConfig | None = None, *, entry: Path | None = None) -> None:
         if catalog.names() != [t.name for t in graph.tools]:
             raise ValueError("the graph was not built from this catalog")
         self.catalog = catalog
         self.graph = graph
         self.embedder = embedder
         self.config = config or SelectConfig()
+        self.entry = entry  # the cache entry, where learned flows are kept
         self._specs = {t.name: t for t in catalog.tools}
+
+    def learn(self, flows: Iterable[ObservedFlow], *, rate: float = LEARNING_RATE,
+              persist: bool = True) -> int:
+        """Strengthen the links of observed ``flows`` (those naming nodes of the graph;
+        :func:`~hyperplan.graph.overrides.strengthen_from_traces`) and, with ``persist`` and a
+        cache entry, keep them there for the next build. Returns how many flows were used."""
+        from hyperplan.graph.overrides import strengthen_from_traces
+        from hyperplan.select.cache import FLOWS_FILE
+        from hyperplan.select.flows import known_flows, write_flows
+
+        kept = known_flows(self.graph, flows)
+        if not kept:
+            return 0
+        self.graph = strengthen_from_traces(self.graph, kept, rate=rate)
+        for derived in ("index", "free_inputs"):  # built from the links: rebuilt on use
+            self.__dict__.pop(derived, None)
+        if persist and self.entry is not None and self.entry.is_dir():
+            write_flows(self.entry / FLOWS_FILE, kept)
+        return len(kept)
 
     @cached_property
     def index(self) -> GraphIndex:

@@ -18,14 +18,13 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hyperplan.execute.state import materialise
 from hyperplan.graph.overrides import ObservedFlow
+from hyperplan.select.flows import FlowRecorder
 from hyperplan.select.model import Selection
 
 if TYPE_CHECKING:
     from hyperplan.select.selector import Selector
 
-MAX_FLOW_VALUES = 10_000  # values remembered for flow detection (oldest dropped first)
 
 
 @dataclass(frozen=True)
@@ -35,17 +34,6 @@ class Observation:
     tool: str
     arguments: tuple[str, ...]
     ok: bool
-
-
-def _fingerprint(value: Any) -> str | None:
-    """A comparable form of a scalar worth tracking as a flow (None for booleans, empty or
-    very short strings, containers): a value passed on later is recognised by it."""
-    if isinstance(value, bool) or value is None or isinstance(value, (dict, list)):
-        return None
-    text = str(value).strip()
-    if isinstance(value, str) and len(text) < 2:
-        return None
-    return f"{type(value).__name__}:{text.casefold()}"
 
 
 class Session:
@@ -58,8 +46,7 @@ class Session:
         self.held: set[str] = set(known)
         self.effects: set[str] = set()
         self.calls: list[Observation] = []
-        self.flows: list[ObservedFlow] = []
-        self._sources: dict[str, tuple[str, str]] = {}  # value fingerprint -> (tool, output)
+        self.recorder = FlowRecorder(selector.graph)
         self.last: Selection | None = None
 
     def select(self, request: str | None = None, *, budget: int | None = None) -> Selection:
@@ -77,35 +64,15 @@ class Session:
         are recorded but ground nothing beyond their argument names."""
         args = dict(arguments or {})
         self.calls.append(Observation(tool, tuple(sorted(args)), ok))
-        self._record_flows(tool, args)
         self.held.update(name for name, value in args.items() if value is not None)
-        graph = self.selector.graph
-        if not ok or tool not in graph.tool_index:
-            return
-        bindings, effects = materialise(graph, tool, result, len(self.calls) - 1)
+        held, effects = self.recorder.observe(tool, args, result, ok=ok)
+        self.held.update(held)
         self.effects.update(effects)
-        for binding in bindings:
-            self.held.add(binding.node)
-            output = binding.node[len(tool) + len(":out:"):]  # the key is tool:out:path
-            self._remember(binding.value, tool, output)
 
-    def _remember(self, value: Any, tool: str, output: str) -> None:
-        key = _fingerprint(value)
-        if key is None:
-            return
-        if len(self._sources) >= MAX_FLOW_VALUES:
-            self._sources.pop(next(iter(self._sources)))
-        self._sources[key] = (tool, output)
-
-    def _record_flows(self, consumer: str, args: Mapping[str, Any]) -> None:
-        """Flows from an earlier call's output into an argument of this one."""
-        for name, value in args.items():
-            key = _fingerprint(value)
-            source = self._sources.get(key) if key is not None else None
-            if source is not None and source[0] != consumer:
-                flow = ObservedFlow(source[0], source[1], consumer, name)
-                if flow not in self.flows:
-                    self.flows.append(flow)
+    @property
+    def flows(self) -> list[ObservedFlow]:
+        """The data flows observed so far (:class:`~hyperplan.select.flows.FlowRecorder`)."""
+        return self.recorder.flows
 
     def state(self) -> dict[str, Any]:
         """The state as JSON-ready data (for a gateway's or plugin's own store)."""
