@@ -1,45 +1,62 @@
-"""The ``hyperplan`` command line: graph building and inspection, benchmarks, demo."""
+"""The ``hyperplan`` command line: graph building and inspection, benchmarks, demo.
+
+Commands load lazily: ``hyperplan --help`` reads the one-line helps of :data:`COMMANDS` and a
+command imports only its own module, so starting the CLI does not load the numeric stack or
+the LLM SDK. :data:`app` (the whole command line as one Typer app, for tests and for
+embedding) is assembled on first access.
+"""
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import sys
 import warnings
-from typing import TextIO
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TextIO
 
-import typer
+if TYPE_CHECKING:
+    import typer
 
-from hyperplan.cli.bench_cmds import bench_app
-from hyperplan.cli.common import console, fail, print_warning
-from hyperplan.cli.demo import demo
-from hyperplan.cli.eval_cmds import eval_app
-from hyperplan.cli.eval_retrieval import retrieval_cmd
-from hyperplan.cli.eval_run import eval_run_cmd, report_cmd
-from hyperplan.cli.graph_cmds import graph_app
-from hyperplan.cli.graph_learn import learn_cmd
-from hyperplan.cli.plan_cmds import plan_app
-from hyperplan.cli.run_cmds import run, trace_app
-from hyperplan.errors import HyperplanError
-from hyperplan.secrets import install_log_redaction
+HELP = "Plan and act over Tool-Schema Hypergraphs (HyperAgent) and HyperMCTS."
 
-app = typer.Typer(
-    name="hyperplan",
-    help="Plan and act over Tool-Schema Hypergraphs (HyperAgent) and HyperMCTS.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
-graph_app.command("learn")(learn_cmd)
-app.add_typer(graph_app, name="graph")
-eval_app.command("retrieval")(retrieval_cmd)
-eval_app.command("run")(eval_run_cmd)
-app.add_typer(eval_app, name="eval")
-app.add_typer(plan_app, name="plan")
-app.add_typer(bench_app, name="bench")
-app.command()(demo)
-app.command()(run)
-app.command("report")(report_cmd)
-app.add_typer(trace_app, name="trace")
+
+@dataclass(frozen=True)
+class Entry:
+    """A top-level command: ``target`` (``module:attribute``, a Typer group or a command
+    function), its one-line ``help`` for ``hyperplan --help`` (a test keeps it equal to the
+    loaded command's), and commands defined elsewhere that join a group (``(name,
+    module:function)``)."""
+
+    target: str
+    help: str
+    extra: tuple[tuple[str, str], ...] = ()
+
+
+COMMANDS: dict[str, Entry] = {
+    "demo": Entry("hyperplan.cli.demo:demo", "Run the agent on the demo world's tasks "
+                  "(LLM-free unless an endpoint is configured)."),
+    "run": Entry("hyperplan.cli.run_cmds:run", "Run the agent: LLM-free on a structured "
+                 "--goal, or the full agent on REQUEST."),
+    "report": Entry("hyperplan.cli.eval_run:report_cmd", "Write report.md, PNG plots and a "
+                    "self-contained report.html for a stored run."),
+    "graph": Entry("hyperplan.cli.graph_cmds:graph_app", "Build and inspect Tool-Schema "
+                   "Hypergraphs.", (("learn", "hyperplan.cli.graph_learn:learn_cmd"),)),
+    "eval": Entry("hyperplan.cli.eval_cmds:eval_app", "Benchmarks with stable JSON output.",
+                  (("retrieval", "hyperplan.cli.eval_retrieval:retrieval_cmd"),
+                   ("preselect", "hyperplan.cli.eval_preselect:preselect_cmd"),
+                   ("run", "hyperplan.cli.eval_run:eval_run_cmd"))),
+    "plan": Entry("hyperplan.cli.plan_cmds:plan_app", "Tool Context Graph and DOE on a saved "
+                  "graph."),
+    "bench": Entry("hyperplan.cli.bench_cmds:bench_app", "Scale benchmarks on synthetic "
+                   "catalogs."),
+    "trace": Entry("hyperplan.cli.run_cmds:trace_app", "Read run traces."),
+}
+
+
+def _resolve(target: str) -> Any:
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
 
 
 def _unwrap(doc: str) -> str:
@@ -58,33 +75,141 @@ def _unwrap_help(group: typer.Typer) -> None:
             _unwrap_help(sub.typer_instance)
 
 
-_unwrap_help(app)
+def typer_app(name: str) -> typer.Typer:
+    """The Typer app of top-level command ``name``: its group with the commands that join it,
+    or a one-command app; help texts unwrapped."""
+    import typer
+
+    entry = COMMANDS[name]
+    target = _resolve(entry.target)
+    if isinstance(target, typer.Typer):
+        present = {info.name for info in target.registered_commands}
+        for sub, where in entry.extra:
+            if sub not in present:
+                target.command(sub)(_resolve(where))
+        group = target
+    else:
+        group = typer.Typer(pretty_exceptions_enable=False, add_completion=False)
+        group.command(name)(target)
+    _unwrap_help(group)
+    return group
+
+
+def _group_class() -> type:
+    """The root group class, made on demand (Typer's own group, so that the commands it loads,
+    which are Typer commands, run under the same command-line machinery)."""
+    from typer.core import TyperCommand, TyperGroup
+
+    class LazyGroup(TyperGroup):
+        """Lists :data:`COMMANDS` from their static help and imports a command only when it
+        is run (or its own ``--help`` is asked for)."""
+
+        listing = False
+
+        def list_commands(self, ctx: Any) -> list[str]:
+            return list(COMMANDS)
+
+        def get_command(self, ctx: Any, cmd_name: str) -> Any:
+            if cmd_name not in COMMANDS:
+                return None
+            if self.listing:  # the root's help: a stand-in with the static help
+                return TyperCommand(name=cmd_name, help=COMMANDS[cmd_name].help)
+            return load_command(cmd_name)
+
+        def format_help(self, ctx: Any, formatter: Any) -> None:
+            self.listing = True
+            try:
+                super().format_help(ctx, formatter)
+            finally:
+                self.listing = False
+
+    return LazyGroup
+
+
+def load_command(name: str) -> Any:
+    """The command-line command of top-level command ``name`` (imports its module)."""
+    import typer
+
+    wrapper = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    if isinstance(_resolve(COMMANDS[name].target), typer.Typer):
+        wrapper.add_typer(typer_app(name), name=name)
+    else:
+        wrapper.command(name)(_resolve(COMMANDS[name].target))
+        wrapper.command("_")(lambda: None)  # two commands: get_command returns a group
+    _unwrap_help(wrapper)
+    return typer.main.get_command(wrapper).commands[name]  # type: ignore[attr-defined]
+
+
+def root() -> Any:
+    """The root command (:func:`_group_class`)."""
+    group = _group_class()
+    # plain help for the root (rich would cost a quarter second of start-up); the commands
+    # keep Typer's rich help
+    return group(name="hyperplan", help=HELP, no_args_is_help=True, rich_markup_mode=None)
+
+
+def _assemble() -> typer.Typer:
+    """Every command in one Typer app (what :data:`app` is)."""
+    import typer
+
+    whole = typer.Typer(name="hyperplan", help=HELP, no_args_is_help=True,
+                        pretty_exceptions_enable=False, add_completion=False)
+    for name, entry in COMMANDS.items():
+        target = _resolve(entry.target)
+        if isinstance(target, typer.Typer):
+            whole.add_typer(typer_app(name), name=name)
+        else:
+            whole.command(name)(target)
+    _unwrap_help(whole)
+    return whole
+
+
+_APP: list[typer.Typer] = []
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # PEP 562: assembled on first access
+        if not _APP:
+            _APP.append(_assemble())
+        return _APP[0]
+    raise AttributeError(f"module 'hyperplan.cli' has no attribute {name!r}")
 
 
 def _show_warning(message: Warning | str, category: type[Warning], filename: str, lineno: int,
                   file: TextIO | None = None, line: str | None = None) -> None:
     """Warnings as ``warning: <message>`` lines, not Python's ``file:line: Category`` form
     followed by a source line."""
+    from hyperplan.cli.common import print_warning
+
     print_warning(str(message))
 
 
 def main() -> None:
     """Console-script entry point: hyperplan errors, and files the user named that cannot be
     read or written, become one clear line and exit code 1; warnings print as one line."""
+    from hyperplan.errors import HyperplanError
+    from hyperplan.secrets import install_log_redaction
+
     warnings.showwarning = _show_warning
     install_log_redaction()
     try:
-        app()
+        root().main(prog_name="hyperplan")
     except HyperplanError as exc:
-        fail(str(exc))
+        _fail(str(exc))
     except OSError as exc:  # e.g. -o naming a directory, --out naming a file
         where = exc.filename2 or exc.filename
         reason = "exists and is not a directory" if isinstance(exc, FileExistsError) \
             else exc.strerror
-        fail(f"{where}: {reason}" if where and reason else str(exc))
+        _fail(f"{where}: {reason}" if where and reason else str(exc))
     except KeyboardInterrupt:
-        console.print("[red]interrupted[/red]")
+        print("interrupted", file=sys.stderr)
         sys.exit(130)
 
 
-__all__ = ["app", "main"]
+def _fail(message: str) -> None:
+    from hyperplan.cli.common import fail
+
+    fail(message)
+
+
+__all__ = ["COMMANDS", "app", "main"]
