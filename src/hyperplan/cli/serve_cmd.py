@@ -1,0 +1,94 @@
+"""``hyperplan serve SOURCE...``: the MCP gateway (:mod:`hyperplan.integrations.mcp_gateway`).
+
+Only the option types are imported here; the gateway and the MCP SDK load when the command
+runs, so ``hyperplan --help`` does not pay for them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from hyperplan.execute.runtimes.sandbox import Sandbox
+from hyperplan.integrations.mcp_gateway.config import (
+    DEFAULT_BUDGET,
+    DEFAULT_CALL_TIMEOUT,
+    DEFAULT_MAX_ARGUMENT_BYTES,
+    DEFAULT_MAX_REQUEST_CHARS,
+    Mode,
+)
+
+_MAX_RESPONSE_BYTES = 10 * 1024 * 1024
+
+
+def serve_cmd(
+    sources: list[str] = typer.Argument(..., help="Tool sources, as `graph build` takes "
+                                        "them: python:MOD, openapi:FILE, openai:FILE, "
+                                        "'mcp-server:CMD' (one or many, merged)."),
+    mode: Mode = typer.Option(Mode.SEARCH, help="search: two tools, find_tools and "
+                              "call_tool; narrow: find_tools plus the selected tools, the "
+                              "list changing with the session state (list_changed)."),
+    http: str = typer.Option(None, "--http", metavar="[HOST:]PORT", help="Serve streamable "
+                             "HTTP at http://HOST:PORT/mcp (host 127.0.0.1 by default) "
+                             "instead of stdio."),
+    allow_remote: bool = typer.Option(False, help="Let --http listen on a host that is not "
+                                      "loopback (anyone who reaches it can call the tools)."),
+    budget: int = typer.Option(DEFAULT_BUDGET, help="Tools per selection."),
+    call_timeout: float = typer.Option(DEFAULT_CALL_TIMEOUT, help="Hard deadline of every "
+                                       "forwarded call, in seconds."),
+    embedder: str = typer.Option("auto", help="auto | minilm | hashing | openai:MODEL"),
+    cache_dir: Path = typer.Option(None, help="Where the built graph is kept (default: "
+                                   "$HYPERPLAN_CACHE_DIR/selectors or ~/.cache/hyperplan)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Build the graph anew, keep "
+                                  "nothing."),
+    allow_unsafe_tools: bool = typer.Option(False, help="Let a python: source expose a "
+                                            "module that acts on the host (os, subprocess, "
+                                            "shutil ...): refused by default."),
+    sandbox: Sandbox = typer.Option(Sandbox.NONE, help="subprocess: run python: tools in a "
+                                    "child process without network, with resource limits."),
+    base_url: str = typer.Option(None, help="Base URL for OpenAPI tools."),
+    header: list[str] = typer.Option([], help="HTTP header 'Name: value' for OpenAPI tools "
+                                     "($VAR reads env; redacted by value)."),
+    max_response_bytes: int = typer.Option(_MAX_RESPONSE_BYTES, help="Cap on an HTTP "
+                                           "response body of an OpenAPI tool."),
+    idempotency_key_header: str = typer.Option(None, help="Send a per-call idempotency key "
+                                               "in this header with HTTP writes."),
+    max_request_chars: int = typer.Option(DEFAULT_MAX_REQUEST_CHARS, help="Longest "
+                                          "find_tools request (characters)."),
+    max_argument_bytes: int = typer.Option(DEFAULT_MAX_ARGUMENT_BYTES, help="Largest "
+                                           "call arguments (bytes of JSON); larger ones are "
+                                           "refused, not forwarded."),
+) -> None:
+    """Serve the tools of SOURCE... as an MCP gateway that selects the tools for each task
+    (Tool Context Graph + DOE, no LLM): stdio by default, --http for streamable HTTP.
+
+    Calls are forwarded through hyperplan's hardened runtimes: arguments checked against the
+    tool's schema first, a hard deadline per call, writes never repeated, secrets redacted by
+    value. The graph is built in the background; until it is ready find_tools answers with a
+    BM25 search and says so."""
+    import sys
+
+    from hyperplan.errors import HyperplanError
+    from hyperplan.execute.setup import parse_headers
+    from hyperplan.integrations.mcp_gateway import serve
+    from hyperplan.integrations.mcp_gateway.config import GatewayConfig, parse_http_address
+    from hyperplan.integrations.mcp_gateway.upstream import UpstreamOptions
+
+    if no_cache and cache_dir is not None:
+        raise HyperplanError("give --cache-dir or --no-cache, not both")
+    address = parse_http_address(http, allow_remote=allow_remote) if http else None
+    config = GatewayConfig(mode=mode, budget=budget, call_timeout=call_timeout,
+                           embedder=embedder,
+                           cache_dir=None if no_cache else (cache_dir or "default"),
+                           max_request_chars=max_request_chars,
+                           max_argument_bytes=max_argument_bytes)
+    if max_response_bytes < 1:
+        raise HyperplanError("--max-response-bytes must be positive")
+    options = UpstreamOptions(call_timeout=call_timeout, allow_unsafe_tools=allow_unsafe_tools,
+                              sandbox=sandbox, base_url=base_url,
+                              headers=parse_headers(header),
+                              max_response_bytes=max_response_bytes,
+                              idempotency_header=idempotency_key_header)
+    serve(sources, config, options, http=address,
+          announce=lambda line: print(line, file=sys.stderr, flush=True))

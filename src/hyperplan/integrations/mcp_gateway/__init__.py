@@ -1,0 +1,69 @@
+"""``hyperplan serve``: an MCP gateway that puts LLM-free, dependency-aware tool pre-selection
+(the Tool Context Graph with Deficit-Oriented Expansion, conditioned on the agent state of
+Definition 4: :mod:`hyperplan.select`) in front of any MCP client.
+
+    hyperplan serve python:hyperplan.examples.bookstore             # stdio, search mode
+    hyperplan serve --mode narrow "mcp-server:uvx mcp-server-git" openapi:api.yaml
+    hyperplan serve --http 8765 python:hyperplan.examples.bookstore  # streamable HTTP
+
+Modules: :mod:`.upstream` (sources and the hardened runtimes every call is forwarded
+through), :mod:`.selection` (the selector built in the background, a BM25 fallback until it
+is ready, one state-conditioned session per conversation), :mod:`.modes` (search and narrow
+mode, free of SDK types), :mod:`.server` (the MCP server on the official SDK's low-level
+``Server``: stdio, streamable HTTP, list-changed for both protocol generations) and
+:mod:`.bench` (its added latency). Importing this package does not import the MCP SDK.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Callable, Sequence
+
+from hyperplan.integrations.mcp_gateway.config import GatewayConfig, HttpAddress, Mode
+from hyperplan.integrations.mcp_gateway.modes import Gateway
+from hyperplan.integrations.mcp_gateway.selection import SelectionService
+from hyperplan.integrations.mcp_gateway.upstream import UpstreamOptions, load_upstream
+
+__all__ = ["Gateway", "GatewayConfig", "HttpAddress", "Mode", "UpstreamOptions",
+           "build_gateway", "serve"]
+
+
+def build_gateway(sources: Sequence[str], config: GatewayConfig | None = None,
+                  options: UpstreamOptions | None = None) -> Gateway:
+    """Load the upstream tools of ``sources`` (starting MCP upstreams) and the selection
+    over them; the graph is not built until ``gateway.service.start()``."""
+    cfg = config or GatewayConfig()
+    upstream = load_upstream(sources, options or UpstreamOptions(call_timeout=cfg.call_timeout))
+    service = SelectionService(upstream.catalog, embedder=cfg.embedder,
+                               cache_dir=cfg.cache_dir, budget=cfg.budget)
+    return Gateway(upstream, service, cfg)
+
+
+def serve(sources: Sequence[str], config: GatewayConfig | None = None,
+          options: UpstreamOptions | None = None, *, http: HttpAddress | None = None,
+          announce: Callable[[str], None] | None = None) -> None:
+    """Run the gateway until the client disconnects (stdio) or it is interrupted (HTTP).
+    The graph is built in a background thread while the gateway already serves.
+    ``announce`` gets one line once the gateway serves (never on stdout with stdio)."""
+    import anyio
+
+    from hyperplan import __version__
+    from hyperplan.integrations.mcp_gateway.server import GatewayServer
+
+    with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's (stdio)
+        gateway = build_gateway(sources, config, options)
+    try:
+        server = GatewayServer(gateway, version=__version__)
+        gateway.service.on_ready = server.on_graph_ready
+        gateway.service.start()
+        tools = len(gateway.upstream.names)
+        if http is not None:
+            server.serve_http(http, ready=lambda url: announce and announce(
+                f"hyperplan serve: {tools} tools, {gateway.mode.value} mode, at {url}"))
+        else:
+            if announce is not None:
+                announce(f"hyperplan serve: {tools} tools, {gateway.mode.value} mode, on stdio")
+            anyio.run(server.serve_stdio)
+    finally:
+        gateway.upstream.close()

@@ -1,0 +1,286 @@
+"""Selection for the gateway: the selector built in the background, a keyword fallback until
+it is ready, and one state-conditioned session per client conversation.
+
+The gateway never makes a client wait for the graph. :class:`SelectionService` starts a
+thread that builds (or reads from the on-disk cache) the Tool-Schema Hypergraph of the
+upstream catalog and the :class:`~hyperplan.select.Selector` over it, embeddings included.
+Until that is done, ``find_tools`` ranks tools by BM25 over their names and descriptions
+(what text-only tool search does) and says so in its result: no producers are added and the
+state is not used. Once ready, selection is the state-conditioned Tool Context Graph with the
+chains Deficit-Oriented Expansion proposes (:mod:`hyperplan.select`), with no LLM anywhere.
+
+A :class:`Conversation` is the agent state S of Definition 4 for one client: the request,
+the values the client said it holds (``known``), and every call forwarded with its result
+(:meth:`~hyperplan.select.Session.observe`), so the next selection drops producers of values
+already held and adds what the new deficit needs. Calls observed before the selector is
+ready are kept and replayed into the session when it is.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hyperplan.catalog import Catalog
+
+if TYPE_CHECKING:
+    from hyperplan.embed.bm25 import BM25Index
+    from hyperplan.select import Selection, Selector, Session
+
+GRAPH_METHOD = "context-graph+doe"
+KEYWORD_METHOD = "bm25"
+_MAX_PENDING = 1_000  # calls kept for replay while the selector is being built
+
+
+@dataclass(frozen=True)
+class FoundTool:
+    """One selected tool: ``why`` it is there in words (``anchored by the request``,
+    ``chain: supplies book_id for add_to_cart`` ...), its rank ``score`` and the
+    ``tokens`` of its definition."""
+
+    name: str
+    reason: str
+    why: str
+    score: float
+    tokens: int
+
+
+@dataclass(frozen=True)
+class Found:
+    """What ``find_tools`` answers: the tools best first, DOE's chain (calls in execution
+    order, each with the inputs it reads from an earlier call), the inputs nothing supplies,
+    the values held, token counts, and how the tools were found (``method``)."""
+
+    request: str
+    tools: tuple[FoundTool, ...]
+    method: str
+    chain: tuple[dict[str, Any], ...] = ()
+    missing: tuple[str, ...] = ()
+    held: tuple[str, ...] = ()
+    tokens: int = 0
+    all_tokens: int = 0
+    ms: float = 0.0
+    notes: tuple[str, ...] = ()
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(t.name for t in self.tools)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"request": self.request, "method": self.method,
+                "tools": [{"name": t.name, "reason": t.reason, "why": t.why,
+                           "score": t.score, "tokens": t.tokens} for t in self.tools],
+                "chain": list(self.chain), "missing": list(self.missing),
+                "held": list(self.held), "tokens": self.tokens,
+                "all_tokens": self.all_tokens, "ms": round(self.ms, 3),
+                "notes": list(self.notes)}
+
+
+def found_from_selection(selection: Selection) -> Found:
+    data = selection.as_dict()
+    return Found(
+        request=selection.request, method=GRAPH_METHOD,
+        tools=tuple(FoundTool(t.name, t.reason.value, t.why(), t.score, t.tokens)
+                    for t in selection.tools),
+        chain=tuple(data["chain"]), missing=selection.missing, held=selection.held,
+        tokens=selection.tokens, all_tokens=selection.all_tokens, ms=selection.ms,
+        notes=selection.notes)
+
+
+class SelectionService:
+    """The selector over ``catalog``, built in a background thread (module doc).
+
+    ``on_ready`` is called (in the build thread) once the selector is usable, or with the
+    error message when the build failed (the gateway then keeps the keyword fallback)."""
+
+    def __init__(self, catalog: Catalog, *, embedder: str = "auto",
+                 cache_dir: str | Path | None = "default", budget: int = 10,
+                 on_ready: Callable[[str | None], None] | None = None) -> None:
+        self.catalog = catalog
+        self.embedder_spec = embedder
+        self.cache_dir = cache_dir
+        self.budget = budget
+        self.on_ready = on_ready
+        self.selector: Selector | None = None
+        self.error: str | None = None
+        self.from_cache = False
+        self.build_seconds = 0.0
+        self._done = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._keyword_lock = threading.Lock()
+        self._keyword: BM25Index | None = None
+        self._tokens: dict[str, int] = {}
+
+    @property
+    def ready(self) -> bool:
+        return self.selector is not None
+
+    def start(self) -> None:
+        """Start building (once)."""
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._build, name="hyperplan-gateway-build",
+                                            daemon=True)
+            self._thread.start()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the build to end (ready or failed); True when it ended."""
+        return self._done.wait(timeout)
+
+    def status(self) -> str:
+        if self.selector is not None:
+            return "ready"
+        if self.error is not None:
+            return f"graph build failed: {self.error}"
+        return f"building the context graph of {len(self.catalog.tools)} tools"
+
+    def _build(self) -> None:
+        started = time.perf_counter()
+        try:
+            from hyperplan.embed import get_embedder
+            from hyperplan.select.cache import cached_build, default_cache_dir
+            from hyperplan.select.selector import SelectConfig, Selector
+
+            emb = get_embedder(self.embedder_spec)
+            where = default_cache_dir() if self.cache_dir == "default" else \
+                (Path(self.cache_dir) if self.cache_dir is not None else None)
+            graph, self.from_cache = cached_build(self.catalog, emb, where)
+            selector = Selector(self.catalog, graph, emb, SelectConfig(budget=self.budget))
+            selector.index  # noqa: B018 - embeds every tool and node now, not at first use
+            selector.select("warm up", budget=1)  # the query path (embedder session) too
+            self.selector = selector
+        except Exception as exc:
+            self.error = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
+            print(f"hyperplan serve: {self.status()}; find_tools keeps using BM25",
+                  file=sys.stderr)
+        finally:
+            self.build_seconds = time.perf_counter() - started
+            self._done.set()
+        if self.on_ready is not None:
+            self.on_ready(self.error)
+
+    def keyword(self, request: str, budget: int) -> Found:
+        """BM25 over tool names and descriptions: the search served until the graph is
+        ready (module doc)."""
+        started = time.perf_counter()
+        tools = self.catalog.tools
+        with self._keyword_lock:
+            if self._keyword is None:
+                from hyperplan.embed.bm25 import BM25Index
+                from hyperplan.graph.text import name_tokens
+
+                self._keyword = BM25Index([f"{' '.join(name_tokens(t.name))} {t.name}: "
+                                           f"{t.description}" for t in tools])
+            index = self._keyword
+        hits = index.search(request, budget)
+        picked = tuple(FoundTool(tools[i].name, KEYWORD_METHOD,
+                                 "matches words of the request (BM25)", round(score, 6),
+                                 self.tokens(tools[i].name)) for i, score in hits)
+        note = (f"{self.status()}: this is a plain BM25 search over tool names and "
+                "descriptions; the producers a tool needs and the state are not used yet "
+                "(call find_tools again in a moment)")
+        return Found(request=request, tools=picked, method=KEYWORD_METHOD,
+                     tokens=sum(t.tokens for t in picked),
+                     all_tokens=sum(self.tokens(t.name) for t in tools),
+                     ms=(time.perf_counter() - started) * 1000,
+                     notes=(note,) if picked else (note, "no tool name or description "
+                                                   "shares a word with the request"))
+
+    def tokens(self, name: str) -> int:
+        """Definition tokens of ``name`` as an OpenAI-style function (as the selector
+        counts them)."""
+        if self.selector is not None:
+            return int(self.selector.tool_tokens[self.selector.graph.tool_index[name]])
+        count = self._tokens.get(name)
+        if count is None:
+            from hyperplan.retrieve.serialize import count_tokens
+            from hyperplan.select.selector import definition
+
+            spec = next(t for t in self.catalog.tools if t.name == name)
+            count = count_tokens(json.dumps(definition(spec), ensure_ascii=False))
+            self._tokens[name] = count
+        return count
+
+
+@dataclass
+class _Call:
+    tool: str
+    arguments: dict[str, Any]
+    value: Any
+    ok: bool
+
+
+@dataclass
+class Conversation:
+    """One client's state (Definition 4; module doc). ``listed``: in narrow mode, the tools
+    currently selected (what ``tools/list`` shows besides ``find_tools``). Methods are
+    thread-safe (selection runs in worker threads)."""
+
+    service: SelectionService
+    request: str = ""
+    known: set[str] = field(default_factory=set)
+    listed: tuple[str, ...] = ()
+    last: Found | None = None
+    _session: Session | None = None
+    _pending: list[_Call] = field(default_factory=list)
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+
+    def session(self) -> Session | None:
+        """The selection session, created (with the calls seen so far replayed into it) once
+        the selector is ready; None before."""
+        with self._lock:
+            selector = self.service.selector
+            if self._session is None and selector is not None:
+                self._session = selector.session(self.request, known=self.known)
+                for call in self._pending:
+                    self._session.observe(call.tool, call.arguments, call.value, ok=call.ok)
+                self._pending.clear()
+            return self._session
+
+    def find(self, request: str, known: Iterable[str] = (), budget: int | None = None) -> Found:
+        """Select for ``request`` given the state plus ``known`` (held from now on)."""
+        with self._lock:
+            self.request = request
+            self.known.update(known)
+            return self._select(budget)
+
+    def reselect(self, budget: int | None = None) -> Found | None:
+        """Select again for the conversation's request from the current state (None when no
+        request was made yet)."""
+        with self._lock:
+            return self._select(budget) if self.request else None
+
+    def observe(self, tool: str, arguments: dict[str, Any], value: Any, ok: bool) -> None:
+        """Record a forwarded call and its result (value None for a failed call)."""
+        with self._lock:
+            session = self.session()
+            if session is not None:
+                session.observe(tool, arguments, value, ok=ok)
+            elif len(self._pending) < _MAX_PENDING:
+                self._pending.append(_Call(tool, dict(arguments), value, ok))
+
+    def state(self) -> dict[str, Any]:
+        """The state as JSON-ready data."""
+        with self._lock:
+            session = self.session()
+            if session is not None:
+                return session.state()
+            return {"request": self.request, "held": sorted(self.known),
+                    "calls": [{"tool": c.tool, "arguments": sorted(c.arguments), "ok": c.ok}
+                              for c in self._pending]}
+
+    def _select(self, budget: int | None) -> Found:
+        k = budget or self.service.budget
+        session = self.session()
+        if session is None:
+            found = self.service.keyword(self.request, k)
+        else:
+            session.held.update(self.known)
+            found = found_from_selection(session.select(self.request, budget=k))
+        self.last = found
+        return found

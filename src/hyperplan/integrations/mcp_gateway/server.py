@@ -1,0 +1,241 @@
+"""The MCP server of the gateway, on the official SDK's low-level ``Server`` (``mcp`` 2.3.0).
+
+Handlers: ``tools/list`` and ``tools/call`` answer from :class:`~.modes.Gateway` (run in a
+worker thread, so a slow upstream never stalls the connection; each call has a backstop
+deadline beyond the runtime's own). In narrow mode the server also serves
+``subscriptions/listen`` and announces a changed tool list to both client generations:
+
+* clients on the handshake protocol (``initialize``, up to 2025-11-25, e.g. Hermes with its
+  pinned ``mcp`` 1.26) get ``notifications/tools/list_changed`` on their connection, sent on
+  the stream of the request that changed the list (so it also reaches a streamable-HTTP client
+  without a standalone GET stream); the ``tools.listChanged`` capability is advertised;
+* 2026-07-28 clients (per-request envelope, no handshake) get it through their
+  ``subscriptions/listen`` streams: the change is published to a
+  :class:`~mcp.server.subscriptions.InMemorySubscriptionBus` as ``ToolsListChanged``, which the
+  SDK's :class:`~mcp.server.subscriptions.ListenHandler` delivers, stamped with the
+  subscription id.
+
+When the graph finishes building after a narrow-mode conversation already has a request, the
+conversation is selected again and a change is announced the same way, outside any request.
+
+Conversations: over stdio there is one client, so one conversation. Over streamable HTTP a
+handshake-era client is one conversation per ``Mcp-Session-Id``; 2026-07-28 requests carry no
+session, so they share one conversation per gateway (run one gateway per agent).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel.server import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.session import ServerSession
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import TypeAdapter, ValidationError
+
+from hyperplan.integrations.mcp_gateway.config import HttpAddress, Mode
+from hyperplan.integrations.mcp_gateway.modes import Gateway, Reply, error_reply
+from hyperplan.integrations.mcp_gateway.selection import Conversation
+
+_T = TypeVar("_T")
+BACKSTOP_MARGIN = 15.0  # seconds past the call deadline before the gateway stops waiting
+_BLOCK = TypeAdapter(types.ContentBlock)
+
+INSTRUCTIONS = {
+    Mode.SEARCH: ("This gateway fronts many tools. Call find_tools with what you want to do: "
+                  "it returns the tools for it (with the tools that produce the inputs they "
+                  "need, in calling order). Then call them with call_tool(name, arguments)."),
+    Mode.NARROW: ("This gateway lists only the tools selected for the task. Call find_tools "
+                  "with what you want to do: the tool list then holds the tools for it, and "
+                  "it changes as results come in (notifications/tools/list_changed)."),
+}
+
+
+class _GatewayServer(Server[Any]):
+    """The SDK's low-level server, advertising ``tools.listChanged`` to handshake-era
+    clients in narrow mode on every transport (the streamable-HTTP manager builds its
+    initialization options itself, without arguments)."""
+
+    def __init__(self, *args: Any, tools_changed: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tools_changed = tools_changed
+
+    def create_initialization_options(
+            self, notification_options: NotificationOptions | None = None,
+            experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+            extensions: dict[str, dict[str, Any]] | None = None) -> InitializationOptions:
+        options = notification_options or NotificationOptions(tools_changed=self.tools_changed)
+        return super().create_initialization_options(options, experimental_capabilities,
+                                                     extensions)
+
+
+class GatewayServer:
+    """The gateway as an MCP server (module doc)."""
+
+    def __init__(self, gateway: Gateway, *, name: str = "hyperplan-gateway",
+                 version: str = "") -> None:
+        self.gateway = gateway
+        self.narrow = gateway.mode is Mode.NARROW
+        self.bus = InMemorySubscriptionBus()
+        self._listen = ListenHandler(self.bus)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._legacy: dict[str, ServerSession] = {}  # per conversation: where to announce
+        self._modern: set[str] = set()  # conversations of 2026-07-28 clients
+        self._tools: dict[str, types.Tool] = {}
+        self.server = _GatewayServer(
+            name, version=version, instructions=INSTRUCTIONS[gateway.mode],
+            on_list_tools=self._list_tools, on_call_tool=self._call_tool,
+            on_subscriptions_listen=self._listen if self.narrow else None,
+            tools_changed=self.narrow)
+        self.deadline = gateway.config.call_timeout + BACKSTOP_MARGIN
+
+    # handlers ---------------------------------------------------------------------------
+
+    async def _list_tools(self, ctx: ServerRequestContext[Any],
+                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        key = self._enter(ctx)
+        conv = self.gateway.conversation(key)
+        return types.ListToolsResult(tools=[self._tool(d) for d in
+                                            self.gateway.list_tools(conv)])
+
+    async def _call_tool(self, ctx: ServerRequestContext[Any],
+                         params: types.CallToolRequestParams) -> types.CallToolResult:
+        key = self._enter(ctx)
+        conv = self.gateway.conversation(key)
+        reply = await self._in_thread(self.gateway.call, conv, params.name, params.arguments)
+        if reply is None:
+            reply = error_reply(
+                f"{params.name}: no answer within {self.deadline:g} s; the gateway stopped "
+                "waiting. The outcome is unknown and the call is not repeated.",
+                "outcome_unknown")
+        if reply.list_changed:
+            await self._announce(key, ctx)
+        return _result(reply)
+
+    def _enter(self, ctx: ServerRequestContext[Any]) -> str:
+        """The conversation key of a request (module doc); remembers how to reach it."""
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        request = ctx.request
+        headers = getattr(request, "headers", None)
+        session_id = headers.get("mcp-session-id") if headers is not None else None
+        key = f"http:{session_id}" if session_id else ("http" if request is not None
+                                                       else "stdio")
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            self._modern.add(key)
+        else:
+            self._legacy[key] = ctx.session
+        return key
+
+    async def _in_thread(self, func: Callable[..., _T], *args: Any) -> _T | None:
+        """``func(*args)`` in a worker thread; None when the backstop deadline passes."""
+        with anyio.move_on_after(self.deadline):
+            return await anyio.to_thread.run_sync(functools.partial(func, *args),
+                                                  abandon_on_cancel=True)
+        return None
+
+    # list changed -----------------------------------------------------------------------
+
+    async def _announce(self, key: str, ctx: ServerRequestContext[Any] | None = None) -> None:
+        """Tell the clients of conversation ``key`` that its tool list changed (module doc)."""
+        if key in self._modern:
+            await self.bus.publish(ToolsListChanged())
+        if ctx is not None and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            await ctx.session.send_notification(types.ToolListChangedNotification(),
+                                                related_request_id=ctx.request_id)
+        elif ctx is None and key in self._legacy:
+            try:
+                await self._legacy[key].send_tool_list_changed()
+            except Exception:  # the client left; nothing to tell
+                self._legacy.pop(key, None)
+
+    def on_graph_ready(self, error: str | None) -> None:
+        """Called in the build thread when the selector is ready: narrow-mode conversations
+        with a request are selected again, and a changed list is announced."""
+        if error is not None or not self.narrow or self._loop is None:
+            return
+        for key, conv in self.gateway.conversations():
+            if self.gateway.refresh(conv):
+                asyncio.run_coroutine_threadsafe(self._announce(key), self._loop)
+
+    # conversions ------------------------------------------------------------------------
+
+    def _tool(self, definition: dict[str, Any]) -> types.Tool:
+        name = str(definition["name"])
+        tool = self._tools.get(name)
+        if tool is None:
+            try:
+                tool = types.Tool.model_validate(definition)
+            except ValidationError:  # an odd upstream field: keep what a client needs
+                tool = types.Tool.model_validate(
+                    {k: definition[k] for k in ("name", "description", "inputSchema")
+                     if k in definition})
+            self._tools[name] = tool
+        return tool
+
+    def conversation(self, key: str) -> Conversation:
+        return self.gateway.conversation(key)
+
+    # transports -------------------------------------------------------------------------
+
+    async def serve_stdio(self) -> None:
+        """Serve one client over this process's stdin and stdout until it disconnects."""
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as (read_stream, write_stream):
+            self._loop = asyncio.get_running_loop()
+            await self.server.run(read_stream, write_stream,
+                                  self.server.create_initialization_options())
+
+    def serve_http(self, address: HttpAddress, *, ready: Callable[[str], None] | None = None
+                   ) -> None:
+        """Serve streamable HTTP at ``address`` (path ``/mcp``) until interrupted. On a
+        loopback host the SDK's DNS-rebinding protection is on (Host and Origin checked)."""
+        import uvicorn
+
+        app = self.server.streamable_http_app(host=address.host)
+        config = uvicorn.Config(app, host=address.host, port=address.port,
+                                log_level="warning", lifespan="on")
+        server = uvicorn.Server(config)
+        if ready is not None:
+            _on_started(server, lambda: ready(address.url))
+        server.run()
+
+
+def _on_started(server: Any, callback: Callable[[], None]) -> None:
+    """Call ``callback`` once uvicorn listens (its ``startup`` finished)."""
+    startup = server.startup
+
+    async def wrapped(*args: Any, **kwargs: Any) -> None:
+        await startup(*args, **kwargs)
+        if server.started:
+            callback()
+
+    server.startup = wrapped
+
+
+def _result(reply: Reply) -> types.CallToolResult:
+    content: list[types.ContentBlock] = []
+    for block in reply.blocks:
+        try:
+            content.append(_BLOCK.validate_python(block))
+        except ValidationError:
+            content = []
+            break
+    if not content:
+        content = [types.TextContent(type="text", text=reply.text)]
+    return types.CallToolResult(content=content, structured_content=reply.structured,
+                                is_error=reply.is_error)
+
+
+def print_ready(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)

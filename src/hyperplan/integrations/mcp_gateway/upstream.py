@@ -1,0 +1,261 @@
+"""The upstream tools behind the gateway: one catalog merged from every source, and per tool
+the hardened runtime that executes it (issue 22's trust rules hold for every forwarded call).
+
+Sources are the ``KIND:LOCATION`` strings ``hyperplan graph build`` takes:
+
+* ``mcp-server:CMD``: a stdio MCP server, started once at gateway start (listing its tools)
+  and kept running for the calls (:class:`~hyperplan.execute.runtimes.MCPRuntime`). The
+  tools keep their real upstream definitions (input and output schemas, annotations);
+* ``python:MOD[:ATTR]``: Python callables, in-process
+  (:class:`~hyperplan.execute.runtimes.PythonRuntime`) or, with ``--sandbox subprocess``, in
+  a limited child process (:class:`~hyperplan.execute.runtimes.SubprocessPythonRuntime`).
+  A module that acts on the host is refused unless ``allow_unsafe_tools`` (the loader's rule);
+* ``openapi:FILE``: HTTP calls (:class:`~hyperplan.execute.runtimes.OpenAPIRuntime`, with
+  ``base_url`` / ``headers``; header values are registered as secrets);
+* ``demo-world``: the shipped demo world, in memory;
+* any other catalog source (``openai:FILE``, ``appworld:DIR`` ...): selectable, but with no
+  runtime: a call is an error saying so.
+
+Every call goes through :meth:`Upstream.call`: the arguments are checked against the tool's
+input schema first (:func:`~hyperplan.execute.runtimes.validate_arguments`: a violation is
+an ``invalid_arguments`` result and nothing is sent), then the runtime gets the call with the
+gateway's ``call_timeout`` as its hard deadline. No call is ever repeated here: a call that did
+not finish is reported as the runtime reports it (``outcome_unknown`` for a write, which
+:func:`~hyperplan.execute.repeat.may_repeat` forbids repeating). An MCP upstream that exits or
+drops the connection mid-call makes that call a ``transport`` / ``outcome_unknown`` error
+saying so; the runtime then starts the server again at the next call (a fresh process: the
+state the old one held is gone).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hyperplan.catalog import Catalog, ToolSpec, merge_catalogs
+from hyperplan.errors import HyperplanError
+from hyperplan.execute.results import ErrorKind, ToolResult, ToolRuntime
+from hyperplan.execute.runtimes.http import DEFAULT_MAX_RESPONSE_BYTES
+from hyperplan.execute.runtimes.sandbox import Sandbox
+from hyperplan.execute.runtimes.validation import validate_arguments
+
+MCP_SERVER = "mcp-server:"
+_DEFINITION_KEYS = ("name", "title", "description", "inputSchema", "outputSchema",
+                    "annotations", "icons")
+
+
+@dataclass(frozen=True)
+class UpstreamOptions:
+    """How the runtimes are built: ``call_timeout`` is every call's hard deadline (seconds);
+    ``sandbox`` / ``allow_unsafe_tools`` apply to ``python:`` sources, ``base_url``,
+    ``headers``, ``max_response_bytes`` and ``idempotency_header`` to ``openapi:`` ones."""
+
+    call_timeout: float = 30.0
+    allow_unsafe_tools: bool = False
+    sandbox: Sandbox = Sandbox.NONE
+    base_url: str | None = None
+    headers: Mapping[str, str] | None = None
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+    idempotency_header: str | None = None
+
+
+class _NoRuntime:
+    """The runtime of a catalog nobody can execute (a schema-only source)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def can_run(self, tool: ToolSpec) -> bool:
+        return False
+
+    def call(self, tool: ToolSpec, arguments: Mapping[str, Any], *,
+             timeout: float | None = None) -> ToolResult:
+        return ToolResult.failure(tool.name, arguments, ErrorKind.UNKNOWN_TOOL,
+                                  f"{tool.name}: the source {self.source} describes this tool "
+                                  "but gives no way to run it")
+
+    def close(self) -> None:
+        return None
+
+
+@dataclass
+class _Source:
+    spec: str
+    catalog: Catalog
+    runtime: ToolRuntime
+    definitions: dict[str, dict[str, Any]]  # the MCP definitions an MCP upstream listed
+
+
+class Upstream:
+    """The merged catalog of ``sources`` and the runtime of each tool (module doc)."""
+
+    def __init__(self, sources: Sequence[_Source], options: UpstreamOptions) -> None:
+        self.options = options
+        self._sources = list(sources)
+        self.catalog = (self._sources[0].catalog if len(self._sources) == 1 else
+                        merge_catalogs([s.catalog for s in self._sources],
+                                       labels=[s.spec for s in self._sources]))
+        self._owner: dict[str, _Source] = {t.name: s for s in self._sources
+                                           for t in s.catalog.tools}
+        self._specs = {t.name: t for t in self.catalog.tools}
+        self._definitions: dict[str, dict[str, Any]] = {}
+
+    @property
+    def names(self) -> list[str]:
+        return self.catalog.names()
+
+    def tool(self, name: str) -> ToolSpec | None:
+        return self._specs.get(name)
+
+    def source_of(self, name: str) -> str:
+        owner = self._owner.get(name)
+        return owner.spec if owner is not None else ""
+
+    def definition(self, name: str) -> dict[str, Any]:
+        """The tool as an MCP tool definition (``name``, ``description``, ``inputSchema``
+        ...): what an MCP upstream listed, else built from the catalog entry."""
+        cached = self._definitions.get(name)
+        if cached is None:
+            owner = self._owner[name]
+            raw = owner.definitions.get(name)
+            cached = ({k: raw[k] for k in _DEFINITION_KEYS if k in raw} if raw is not None
+                      else _definition(self._specs[name]))
+            self._definitions[name] = cached
+        return cached
+
+    def call(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
+        """Validate, then forward to the tool's runtime with the hard deadline (module doc).
+        Never raises for a tool-side failure; an unknown ``name`` is ``unknown_tool``."""
+        tool = self._specs.get(name)
+        if tool is None:
+            return ToolResult.failure(name, arguments, ErrorKind.UNKNOWN_TOOL,
+                                      f"{name}: no upstream tool has this name")
+        problem = validate_arguments(tool, arguments)
+        if problem is not None:
+            return ToolResult.failure(name, arguments, ErrorKind.INVALID_ARGUMENTS, problem)
+        owner = self._owner[name]
+        try:
+            result = owner.runtime.call(tool, arguments, timeout=self.options.call_timeout)
+        except Exception as exc:  # a runtime must not raise; if one does, it is this call's error
+            return ToolResult.failure(name, arguments, ErrorKind.TRANSPORT,
+                                      f"{name}: the runtime failed: {type(exc).__name__}: {exc}")
+        return _explain_lost_upstream(result, owner.spec)
+
+    def close(self) -> None:
+        """Stop every runtime (MCP upstream processes, sandbox children, HTTP clients)."""
+        for source in self._sources:
+            try:
+                source.runtime.close()
+            except Exception:  # closing the others matters more than one failure
+                continue
+
+
+def _definition(tool: ToolSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": tool.name, "description": tool.description,
+                           "inputSchema": tool.input_schema}
+    title = tool.metadata.get("title")
+    if isinstance(title, str):
+        out["title"] = title
+    return out
+
+
+def _explain_lost_upstream(result: ToolResult, spec: str) -> ToolResult:
+    """An MCP upstream that exited or dropped the connection: say so in the error."""
+    if result.ok or not spec.startswith(MCP_SERVER) or "MCP server failure" not in result.error:
+        return result
+    if result.error_kind not in (ErrorKind.TRANSPORT, ErrorKind.OUTCOME_UNKNOWN):
+        return result
+    command = spec[len(MCP_SERVER):]
+    message = (f"the upstream MCP server ({command}) exited or closed the connection during "
+               f"this call ({result.error}). The gateway starts it again at the next call (a "
+               "fresh process: what the old one held is gone).")
+    return ToolResult.failure(result.tool, result.arguments, result.error_kind or
+                              ErrorKind.TRANSPORT, " ".join(message.split()), result.seconds)
+
+
+def load_upstream(sources: Sequence[str], options: UpstreamOptions | None = None) -> Upstream:
+    """Load every source and build its runtime (module doc). A source that cannot be loaded
+    (an MCP server command that does not start, a file that does not parse, a host-acting
+    module without ``allow_unsafe_tools``) is a :class:`~hyperplan.errors.HyperplanError`
+    naming it; runtimes already started are stopped first."""
+    opts = options or UpstreamOptions()
+    if not sources:
+        raise HyperplanError("give at least one tool source (e.g. "
+                             "python:hyperplan.examples.bookstore or 'mcp-server:CMD')")
+    if opts.sandbox is not Sandbox.NONE and not any(s.startswith("python:") for s in sources):
+        raise HyperplanError(f"--sandbox {opts.sandbox.value} runs the tools of a python: "
+                             "source; none is given")
+    loaded: list[_Source] = []
+    try:
+        for spec in sources:
+            loaded.append(_load(spec, opts))
+        return Upstream(loaded, opts)
+    except BaseException:
+        for source in loaded:
+            source.runtime.close()
+        raise
+
+
+def _load(spec: str, opts: UpstreamOptions) -> _Source:
+    if spec.startswith(MCP_SERVER):
+        return _load_mcp_server(spec, opts)
+    if spec == "demo-world":
+        from hyperplan.demo_world import DemoWorld
+        from hyperplan.execute.runtimes import PythonRuntime
+
+        world = DemoWorld()
+        return _Source(spec, world.catalog(),
+                       PythonRuntime(world.callables(), timeout=opts.call_timeout), {})
+    from hyperplan.sources import load_source
+
+    catalog = load_source(spec, allow_unsafe_tools=opts.allow_unsafe_tools)
+    kind = spec.partition(":")[0]
+    runtime: ToolRuntime
+    if kind == "python" and opts.sandbox is Sandbox.SUBPROCESS:
+        from hyperplan.execute.runtimes import SubprocessPythonRuntime
+
+        runtime = SubprocessPythonRuntime.from_catalog(catalog, timeout=opts.call_timeout,
+                                                       allow_unsafe=opts.allow_unsafe_tools)
+    elif kind == "python":
+        from hyperplan.execute.runtimes import PythonRuntime
+
+        runtime = PythonRuntime.from_catalog(catalog, timeout=opts.call_timeout,
+                                             allow_unsafe=opts.allow_unsafe_tools)
+    elif kind == "openapi":
+        from hyperplan.execute.runtimes import OpenAPIRuntime
+
+        runtime = OpenAPIRuntime(opts.base_url, opts.headers, timeout=opts.call_timeout,
+                                 max_response_bytes=opts.max_response_bytes,
+                                 idempotency_header=opts.idempotency_header)
+    else:
+        runtime = _NoRuntime(spec)
+    return _Source(spec, catalog, runtime, {})
+
+
+def _load_mcp_server(spec: str, opts: UpstreamOptions) -> _Source:
+    from hyperplan.execute.runtimes import MCPRuntime
+    from hyperplan.importers.mcp import load_mcp_tools
+
+    command = spec[len(MCP_SERVER):]
+    try:
+        parts = shlex.split(command)
+    except ValueError as exc:
+        raise HyperplanError(f"{spec}: cannot split the command: {exc}") from None
+    if not parts:
+        raise HyperplanError(f"{spec}: no server command")
+    runtime = MCPRuntime(parts[0], parts[1:], timeout=opts.call_timeout)
+    try:
+        listed = runtime.list_tools()
+        catalog = load_mcp_tools({"tools": listed})
+    except HyperplanError as exc:
+        runtime.close()
+        reason = " ".join(str(exc).split())
+        raise HyperplanError(f"{spec}: cannot start the upstream MCP server: "
+                             f"{reason[:600]}") from None
+    except BaseException:
+        runtime.close()
+        raise
+    definitions = {str(t["name"]): t for t in listed if isinstance(t.get("name"), str)}
+    return _Source(spec, catalog.model_copy(update={"source": spec}), runtime, definitions)
