@@ -8,7 +8,8 @@
 # OpenAI-compatible base URL (http://127.0.0.1:PORT/v1) after a one-token smoke completion.
 #
 # Environment: PYTHON (interpreter, default python), LLM_SERVER_TIMEOUT (seconds, default 120),
-# LLM_SERVER_LOG (log file), LLAMA_CMAKE_ARGS (default: a portable AVX2 build, see below),
+# LLM_SERVER_LOG (log file), LLM_SERVER_PIDFILE (where the server's PID is written),
+# LLAMA_CMAKE_ARGS (default: a portable AVX2 build, see below),
 # LLM_CHAT_FORMAT (default chatml). llama-cpp-python 0.3.36's chatml-function-calling format
 # renders messages through a Jinja template with HTML autoescaping, so the model would see every
 # quote of a prompt as &#34; or &#39; (JSON schemas included); plain chatml passes text as it
@@ -61,6 +62,8 @@ setsid nohup "$PYTHON" -m llama_cpp.server --model "$GGUF" --model_alias smollm2
     --chat_format "${LLM_CHAT_FORMAT:-chatml}" >"$LOG" 2>&1 &
 PID=$!
 echo "server pid: ${PID}" >&2
+# The PID, so that the caller can stop exactly this server (and its process group, setsid)
+echo "$PID" >"${LLM_SERVER_PIDFILE:-${TMPDIR:-/tmp}/hyperplan-llm-server-${PORT}.pid}"
 
 deadline=$((SECONDS + TIMEOUT))
 until "$PYTHON" - "$PORT" <<'PY' >/dev/null 2>&1
