@@ -8,6 +8,7 @@
 ``mcp-server:CMD``   the tools a stdio MCP server lists (started, asked, stopped)
 ``nestful:FILE``     NESTFUL ``*-spec.json``
 ``nestools:FILE``    NesTools ``*.jsonl`` (union of the tasks' APIs)
+``sealtools:PATH``   Seal-Tools ``tool.jsonl`` (or the release directory holding it)
 ``stabletoolbench:FILE``  StableToolBench query file (union of ``api_list``)
 ``python:MOD:ATTR``  Python callables (type hints + docstrings)
 ``tau2:DOMAIN``      τ² airline / retail / telecom assistant tools (extra ``tau2``)
@@ -76,6 +77,12 @@ def _nestools(loc: str) -> Catalog:
     return load_nestools(loc)
 
 
+def _sealtools(loc: str) -> Catalog:
+    from hyperplan.importers.sealtools import load_sealtools
+
+    return load_sealtools(loc)
+
+
 def _stabletoolbench(loc: str) -> Catalog:
     from hyperplan.importers.stabletoolbench import load_stabletoolbench
 
@@ -102,6 +109,7 @@ LOADERS: dict[str, Callable[[str], Catalog]] = {
     "mcp-server": _mcp_server,
     "nestful": _nestful,
     "nestools": _nestools,
+    "sealtools": _sealtools,
     "stabletoolbench": _stabletoolbench,
     "python": _python,
     "tau2": _tau2,

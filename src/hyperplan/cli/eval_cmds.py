@@ -19,8 +19,9 @@ eval_app = typer.Typer(help="Benchmarks with stable JSON output.", no_args_is_he
 
 @eval_app.command("links")
 def links_cmd(
-    suite: str = typer.Option(..., help="nestful | nestools"),
-    data: Path = typer.Option(..., help="NESTFUL data dir or *-data.json; NesTools *.jsonl"),
+    suite: str = typer.Option(..., help="nestful | nestools | sealtools"),
+    data: Path = typer.Option(..., help="NESTFUL data dir or *-data.json; NesTools *.jsonl; "
+                              "Seal-Tools dir or dev.jsonl"),
     embedder: str = typer.Option("auto", help="auto | minilm | hashing | none | openai:MODEL"),
     split: str = typer.Option("all", help="all | dev (every 5th task) | heldout"),
     threshold: float = typer.Option(
@@ -49,8 +50,9 @@ def links_cmd(
 
 @eval_app.command("chains")
 def chains_cmd(
-    suite: str = typer.Option(..., help="nestful | nestools | tau2"),
-    data: Path = typer.Option(None, help="NESTFUL data dir or *-data.json; NesTools *.jsonl"),
+    suite: str = typer.Option(..., help="nestful | nestools | sealtools | tau2"),
+    data: Path = typer.Option(None, help="NESTFUL data dir or *-data.json; NesTools *.jsonl; "
+                              "Seal-Tools dir or dev.jsonl"),
     domain: str = typer.Option(None, help="tau2 domain: airline | retail | telecom"),
     embedder: str = typer.Option("auto", help="auto | minilm | hashing | none | openai:MODEL"),
     split: str = typer.Option("all", help="all | dev (every 5th task) | heldout"),

@@ -26,12 +26,15 @@ from hyperplan.llm.budget import Accounting
 
 
 def retrieval_cmd(
-    suite: str = typer.Option(..., help="appworld | stabletoolbench | nestools | custom"),
+    suite: str = typer.Option(
+        ..., help="appworld | stabletoolbench | nestools | sealtools | custom"),
     tools: str = typer.Option(
         ..., help="AppWorld api_docs dir; StableToolBench query file; NesTools *.jsonl; "
-        "custom: a catalog source KIND:LOCATION (as for graph build)"),
+        "Seal-Tools dir or tool.jsonl; custom: a catalog source KIND:LOCATION (as for graph "
+        "build)"),
     tasks: Path = typer.Option(
         ..., help="AppWorld tasks_train.jsonl; StableToolBench query file; NesTools *.jsonl; "
+        "Seal-Tools dir or dev.jsonl; "
         'custom: JSONL of {"id", "request", "tools"}, tools = the gold tool names'),
     budget: int = typer.Option(20, help="at most this many tools per method and task"),
     embedder: str = typer.Option("auto", help="auto | minilm | hashing | openai:MODEL"),

@@ -26,6 +26,9 @@ from hyperplan.importers.gold import GoldFlow, GoldTask
 
 Port = tuple[str, str, str, str]  # producer, output path, consumer, input param
 
+#: The suites :func:`load_suite` reads (``eval links`` and ``eval chains``).
+SUITES = ("nestful", "nestools", "sealtools", "tau2")
+
 # Weight at which an inferred link counts as predicted; chosen on the NesTools dev split
 # (every 5th task), see docs/benchmarks.md.
 DEFAULT_THRESHOLD = 0.7
@@ -107,17 +110,29 @@ class SuiteData:
 
 
 def load_suite(suite: str, data: str | Path) -> SuiteData:
-    """Catalog(s) and gold tasks of ``suite`` (``nestful``, ``nestools`` or ``tau2``) from
-    ``data`` (for ``tau2``: the domain, ``airline`` | ``retail`` | ``telecom``).
+    """Catalog(s) and gold tasks of ``suite`` (one of :data:`SUITES`) from ``data`` (for
+    ``tau2``: the domain, ``airline`` | ``retail`` | ``telecom``).
 
     NESTFUL: a ``*-data.json`` file or a directory searched for them (spec beside each).
     NesTools: the ``*.jsonl`` task file (catalog = union of the tasks' APIs).
+    Seal-Tools: the release directory or its query file (``dev.jsonl``); catalog = the whole
+    ``tool.jsonl`` beside it, each query's tools = its called APIs
+    (:mod:`hyperplan.importers.sealtools`).
     """
     path = Path(data)
     if suite == "nestools":
         from hyperplan.importers.nestools import load_nestools, load_nestools_tasks
 
         return SuiteData(((load_nestools(path), tuple(load_nestools_tasks(path))),))
+    if suite == "sealtools":
+        from hyperplan.importers.sealtools import (
+            load_sealtools,
+            load_sealtools_tasks,
+            query_file,
+        )
+
+        pool = load_sealtools(query_file(path).parent)
+        return SuiteData(((pool, tuple(load_sealtools_tasks(path, tools=pool))),))
     if suite == "nestful":
         from hyperplan.importers.nestful import load_nestful, load_nestful_tasks
 
@@ -135,7 +150,8 @@ def load_suite(suite: str, data: str | Path) -> SuiteData:
         domain = str(data)  # tasks without a write action have no terminal: left out
         tasks = tuple(t for t in load_tau2_gold(domain) if t.terminals)
         return SuiteData(((load_tau2_catalog(domain), tasks),))
-    raise HyperplanError(f"unknown suite {suite!r}; expected 'nestful', 'nestools' or 'tau2'")
+    raise HyperplanError(f"unknown suite {suite!r}; expected "
+                         f"{', '.join(repr(s) for s in SUITES[:-1])} or {SUITES[-1]!r}")
 
 
 def split_tasks(tasks: Sequence[GoldTask], split: str) -> tuple[GoldTask, ...]:

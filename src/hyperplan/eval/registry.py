@@ -50,6 +50,10 @@ SUITE_TABLE: tuple[SuiteInfo, ...] = (
               "gold calls on a symbolic environment (exact calls, arguments, data flow)"),
     SuiteInfo("nestful", ("agent", "chains", "links"), "../shared/data/nestful/data",
               "gold calls on a symbolic environment (exact calls, arguments, data flow)"),
+    SuiteInfo("sealtools", ("retrieval", "chains", "links"),
+              "../shared/data/sealtools (tool.jsonl: 4,076 tools; dev.jsonl: 700 queries)",
+              "the called APIs of each query; chains and links: its gold calls' data flows "
+              "(API_call_k)"),
     SuiteInfo("stabletoolbench", ("retrieval",), "../shared/data/stabletoolbench/*.json",
               "relevant APIs (no arguments or outputs in the data, so no agent runs)"),
     SuiteInfo("custom", ("retrieval",),

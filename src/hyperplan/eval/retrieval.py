@@ -16,7 +16,10 @@ Suites: ``appworld`` (tools: the api_docs directory; tasks: tasks_train.jsonl; g
 gold_apis without the supervisor profile/passwords/complete_task calls every task makes; text:
 the instruction), ``stabletoolbench`` (tools and tasks: the same query file; pool: the union of
 its api_lists; gold: the relevant APIs), ``nestools`` (pool: the union of the tasks' APIs;
-gold: the APIs of the gold ``call`` list, in catalog names), and ``custom``: a user's own tools
+gold: the APIs of the gold ``call`` list, in catalog names), ``sealtools`` (pool: every tool of
+``tool.jsonl``, 4,076 in the release; tasks: the query file, e.g. ``dev.jsonl``; both may be
+given as the release directory; gold: the distinct APIs of each query's ``calling``,
+:mod:`hyperplan.importers.sealtools`), and ``custom``: a user's own tools
 (any catalog source ``KIND:LOCATION``, :func:`hyperplan.sources.load_source`) and labelled
 requests (JSONL, :func:`_custom_gold`).
 """
@@ -65,7 +68,7 @@ __all__ = [
     "load_retrieval_suite",
 ]
 
-SUITES = ("appworld", "stabletoolbench", "nestools", "custom")
+SUITES = ("appworld", "stabletoolbench", "nestools", "sealtools", "custom")
 METHODS = ("context_graph", "semantic", "bm25", "one_hop")
 # Calls every AppWorld gold solution makes regardless of the request.
 APPWORLD_EXCLUDED = frozenset(
@@ -122,6 +125,12 @@ def load_retrieval_suite(suite: str, tools: str | Path, tasks: str | Path) -> Re
         from hyperplan.importers.nestools import load_nestools
 
         return RetrievalSuite(load_nestools(tools), tuple(_nestools_gold(tasks)))
+    if suite == "sealtools":
+        from hyperplan.importers.sealtools import load_sealtools, load_sealtools_tasks
+
+        # a query's tools are exactly its called APIs: the gold of the retrieval suite
+        pool = load_sealtools(tools)
+        return RetrievalSuite(pool, tuple(load_sealtools_tasks(tasks, tools=pool)))
     raise RetrievalEvalError(f"unknown retrieval suite {suite!r}; expected {', '.join(SUITES)}")
 
 
