@@ -51,6 +51,7 @@ COMMANDS: dict[str, Entry] = {
     "bench": Entry("hyperplan.cli.bench_cmds:bench_app", "Scale benchmarks on synthetic "
                    "catalogs."),
     "trace": Entry("hyperplan.cli.run_cmds:trace_app", "Read run traces."),
+    "serve": Entry("hyperplan.cli.serve_cmd:serve_cmd", "Serve tools as an LLM-free MCP gateway."),
 }
 
 

@@ -60,8 +60,11 @@ def serve_cmd(
                                            "call arguments (bytes of JSON); larger ones are "
                                            "refused, not forwarded."),
 ) -> None:
-    """Serve the tools of SOURCE... as an MCP gateway that selects the tools for each task
-    (Tool Context Graph + DOE, no LLM): stdio by default, --http for streamable HTTP.
+    """Serve tools as an LLM-free MCP gateway.
+
+    It selects the tools for each task: the Tool Context Graph and DOE pick the tools a
+    request names and the producers of their inputs, given what the client holds. stdio by
+    default, --http for streamable HTTP.
 
     Calls are forwarded through hyperplan's hardened runtimes: arguments checked against the
     tool's schema first, a hard deadline per call, writes never repeated, secrets redacted by
