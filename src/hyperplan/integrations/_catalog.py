@@ -1,0 +1,498 @@
+"""What the framework adapters share: a framework's tool schemas as a hyperplan catalog, a cache
+of selectors keyed by the tool set, per-conversation call logs, and the narrowing itself.
+
+Frameworks hand their tools over as JSON schemas of the inputs only (OpenAI functions, Anthropic
+``input_schema``, LangChain ``args_schema``, pydantic-ai ``ToolDefinition``): which tool's output
+feeds which input is what the hypergraph needs and what they drop. Where the adapter can see it,
+the output schema comes from the tool itself (an MCP tool's ``outputSchema``, a Python function's
+return annotation, ``sources`` naming the same tools); otherwise a tool whose description has a
+"returns X" clause ("Find the ticket by its title; returns the ticket id.") gets one untyped
+output described by it, which link inference reads like any output description
+(:func:`hyperplan.graph.text.returns_clause`). Tools whose schemas hyperplan cannot read are
+never dropped: they are kept in every narrowed list.
+
+Nothing here imports a framework, and nothing heavy loads before the first selection.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import warnings
+from collections import OrderedDict
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hyperplan.catalog import Catalog, ToolSpec
+    from hyperplan.embed.base import Embedder
+    from hyperplan.select import Selection, Selector
+    from hyperplan.select.selector import SelectConfig
+    from hyperplan.select.session import Session
+
+logger = logging.getLogger("hyperplan.integrations")
+
+#: Tools a narrowed list offers beside the kept ones, unless an adapter is told otherwise.
+DEFAULT_BUDGET = 10
+#: Selectors kept in memory per cache (each distinct tool set is one).
+DEFAULT_SELECTORS = 4
+#: Conversations whose calls are remembered at once (least recently used dropped first).
+MAX_CONVERSATIONS = 256
+#: Calls remembered per conversation (oldest dropped first).
+MAX_CALLS = 500
+
+Keep = Collection[str] | Callable[[str], bool]
+"""Tools a narrowed list always keeps: names, or a predicate on the name."""
+
+
+@dataclass(frozen=True)
+class ToolDef:
+    """One tool as a framework describes it: ``parameters`` is the input JSON Schema,
+    ``returns`` the output JSON Schema when the framework knows one."""
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] | None = None
+    returns: Mapping[str, Any] | None = None
+
+    def key(self) -> str:
+        """A canonical text of the definition (what the selector cache hashes)."""
+        return json.dumps([self.name, self.description, self.parameters, self.returns],
+                          sort_keys=True, ensure_ascii=False, default=str)
+
+
+def provider_tool(entry: Any) -> ToolDef | None:
+    """The :class:`ToolDef` of one entry of a provider request's ``tools`` in any of the shapes
+    agents send: OpenAI chat ``{"type": "function", "function": {name, description,
+    parameters}}``, Responses API ``{"type": "function", "name", "description",
+    "parameters"}``, Anthropic ``{name, description, input_schema}``, Bedrock Converse
+    ``{"toolSpec": {name, description, inputSchema: {json}}}`` or a bare ``{name, description,
+    parameters}``. None for an entry with no client-side function (a provider's own tool such
+    as Anthropic's ``web_search_*`` or the Responses API's ``web_search``)."""
+    if not isinstance(entry, Mapping):
+        return None
+    body: Any = entry
+    params_key = "parameters"
+    if isinstance(entry.get("function"), Mapping):
+        body = entry["function"]
+    elif isinstance(entry.get("toolSpec"), Mapping):
+        body = entry["toolSpec"]
+        schema = body.get("inputSchema")
+        params = schema.get("json") if isinstance(schema, Mapping) else None
+        return _def(body, params)
+    elif "input_schema" in entry:
+        params_key = "input_schema"
+    elif entry.get("type") not in (None, "function", "custom"):
+        return None  # a provider-executed tool declared by its type alone
+    elif "parameters" not in entry and entry.get("type") != "function":
+        return None
+    return _def(body, body.get(params_key))
+
+
+def _def(body: Mapping[str, Any], params: Any) -> ToolDef | None:
+    name = body.get("name")
+    if not isinstance(name, str) or not name.strip():
+        return None
+    description = body.get("description")
+    returns = body.get("returns", body.get("output_schema", body.get("outputSchema")))
+    return ToolDef(name=name, description=description if isinstance(description, str) else "",
+                   parameters=params if isinstance(params, Mapping) else None,
+                   returns=returns if isinstance(returns, Mapping) else None)
+
+
+def tool_name(entry: Any) -> str | None:
+    """The name of a provider-format tool entry (None when it has none)."""
+    found = provider_tool(entry)
+    if found is not None:
+        return found.name
+    name = entry.get("name") if isinstance(entry, Mapping) else None
+    return name if isinstance(name, str) else None
+
+
+def output_schema_of(func: Callable[..., Any]) -> dict[str, Any] | None:
+    """The output JSON Schema a Python callable's return annotation gives (hyperplan's
+    ``python:`` importer reads it: TypedDicts, models, dataclasses, ``list[X]``...), None when
+    it has none or it cannot be read."""
+    from hyperplan.errors import HyperplanError
+    from hyperplan.importers.python_callables import load_python_callables
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tools = load_python_callables([func], source="integration").tools
+    except (HyperplanError, TypeError, ValueError):
+        return None
+    return dict(tools[0].output_schema) if tools and tools[0].output_schema else None
+
+
+def _result_output(description: str) -> dict[str, Any] | None:
+    """One untyped output for a tool whose description says what it returns."""
+    from hyperplan.graph.text import returns_clause
+
+    said = returns_clause(description)
+    return {"type": "object", "properties": {"result": {}}} if said else None
+
+
+def to_spec(tool: ToolDef, richer: ToolSpec | None = None) -> ToolSpec | None:
+    """The catalog entry of ``tool`` (its schemas, or ``richer``'s when a source describes the
+    same tool), None when hyperplan cannot read its input schema or name."""
+    from hyperplan.catalog import make_tool
+    from hyperplan.errors import HyperplanError
+
+    description = tool.description or (richer.description if richer else "")
+    params = dict(tool.parameters) if tool.parameters else {"type": "object", "properties": {}}
+    returns = dict(tool.returns) if tool.returns else None
+    if richer is not None:
+        params = richer.input_schema or params
+        returns = returns or (dict(richer.output_schema) if richer.output_schema else None)
+    if returns is None:
+        returns = _result_output(description)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return make_tool(name=tool.name, description=description, input_schema=params,
+                             output_schema=returns, source="integration",
+                             effects=richer.effects if richer else (),
+                             preconditions=richer.preconditions if richer else ())
+    except (HyperplanError, ValueError, TypeError):
+        return None
+
+
+def _bare(name: str) -> str:
+    """A tool's name without the server prefix agents give MCP tools (Hermes' ``mcp__srv__x``,
+    the OpenAI Agents SDK's ``srv__x`` / ``srv_x`` when asked to prefix)."""
+    return name.rsplit("__", 1)[-1]
+
+
+class SelectorCache:
+    """Selectors for the tool sets an agent sends, built on first sight and kept (the graph
+    also on disk under ``cache_dir``, see :func:`hyperplan.select.build_selector`).
+
+    ``sources`` (``KIND:LOCATION`` strings or catalogs, e.g. the MCP servers the agent talks
+    to) describe tools better than the agent's request does: a requested tool that a source
+    names (also under an MCP prefix, ``mcp__server__name``) takes the source's schemas, its
+    output schema included. The selector covers the requested tools only, under the names the
+    agent uses."""
+
+    def __init__(self, *, embedder: str | Embedder = "auto",
+                 cache_dir: str | Path | None = "default", config: SelectConfig | None = None,
+                 sources: Sequence[str | Catalog] = (), size: int = DEFAULT_SELECTORS) -> None:
+        self.embedder = embedder
+        self.cache_dir = cache_dir
+        self.config = config
+        self.sources = list(sources)
+        self.size = max(1, size)
+        self._selectors: OrderedDict[str, tuple[Selector, frozenset[str]]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._building: dict[str, threading.Lock] = {}
+        self._known: dict[str, ToolSpec] | None = None
+        self._embedder: Embedder | None = None
+
+    def _source_tools(self) -> dict[str, ToolSpec]:
+        if self._known is None:
+            known: dict[str, ToolSpec] = {}
+            if self.sources:
+                from hyperplan.select.cache import load_catalogs
+
+                for tool in load_catalogs(self.sources).tools:
+                    known.setdefault(tool.name, tool)
+                    known.setdefault(_bare(tool.name), tool)
+            self._known = known
+        return self._known
+
+    def get(self, tools: Sequence[ToolDef]) -> tuple[Selector, frozenset[str]] | None:
+        """The selector over ``tools`` and the names it covers (tools whose schemas could not
+        be read are left out of it), None when it would cover fewer than two tools."""
+        key = hashlib.sha256("\x00".join(sorted(t.key() for t in tools)).encode()).hexdigest()
+        with self._lock:
+            hit = self._selectors.get(key)
+            if hit is not None:
+                self._selectors.move_to_end(key)
+                return hit
+            building = self._building.setdefault(key, threading.Lock())
+        with building:  # one build per tool set, however many callers wait for it
+            with self._lock:
+                hit = self._selectors.get(key)
+            if hit is None:
+                hit = self._build(tools)
+            with self._lock:
+                self._building.pop(key, None)
+                if hit is None:
+                    return None
+                self._selectors[key] = hit
+                self._selectors.move_to_end(key)
+                while len(self._selectors) > self.size:
+                    self._selectors.popitem(last=False)
+            return hit
+
+    def _build(self, tools: Sequence[ToolDef]) -> tuple[Selector, frozenset[str]] | None:
+        from hyperplan.catalog import build_catalog
+        from hyperplan.select import build_selector
+
+        known = self._source_tools()
+        specs: dict[str, ToolSpec] = {}
+        for tool in tools:
+            spec = to_spec(tool, known.get(tool.name) or known.get(_bare(tool.name)))
+            if spec is not None and spec.name not in specs:
+                specs[spec.name] = spec
+        if len(specs) < 2:
+            return None
+        if self._embedder is None:
+            from hyperplan.embed import get_embedder
+
+            self._embedder = get_embedder(self.embedder) if isinstance(self.embedder, str) \
+                else self.embedder
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            selector = build_selector([build_catalog(specs.values(), source="integration")],
+                                      embedder=self._embedder, cache_dir=self.cache_dir,
+                                      config=self.config)
+        return selector, frozenset(specs)
+
+
+def parse_result(value: Any) -> Any:
+    """A tool result as JSON-like data: JSON text decoded, models dumped, anything else as
+    it is (the session grounds what it can find in it)."""
+    if isinstance(value, (bytes, bytearray)):
+        value = value.decode("utf-8", "replace")
+    if isinstance(value, str):
+        text = value.strip()
+        if text[:1] in ("{", "[", '"') or text in ("true", "false", "null"):
+            try:
+                return json.loads(text)
+            except ValueError:
+                return value
+        return value
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        try:
+            return dump(mode="json")
+        except Exception:
+            return value
+    return value
+
+
+def parse_arguments(value: Any) -> dict[str, Any]:
+    """A tool call's arguments as a dict (JSON text decoded; anything else empty)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value) if value.strip() else {}
+        except ValueError:
+            return {}
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class Call:
+    """One tool call a conversation made and what it returned."""
+
+    tool: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    result: Any = None
+    ok: bool = True
+
+
+class Conversations:
+    """The calls of each conversation (keyed by the host's session id), for hosts that report
+    results through a hook rather than a message history: bounded and thread-safe."""
+
+    def __init__(self, limit: int = MAX_CONVERSATIONS) -> None:
+        self.limit = limit
+        self._calls: OrderedDict[str, list[Call]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def record(self, key: str, call: Call) -> None:
+        with self._lock:
+            calls = self._calls.setdefault(key, [])
+            self._calls.move_to_end(key)
+            calls.append(call)
+            del calls[:-MAX_CALLS]
+            while len(self._calls) > self.limit:
+                self._calls.popitem(last=False)
+
+    def calls(self, key: str) -> list[Call]:
+        with self._lock:
+            return list(self._calls.get(key, ()))
+
+    def forget(self, key: str) -> None:
+        with self._lock:
+            self._calls.pop(key, None)
+
+
+def session_of(selector: Selector, request: str, calls: Iterable[Call]) -> Session:
+    """A session over ``selector`` that has seen ``calls`` (the state of Definition 4)."""
+    session = selector.session(request)
+    for call in calls:
+        session.observe(call.tool, call.arguments, parse_result(call.result), ok=call.ok)
+    return session
+
+
+@dataclass(frozen=True)
+class Narrowed:
+    """What a narrowing decided: ``names`` the tools offered to the model, in the order the
+    agent listed them; ``selection`` hyperplan's answer (with why each tool is there);
+    ``kept`` the names offered because they are always kept or could not be judged."""
+
+    names: tuple[str, ...]
+    selection: Selection
+    kept: tuple[str, ...] = ()
+
+    def allows(self, name: str) -> bool:
+        return name in self.names
+
+
+def _keeps(keep: Keep) -> Callable[[str], bool]:
+    if callable(keep):
+        return keep
+    names = frozenset(keep)
+    return names.__contains__
+
+
+class Narrower:
+    """The narrowing every adapter does: given the tools the agent would send, the request
+    (its last user message) and the calls made so far, the tools to send instead: hyperplan's
+    selection (at most ``budget``, with the producers the selected tools need), every tool in
+    ``keep``, and every tool hyperplan could not read. Nothing is narrowed when the request is
+    empty or the agent offers no more than ``budget`` tools besides the kept ones."""
+
+    def __init__(self, *, budget: int = DEFAULT_BUDGET, keep: Keep = (),
+                 embedder: str | Embedder = "auto", cache_dir: str | Path | None = "default",
+                 config: SelectConfig | None = None, sources: Sequence[str | Catalog] = (),
+                 selectors: SelectorCache | None = None) -> None:
+        if budget < 1:
+            raise ValueError(f"budget must be at least 1, got {budget}")
+        self.budget = budget
+        self.keep = _keeps(keep)
+        self.selectors = selectors or SelectorCache(embedder=embedder, cache_dir=cache_dir,
+                                                    config=config, sources=sources)
+        self.last: Narrowed | None = None
+
+    def narrow(self, tools: Sequence[ToolDef], request: str, calls: Iterable[Call] = (), *,
+               also_keep: Collection[str] = ()) -> Narrowed | None:
+        """The tools to offer, None when the list stays as it is (see the class doc);
+        ``also_keep``: names kept this time only (e.g. the tool a ``tool_choice`` forces)."""
+        request = request.strip()
+        names = [t.name for t in tools]
+
+        def keeps(name: str) -> bool:
+            return name in also_keep or self.keep(name)
+
+        candidates = [t for t in tools if not keeps(t.name)]
+        if not request or len(candidates) <= self.budget:
+            return None
+        got = self.selectors.get(candidates)
+        if got is None:
+            return None
+        selector, covered = got
+        selection = session_of(selector, request, calls).select(budget=self.budget)
+        chosen = set(selection.names)
+        kept = tuple(n for n in names if keeps(n) or n not in covered)
+        offered = tuple(dict.fromkeys(n for n in names if n in chosen or n in kept))
+        narrowed = Narrowed(names=offered, selection=selection, kept=kept)
+        self.last = narrowed
+        logger.debug("hyperplan narrowed %d tools to %d for %r: %s", len(names), len(offered),
+                     request[:80], ", ".join(t.name + " (" + t.why() + ")"
+                                             for t in selection.tools))
+        return narrowed
+
+
+def text_of(content: Any) -> str:
+    """The text of a message's content: a string, or the text parts of a list of blocks
+    (OpenAI ``{"type": "text"|"input_text", "text"}``, Anthropic text blocks, Bedrock
+    ``{"text"}``); tool results and images contribute nothing."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Mapping):
+        kind = content.get("type")
+        if kind in (None, "text", "input_text", "output_text") and \
+                isinstance(content.get("text"), str):
+            return str(content["text"])
+        return ""
+    if isinstance(content, (list, tuple)):
+        return "\n".join(t for t in (text_of(c) for c in content) if t)
+    return ""
+
+
+def last_user_text(messages: Any) -> str:
+    """The text of the last user message of a provider request's message list (OpenAI chat,
+    Responses API input items, Anthropic or Bedrock messages); a user message that carries
+    only tool results does not count."""
+    if isinstance(messages, str):
+        return messages
+    if not isinstance(messages, (list, tuple)):
+        return ""
+    for message in reversed(messages):
+        if isinstance(message, Mapping) and message.get("role") == "user" and \
+                message.get("type") in (None, "message"):
+            text = text_of(message.get("content")).strip()
+            if text:
+                return text
+    return ""
+
+
+def calls_in(messages: Any) -> list[Call]:
+    """The tool calls of a provider request's message list with their results, in order: OpenAI
+    chat ``tool_calls`` + ``tool`` messages, Responses API ``function_call`` +
+    ``function_call_output`` items, Anthropic ``tool_use`` + ``tool_result`` blocks, Bedrock
+    ``toolUse`` + ``toolResult`` blocks. A call without a result yet is left out."""
+    if not isinstance(messages, (list, tuple)):
+        return []
+    pending: dict[str, tuple[str, dict[str, Any]]] = {}
+    done: list[Call] = []
+
+    def finish(call_id: Any, result: Any, ok: bool = True) -> None:
+        found = pending.pop(str(call_id), None)
+        if found is not None:
+            done.append(Call(found[0], found[1], result, ok))
+
+    for message in messages:
+        if not isinstance(message, Mapping):
+            continue
+        kind = message.get("type")
+        if kind == "function_call":
+            pending[str(message.get("call_id"))] = (
+                str(message.get("name")), parse_arguments(message.get("arguments")))
+            continue
+        if kind == "function_call_output":
+            finish(message.get("call_id"), _output_text(message.get("output")))
+            continue
+        for call in message.get("tool_calls") or ():
+            fn = call.get("function") if isinstance(call, Mapping) else None
+            if isinstance(fn, Mapping):
+                pending[str(call.get("id"))] = (str(fn.get("name")),
+                                                parse_arguments(fn.get("arguments")))
+        if message.get("role") == "tool":
+            finish(message.get("tool_call_id"), _output_text(message.get("content")))
+        content = message.get("content")
+        for block in content if isinstance(content, list) else ():
+            if not isinstance(block, Mapping):
+                continue
+            if block.get("type") == "tool_use":
+                pending[str(block.get("id"))] = (str(block.get("name")),
+                                                 parse_arguments(block.get("input")))
+            elif block.get("type") == "tool_result":
+                finish(block.get("tool_use_id"), _output_text(block.get("content")),
+                       not block.get("is_error"))
+            elif isinstance(block.get("toolUse"), Mapping):
+                use = block["toolUse"]
+                pending[str(use.get("toolUseId"))] = (str(use.get("name")),
+                                                      parse_arguments(use.get("input")))
+            elif isinstance(block.get("toolResult"), Mapping):
+                res = block["toolResult"]
+                finish(res.get("toolUseId"), _output_text(res.get("content")),
+                       res.get("status") != "error")
+    return done
+
+
+def _output_text(content: Any) -> Any:
+    """A tool result as a message carries it: text, or blocks of text / JSON."""
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, Mapping) and "json" in block:
+                return block["json"]
+        return text_of(content)
+    return content
