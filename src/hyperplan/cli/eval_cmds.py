@@ -27,6 +27,8 @@ def links_cmd(
     threshold: float = typer.Option(
         DEFAULT_THRESHOLD, help="links at least this heavy count as predicted"),
     sweep: str = typer.Option("", help="extra thresholds, e.g. 0.4,0.5,0.6"),
+    learn_from: str = typer.Option(None, "--learn-from", help="dev | heldout: learn the gold "
+                                   "flows of that split first (score the other split)"),
     as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
 ) -> None:
     """Precision/recall/F1 of inferred links against the data flows of gold calls."""
@@ -40,6 +42,7 @@ def links_cmd(
         result = evaluate_links(
             suite, data, embedder=embedder_from_option(embedder), split=split,
             threshold=threshold, thresholds=thresholds, progress=progress,
+            learn_from=learn_from,
         )
     _check_tasks(result, data, split)
     if as_json:
@@ -58,6 +61,8 @@ def chains_cmd(
     split: str = typer.Option("all", help="all | dev (every 5th task) | heldout"),
     top_k: int = typer.Option(DOEConfig.top_k, help="DOE producers per expansion (K)"),
     beam: int = typer.Option(DOEConfig.beam_width, help="DOE beam width (B)"),
+    learn_from: str = typer.Option(None, "--learn-from", help="dev | heldout: learn the gold "
+                                   "flows of that split first (score the other split)"),
     as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
 ) -> None:
     """Can DOE find the producer tools of the gold calls? DOE against its baselines.
@@ -73,6 +78,7 @@ def chains_cmd(
         result = evaluate_chains(
             suite, source, embedder=embedder_from_option(embedder), split=split,
             config=DOEConfig(top_k=top_k, beam_width=beam), progress=progress,
+            learn_from=learn_from,
         )
     _check_tasks(result, source, split)
     if as_json:

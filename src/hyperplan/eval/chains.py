@@ -276,6 +276,7 @@ def evaluate_chains(
     link_retention: float = LINK_RETENTION,
     link_fallback: float | None = LINK_FALLBACK,
     open_world: float | None = OPEN_WORLD,
+    learn_from: str | None = None,
 ) -> dict[str, Any]:
     """Run the chains benchmark; returns the JSON contract of ``hyperplan eval chains``.
 
@@ -283,7 +284,12 @@ def evaluate_chains(
     is given); DOE runs with ``min_link_weight = link_retention``,
     ``fallback_link_weight = link_fallback`` and ``open_world_weight = open_world`` (these
     override ``config``), and the ``all_producers`` baseline follows links >=
-    ``link_retention``."""
+    ``link_retention``. With ``learn_from`` (a split other than ``split``) the graph first
+    learns the gold flows of that split's tasks (:mod:`hyperplan.eval.learning`)."""
+    from hyperplan.eval.learning import check_learning_split, learned
+
+    check_learning_split(learn_from, split)
+    n_learned = 0
     started = time.perf_counter()
     cfg = replace(config or DOEConfig(), min_link_weight=link_retention,
                   fallback_link_weight=link_fallback, open_world_weight=open_world)
@@ -292,6 +298,9 @@ def evaluate_chains(
     for catalog, tasks in load_suite(suite, data).parts:
         graph = build_graph(catalog, embedder=embedder, config=link_config or chain_links(cfg),
                             progress=progress)
+        if learn_from is not None:
+            graph, used = learned(graph, split_tasks(tasks, learn_from))
+            n_learned += used
         ranker = SemanticRanker(graph, embedder)
         _run_tasks(graph, split_tasks(tasks, split), ranker, cfg, semantic_k, tallies, curves)
     doe = tallies["doe"].summary()
@@ -310,6 +319,8 @@ def evaluate_chains(
         "operating_points": curves.points(),
         "equal_recall": curves.comparison(methods),
         "split": split,
+        "learned_from": learn_from,
+        "learned_flows": n_learned,
         "doe_config": {"top_k": cfg.top_k, "beam_width": cfg.beam_width,
                        "max_depth": cfg.max_depth, "relevance_weight": cfg.relevance_weight,
                        "extra_depth": cfg.extra_depth, "size_cost": cfg.size_cost,

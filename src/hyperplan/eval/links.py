@@ -175,9 +175,16 @@ def evaluate_links(
     split: str = "all",
     thresholds: Sequence[float] = (),
     progress: Callable[[str, int, int], None] | None = None,
+    learn_from: str | None = None,
 ) -> dict[str, Any]:
-    """Run the benchmark; returns the JSON contract of ``hyperplan eval links``."""
+    """Run the benchmark; returns the JSON contract of ``hyperplan eval links``. With
+    ``learn_from`` (a split other than ``split``) the graph first learns the gold flows of
+    that split's tasks (:mod:`hyperplan.eval.learning`)."""
+    from hyperplan.eval.learning import check_learning_split, learned
+
+    check_learning_split(learn_from, split)
     started = time.perf_counter()
+    n_learned = 0
     cfg = config or LinkConfig()
     suite_data = load_suite(suite, data)
     levels = sorted({threshold, *thresholds})
@@ -187,6 +194,9 @@ def evaluate_links(
         # build once at the lowest level; each level filters by weight
         build_cfg = replace(cfg, min_weight=min(levels[0], cfg.min_weight))
         graph = build_graph(catalog, embedder=embedder, config=build_cfg, progress=progress)
+        if learn_from is not None:
+            graph, used = learned(graph, split_tasks(tasks, learn_from))
+            n_learned += used
         n_tools += graph.n_tools
         chosen = split_tasks(tasks, split)
         for t in levels:
@@ -205,6 +215,8 @@ def evaluate_links(
         "f1": round(main.f1, 4),
         "seconds": round(time.perf_counter() - started, 2),
         "split": split,
+        "learned_from": learn_from,
+        "learned_flows": n_learned,
         "n_tools": n_tools,
         "predicted_links": main.predicted_links,
         "same_tool_gold_links": main.same_tool_gold,
