@@ -116,3 +116,24 @@ def test_graph_learn_command(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 1 and "no such file" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_eval_learning_uses_one_split_and_scores_the_other() -> None:
+    from hyperplan.eval.learning import check_learning_split, learned
+    from hyperplan.importers.gold import GoldFlow, GoldTask
+
+    check_learning_split(None, "all")
+    check_learning_split("dev", "heldout")
+    for learn, split in (("dev", "dev"), ("dev", "all"), ("heldout", "heldout")):
+        with pytest.raises(HyperplanError, match="scores the tasks it learned from"):
+            check_learning_split(learn, split)
+    with pytest.raises(HyperplanError, match="must be dev or heldout"):
+        check_learning_split("all", "heldout")
+    graph = build_graph(_catalog(), embedder=HashingEmbedder())
+    flow = GoldFlow("render", "pdf_url", "send_report", "document")
+    tasks = [GoldTask("t1", "send the report", ("render", "send_report"), (flow,)),
+             GoldTask("t2", "again", ("render", "send_report"),
+                      (flow, GoldFlow("render", "ghost", "send_report", "board")))]
+    strengthened, used = learned(graph, tasks)
+    assert used == 1  # the same flow once; the unknown output skipped
+    assert _weight(strengthened, *FLOW) > _weight(graph, *FLOW)
