@@ -6,11 +6,11 @@ runs, so ``hyperplan --help`` does not pay for them.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from pathlib import Path
 
 import typer
 
-from hyperplan.execute.runtimes.sandbox import Sandbox
 from hyperplan.integrations.mcp_gateway.config import (
     DEFAULT_BUDGET,
     DEFAULT_CALL_TIMEOUT,
@@ -22,8 +22,16 @@ from hyperplan.integrations.mcp_gateway.config import (
 _MAX_RESPONSE_BYTES = 10 * 1024 * 1024
 
 
+class Sandbox(StrEnum):
+    """``--sandbox``: the values of :class:`hyperplan.execute.runtimes.Sandbox` (not imported
+    here: that loads every runtime, which the gateway does in the background)."""
+
+    NONE = "none"
+    SUBPROCESS = "subprocess"
+
+
 def serve_cmd(
-    sources: list[str] = typer.Argument(..., help="Tool sources, as `graph build` takes "
+    sources: list[str] = typer.Argument(..., metavar="SOURCE...", help="Tool sources, as `graph build` takes "
                                         "them: python:MOD, openapi:FILE, openai:FILE, "
                                         "'mcp-server:CMD' (one or many, merged)."),
     mode: Mode = typer.Option(Mode.SEARCH, help="search: two tools, find_tools and "
@@ -73,7 +81,6 @@ def serve_cmd(
     import sys
 
     from hyperplan.errors import HyperplanError
-    from hyperplan.execute.setup import parse_headers
     from hyperplan.integrations.mcp_gateway import serve
     from hyperplan.integrations.mcp_gateway.config import GatewayConfig, parse_http_address
     from hyperplan.integrations.mcp_gateway.upstream import UpstreamOptions
@@ -89,9 +96,25 @@ def serve_cmd(
     if max_response_bytes < 1:
         raise HyperplanError("--max-response-bytes must be positive")
     options = UpstreamOptions(call_timeout=call_timeout, allow_unsafe_tools=allow_unsafe_tools,
-                              sandbox=sandbox, base_url=base_url,
-                              headers=parse_headers(header),
+                              sandbox=sandbox.value, base_url=base_url,
+                              headers=_headers(header),
                               max_response_bytes=max_response_bytes,
                               idempotency_header=idempotency_key_header)
-    serve(sources, config, options, http=address,
-          announce=lambda line: print(line, file=sys.stderr, flush=True))
+    try:
+        serve(sources, config, options, http=address,
+              announce=lambda line: print(line, file=sys.stderr, flush=True))
+    except HyperplanError as exc:  # one line, without loading the CLI's rich console
+        from hyperplan.secrets import redact_text
+
+        print(f"error: {redact_text(' '.join(str(exc).split()))}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def _headers(items: list[str]) -> dict[str, str]:
+    """``--header`` values (:func:`hyperplan.execute.setup.parse_headers`, imported only when
+    there are some: that module loads the OpenAI SDK)."""
+    if not items:
+        return {}
+    from hyperplan.execute.setup import parse_headers
+
+    return parse_headers(items)

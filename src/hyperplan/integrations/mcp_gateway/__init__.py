@@ -23,10 +23,14 @@ from collections.abc import Callable, Sequence
 from hyperplan.integrations.mcp_gateway.config import GatewayConfig, HttpAddress, Mode
 from hyperplan.integrations.mcp_gateway.modes import Gateway
 from hyperplan.integrations.mcp_gateway.selection import SelectionService
-from hyperplan.integrations.mcp_gateway.upstream import UpstreamOptions, load_upstream
+from hyperplan.integrations.mcp_gateway.upstream import (
+    UpstreamOptions,
+    check_sources,
+    load_upstream,
+)
 
 __all__ = ["Gateway", "GatewayConfig", "HttpAddress", "Mode", "UpstreamOptions",
-           "build_gateway", "serve"]
+           "build_gateway", "check_sources", "serve"]
 
 
 def build_gateway(sources: Sequence[str], config: GatewayConfig | None = None,
@@ -42,28 +46,40 @@ def build_gateway(sources: Sequence[str], config: GatewayConfig | None = None,
 
 def serve(sources: Sequence[str], config: GatewayConfig | None = None,
           options: UpstreamOptions | None = None, *, http: HttpAddress | None = None,
-          announce: Callable[[str], None] | None = None) -> None:
+          announce: Callable[[str], None] | None = None,
+          on_failure: Callable[[str], None] | None = None) -> None:
     """Run the gateway until the client disconnects (stdio) or it is interrupted (HTTP).
-    The graph is built in a background thread while the gateway already serves.
-    ``announce`` gets one line once the gateway serves (never on stdout with stdio)."""
+
+    The sources are checked first (:func:`~.upstream.check_sources`: a
+    :class:`~hyperplan.errors.HyperplanError` before anything is served); then the server
+    answers the handshake while the upstream tools load in the background, and the graph is
+    built after them, also in the background. ``announce`` gets one line once the gateway
+    serves (never on stdout); ``on_failure`` the one-line reason when a source fails while
+    loading (default: printed, exit status 1)."""
+    cfg = config or GatewayConfig()
+    opts = options or UpstreamOptions(call_timeout=cfg.call_timeout)
+    check_sources(sources, opts)
+
     import anyio
 
     from hyperplan import __version__
     from hyperplan.integrations.mcp_gateway.server import GatewayServer
 
-    with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's (stdio)
-        gateway = build_gateway(sources, config, options)
+    def load() -> Gateway:
+        with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's (stdio)
+            return build_gateway(sources, cfg, opts)
+
+    server = GatewayServer(cfg, load, version=__version__, on_failure=on_failure)
+    where = "on stdio" if http is None else f"at {http.url}"
+    line = f"hyperplan serve: {len(sources)} source(s), {cfg.mode.value} mode, {where}"
     try:
-        server = GatewayServer(gateway, version=__version__)
-        gateway.service.on_ready = server.on_graph_ready
-        gateway.service.start()
-        tools = len(gateway.upstream.names)
         if http is not None:
-            server.serve_http(http, ready=lambda url: announce and announce(
-                f"hyperplan serve: {tools} tools, {gateway.mode.value} mode, at {url}"))
+            server.serve_http(http, ready=lambda url: announce and announce(line))
         else:
             if announce is not None:
-                announce(f"hyperplan serve: {tools} tools, {gateway.mode.value} mode, on stdio")
+                announce(line)
             anyio.run(server.serve_stdio)
     finally:
-        gateway.upstream.close()
+        gateway = server.wait_loaded(timeout=0)
+        if gateway is not None:
+            gateway.upstream.close()

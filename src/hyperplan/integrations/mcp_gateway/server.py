@@ -18,6 +18,13 @@ deadline beyond the runtime's own). In narrow mode the server also serves
 When the graph finishes building after a narrow-mode conversation already has a request, the
 conversation is selected again and a change is announced the same way, outside any request.
 
+Start: the server answers the handshake while the upstream tools load in a background thread
+(importing a ``python:`` module, starting an ``mcp-server:`` process and listing its tools), so
+``initialize`` does not wait for them; ``tools/list`` and ``tools/call`` do. The checks that
+need no import (:func:`~.upstream.check_sources`: an unknown command, a missing module or file)
+run before serving; a source that fails while loading ends the gateway with one line on stderr
+and exit status 1, as a failure at start.
+
 Conversations: over stdio there is one client, so one conversation. Over streamable HTTP a
 handshake-era client is one conversation per ``Mcp-Session-Id``; 2026-07-28 requests carry no
 session, so they share one conversation per gateway (run one gateway per agent).
@@ -27,7 +34,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import os
 import sys
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -39,12 +48,13 @@ from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 
-from hyperplan.integrations.mcp_gateway.config import HttpAddress, Mode
+from hyperplan.integrations.mcp_gateway.config import GatewayConfig, HttpAddress, Mode
 from hyperplan.integrations.mcp_gateway.modes import Gateway, Reply, error_reply
-from hyperplan.integrations.mcp_gateway.selection import Conversation
 
 _T = TypeVar("_T")
 BACKSTOP_MARGIN = 15.0  # seconds past the call deadline before the gateway stops waiting
@@ -79,12 +89,21 @@ class _GatewayServer(Server[Any]):
 
 
 class GatewayServer:
-    """The gateway as an MCP server (module doc)."""
+    """The gateway as an MCP server (module doc). ``load`` builds the
+    :class:`~.modes.Gateway` (upstream and selection) in a background thread;
+    ``on_failure`` gets the one-line message when it fails (default: print it, exit 1)."""
 
-    def __init__(self, gateway: Gateway, *, name: str = "hyperplan-gateway",
-                 version: str = "") -> None:
-        self.gateway = gateway
-        self.narrow = gateway.mode is Mode.NARROW
+    def __init__(self, config: GatewayConfig, load: Callable[[], Gateway], *,
+                 name: str = "hyperplan-gateway", version: str = "",
+                 on_failure: Callable[[str], None] | None = None) -> None:
+        self.config = config
+        self.narrow = config.mode is Mode.NARROW
+        self.gateway: Gateway | None = None
+        self.failure: str | None = None
+        self._load = load
+        self._on_failure = on_failure or _exit_with
+        self._loaded = threading.Event()
+        self._loader: threading.Thread | None = None
         self.bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self.bus)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -92,26 +111,62 @@ class GatewayServer:
         self._modern: set[str] = set()  # conversations of 2026-07-28 clients
         self._tools: dict[str, types.Tool] = {}
         self.server = _GatewayServer(
-            name, version=version, instructions=INSTRUCTIONS[gateway.mode],
+            name, version=version, instructions=INSTRUCTIONS[config.mode],
             on_list_tools=self._list_tools, on_call_tool=self._call_tool,
             on_subscriptions_listen=self._listen if self.narrow else None,
             tools_changed=self.narrow)
-        self.deadline = gateway.config.call_timeout + BACKSTOP_MARGIN
+        self.deadline = config.call_timeout + BACKSTOP_MARGIN
+
+    # loading ----------------------------------------------------------------------------
+
+    def start_loading(self) -> None:
+        """Load the upstream tools in a background thread (once), then start the graph
+        build; a failure goes to ``on_failure``."""
+        if self._loader is None:
+            self._loader = threading.Thread(target=self._load_gateway, daemon=True,
+                                            name="hyperplan-gateway-load")
+            self._loader.start()
+
+    def wait_loaded(self, timeout: float | None = None) -> Gateway | None:
+        self._loaded.wait(timeout)
+        return self.gateway
+
+    def _load_gateway(self) -> None:
+        try:
+            gateway = self._load()
+            gateway.service.on_ready = self.on_graph_ready
+            self.gateway = gateway
+            gateway.service.start()
+        except BaseException as exc:
+            self.failure = " ".join(str(exc).split()) or type(exc).__name__
+        finally:
+            self._loaded.set()
+        if self.failure is not None:
+            self._on_failure(self.failure)
+
+    async def _gateway(self) -> Gateway:
+        """The loaded gateway (waiting for the loader when it is not done yet)."""
+        if not self._loaded.is_set():
+            await anyio.to_thread.run_sync(self._loaded.wait, abandon_on_cancel=True)
+        if self.gateway is None:
+            raise MCPError(INTERNAL_ERROR, f"the upstream tools could not be loaded: "
+                                           f"{self.failure}")
+        return self.gateway
 
     # handlers ---------------------------------------------------------------------------
 
     async def _list_tools(self, ctx: ServerRequestContext[Any],
                           params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
-        key = self._enter(ctx)
-        conv = self.gateway.conversation(key)
-        return types.ListToolsResult(tools=[self._tool(d) for d in
-                                            self.gateway.list_tools(conv)])
+        gateway = await self._gateway()
+        conv = gateway.conversation(self._enter(ctx))
+        return types.ListToolsResult(tools=[self._tool(d) for d in gateway.list_tools(conv)])
 
     async def _call_tool(self, ctx: ServerRequestContext[Any],
                          params: types.CallToolRequestParams) -> types.CallToolResult:
+        gateway = await self._gateway()
         key = self._enter(ctx)
-        conv = self.gateway.conversation(key)
-        reply = await self._in_thread(self.gateway.call, conv, params.name, params.arguments)
+        conv = gateway.conversation(key)
+        reply = await self._in_thread(gateway.call, conv, params.name, params.arguments)
         if reply is None:
             reply = error_reply(
                 f"{params.name}: no answer within {self.deadline:g} s; the gateway stopped "
@@ -161,10 +216,11 @@ class GatewayServer:
     def on_graph_ready(self, error: str | None) -> None:
         """Called in the build thread when the selector is ready: narrow-mode conversations
         with a request are selected again, and a changed list is announced."""
-        if error is not None or not self.narrow or self._loop is None:
+        gateway = self.gateway
+        if error is not None or not self.narrow or self._loop is None or gateway is None:
             return
-        for key, conv in self.gateway.conversations():
-            if self.gateway.refresh(conv):
+        for key, conv in gateway.conversations():
+            if gateway.refresh(conv):
                 asyncio.run_coroutine_threadsafe(self._announce(key), self._loop)
 
     # conversions ------------------------------------------------------------------------
@@ -182,9 +238,6 @@ class GatewayServer:
             self._tools[name] = tool
         return tool
 
-    def conversation(self, key: str) -> Conversation:
-        return self.gateway.conversation(key)
-
     # transports -------------------------------------------------------------------------
 
     async def serve_stdio(self) -> None:
@@ -193,6 +246,7 @@ class GatewayServer:
 
         async with stdio_server() as (read_stream, write_stream):
             self._loop = asyncio.get_running_loop()
+            self.start_loading()
             await self.server.run(read_stream, write_stream,
                                   self.server.create_initialization_options())
 
@@ -202,6 +256,7 @@ class GatewayServer:
         loopback host the SDK's DNS-rebinding protection is on (Host and Origin checked)."""
         import uvicorn
 
+        self.start_loading()
         app = self.server.streamable_http_app(host=address.host)
         config = uvicorn.Config(app, host=address.host, port=address.port,
                                 log_level="warning", lifespan="on")
@@ -237,5 +292,10 @@ def _result(reply: Reply) -> types.CallToolResult:
                                 is_error=reply.is_error)
 
 
-def print_ready(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+def _exit_with(message: str) -> None:
+    """The default end of a gateway whose tools could not be loaded: the message as one line
+    on stderr, exit status 1 (at once: the stdio reader may be blocked on the client)."""
+    from hyperplan.secrets import redact_text
+
+    print(f"error: {redact_text(message)}", file=sys.stderr, flush=True)
+    os._exit(1)

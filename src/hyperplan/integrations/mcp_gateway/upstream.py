@@ -37,11 +37,12 @@ from typing import Any
 from hyperplan.catalog import Catalog, ToolSpec, merge_catalogs
 from hyperplan.errors import HyperplanError
 from hyperplan.execute.results import ErrorKind, ToolResult, ToolRuntime
-from hyperplan.execute.runtimes.http import DEFAULT_MAX_RESPONSE_BYTES
-from hyperplan.execute.runtimes.sandbox import Sandbox
-from hyperplan.execute.runtimes.validation import validate_arguments
 
+# The runtimes (and with them httpx, numpy and the graph code) are imported when the sources
+# load, in the background, not when the gateway starts: the handshake does not wait for them.
 MCP_SERVER = "mcp-server:"
+DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024  # as hyperplan.execute.runtimes.http's
+SUBPROCESS = "subprocess"  # hyperplan.execute.runtimes.sandbox.Sandbox.SUBPROCESS
 _DEFINITION_KEYS = ("name", "title", "description", "inputSchema", "outputSchema",
                     "annotations", "icons")
 
@@ -54,7 +55,7 @@ class UpstreamOptions:
 
     call_timeout: float = 30.0
     allow_unsafe_tools: bool = False
-    sandbox: Sandbox = Sandbox.NONE
+    sandbox: str = "none"  # a hyperplan.execute.runtimes.Sandbox value
     base_url: str | None = None
     headers: Mapping[str, str] | None = None
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
@@ -132,6 +133,8 @@ class Upstream:
         if tool is None:
             return ToolResult.failure(name, arguments, ErrorKind.UNKNOWN_TOOL,
                                       f"{name}: no upstream tool has this name")
+        from hyperplan.execute.runtimes.validation import validate_arguments
+
         problem = validate_arguments(tool, arguments)
         if problem is not None:
             return ToolResult.failure(name, arguments, ErrorKind.INVALID_ARGUMENTS, problem)
@@ -175,6 +178,63 @@ def _explain_lost_upstream(result: ToolResult, spec: str) -> ToolResult:
                               ErrorKind.TRANSPORT, " ".join(message.split()), result.seconds)
 
 
+def check_sources(sources: Sequence[str], options: UpstreamOptions | None = None) -> None:
+    """The checks that need no import and no process, done before the gateway serves: each
+    source has a known kind, an ``mcp-server:`` command exists (on ``PATH`` or as a file),
+    a file source's file exists, a ``python:`` module is found and is not host-acting
+    without ``allow_unsafe_tools``. Raises :class:`~hyperplan.errors.HyperplanError` (one
+    line naming the source)."""
+    import importlib.util
+    import os
+    import shutil
+    from pathlib import Path
+
+    from hyperplan.sources import LOADERS
+
+    opts = options or UpstreamOptions()
+    if not sources:
+        raise HyperplanError("give at least one tool source (e.g. "
+                             "python:hyperplan.examples.bookstore or 'mcp-server:CMD')")
+    if opts.sandbox == SUBPROCESS and not any(s.startswith("python:") for s in sources):
+        raise HyperplanError(f"--sandbox {opts.sandbox} runs the tools of a python: source; "
+                             "none is given")
+    for spec in sources:
+        kind, sep, location = spec.partition(":")
+        if spec in ("demo", "demo-world"):
+            continue
+        if not sep or kind not in LOADERS or not location.strip():
+            raise HyperplanError(f"unknown tool source {spec!r}; expected KIND:LOCATION with "
+                                 f"KIND one of {', '.join(sorted(LOADERS))} (or demo-world)")
+        if kind == "mcp-server":
+            try:
+                parts = shlex.split(location)
+            except ValueError as exc:
+                raise HyperplanError(f"{spec}: cannot split the command: {exc}") from None
+            if not parts:
+                raise HyperplanError(f"{spec}: no server command")
+            found = shutil.which(parts[0]) or (parts[0] if os.sep in parts[0] and os.access(
+                parts[0], os.X_OK) and Path(parts[0]).is_file() else None)
+            if found is None:
+                raise HyperplanError(f"{spec}: cannot start the upstream MCP server: no "
+                                     f"command {parts[0]!r} (not on PATH, not an executable "
+                                     "file)")
+        elif kind == "python":
+            module = location.partition(":")[0].strip()
+            if not opts.allow_unsafe_tools:
+                from hyperplan.importers.python_safety import refuse_unsafe_module
+
+                refuse_unsafe_module(spec, module)
+            try:
+                missing = importlib.util.find_spec(module) is None
+            except (ImportError, ValueError):
+                missing = True
+            if missing:
+                raise HyperplanError(f"{spec}: no module named {module!r}")
+        elif kind in ("openapi", "openai", "mcp", "nestful", "nestools",
+                      "stabletoolbench") and not Path(location).exists():
+            raise HyperplanError(f"{spec}: no such file {location!r}")
+
+
 def load_upstream(sources: Sequence[str], options: UpstreamOptions | None = None) -> Upstream:
     """Load every source and build its runtime (module doc). A source that cannot be loaded
     (an MCP server command that does not start, a file that does not parse, a host-acting
@@ -184,9 +244,9 @@ def load_upstream(sources: Sequence[str], options: UpstreamOptions | None = None
     if not sources:
         raise HyperplanError("give at least one tool source (e.g. "
                              "python:hyperplan.examples.bookstore or 'mcp-server:CMD')")
-    if opts.sandbox is not Sandbox.NONE and not any(s.startswith("python:") for s in sources):
-        raise HyperplanError(f"--sandbox {opts.sandbox.value} runs the tools of a python: "
-                             "source; none is given")
+    if opts.sandbox == SUBPROCESS and not any(s.startswith("python:") for s in sources):
+        raise HyperplanError(f"--sandbox {opts.sandbox} runs the tools of a python: source; "
+                             "none is given")
     loaded: list[_Source] = []
     try:
         for spec in sources:
@@ -213,7 +273,7 @@ def _load(spec: str, opts: UpstreamOptions) -> _Source:
     catalog = load_source(spec, allow_unsafe_tools=opts.allow_unsafe_tools)
     kind = spec.partition(":")[0]
     runtime: ToolRuntime
-    if kind == "python" and opts.sandbox is Sandbox.SUBPROCESS:
+    if kind == "python" and opts.sandbox == SUBPROCESS:
         from hyperplan.execute.runtimes import SubprocessPythonRuntime
 
         runtime = SubprocessPythonRuntime.from_catalog(catalog, timeout=opts.call_timeout,
