@@ -20,16 +20,13 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from mcp import Client, StdioServerParameters
+from mcp_types import CallToolResult, ToolListChangedNotification
 
 from hyperplan.errors import HyperplanError
 from hyperplan.integrations.mcp_gateway import GatewayConfig, Mode, build_gateway
 from hyperplan.integrations.mcp_gateway.config import parse_http_address
 from hyperplan.integrations.mcp_gateway.upstream import check_sources
-
-pytest.importorskip("mcp")
-
-from mcp import Client, StdioServerParameters  # noqa: E402
-from mcp_types import CallToolResult, ToolListChangedNotification  # noqa: E402
 
 BOOKSTORE = "python:hyperplan.examples.bookstore"
 SECRET = "b-secret-4711"

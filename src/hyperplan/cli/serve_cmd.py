@@ -31,9 +31,10 @@ class Sandbox(StrEnum):
 
 
 def serve_cmd(
-    sources: list[str] = typer.Argument(..., metavar="SOURCE...", help="Tool sources, as `graph build` takes "
-                                        "them: python:MOD, openapi:FILE, openai:FILE, "
-                                        "'mcp-server:CMD' (one or many, merged)."),
+    sources: list[str] = typer.Argument(..., metavar="SOURCE...", help="Tool sources, as "
+                                        "`graph build` takes them: python:MOD, openapi:FILE, "
+                                        "openai:FILE, 'mcp-server:CMD' (one or many, "
+                                        "merged)."),
     mode: Mode = typer.Option(Mode.SEARCH, help="search: two tools, find_tools and "
                               "call_tool; narrow: find_tools plus the selected tools, the "
                               "list changing with the session state (list_changed)."),
