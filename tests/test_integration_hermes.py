@@ -21,39 +21,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, ClassVar
 
+from test_integration_catalog import REQUEST, WORKSPACE, workspace_functions
+
 HERMES_PYTHON = os.environ.get("HYPERPLAN_HERMES_PYTHON", "/tmp/hermes-venv/bin/python")
-REQUEST = "Set the status of the support ticket titled 'Login page broken' to resolved."
-ENTITIES = {"ticket": "support ticket", "order": "customer order", "invoice": "invoice",
-            "project": "project", "document": "shared document", "meeting": "calendar meeting",
-            "employee": "employee record", "vendor": "vendor account"}
-
-
-def workspace_functions() -> list[dict[str, Any]]:
-    """56 tools over 8 kinds of records, as agents register them: input schemas only, the
-    producer of each id saying in its description that it returns it."""
-    out: list[dict[str, Any]] = []
-
-    def fn(name: str, description: str, props: dict[str, Any], required: list[str]) -> None:
-        out.append({"name": name, "description": description,
-                    "parameters": {"type": "object", "properties": props,
-                                   "required": required}})
-
-    for e, what in ENTITIES.items():
-        idp = {f"{e}_id": {"type": "string", "description": f"Id of the {what}."}}
-        fn(f"find_{e}", f"Search {what}s by their title; returns the {e} id of the best match.",
-           {"title": {"type": "string", "description": f"Title of the {what}."}}, ["title"])
-        fn(f"create_{e}", f"Create a new {what} with a title; returns the new {e} id.",
-           {"title": {"type": "string", "description": "Title."}}, ["title"])
-        fn(f"show_{e}", f"Show every field of a {what}.", idp, [f"{e}_id"])
-        fn(f"update_{e}_status", f"Set the status of a {what} (open, resolved, closed...).",
-           {**idp, "status": {"type": "string", "description": "The new status."}},
-           [f"{e}_id", "status"])
-        fn(f"delete_{e}", f"Delete a {what} for good.", idp, [f"{e}_id"])
-        fn(f"comment_on_{e}", f"Add a comment to a {what}.",
-           {**idp, "text": {"type": "string", "description": "The comment."}},
-           [f"{e}_id", "text"])
-        fn(f"list_{e}_history", f"List the change history of a {what}.", idp, [f"{e}_id"])
-    return out
 
 
 # -- the script run under Hermes' interpreter ------------------------------------------------
@@ -164,13 +134,43 @@ def run_hermes(home: Path) -> dict[str, Any]:
                     for c in plugin.conversations.calls("hp-test-session")]
         last = plugin.last.selection.as_dict() if plugin.last else None
         return {"requests": _Stub.requests, "calls": calls, "plugin": loaded,
-                "recorded": recorded, "last": last,
+                "recorded": recorded, "last": last, "formats": other_formats(agent.tools),
                 "agent_tools": [t["function"]["name"] for t in agent.tools],
                 "final": result.get("final_response"),
                 "modules": sorted(m for m in sys.modules if m.split(".")[0] in
                                   ("mcp", "hyperplan"))}
     finally:
         server.shutdown()
+
+
+def other_formats(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """The plugin's middleware on requests of Hermes' other api_modes, their tools converted
+    by Hermes' own adapters: per mode, the names left and the keys of the first entry."""
+    from agent.anthropic_adapter import convert_tools_to_anthropic
+    from agent.bedrock_adapter import convert_tools_to_converse
+    from agent.codex_responses_adapter import _responses_tools
+
+    from hyperplan.integrations.hermes import plugin
+
+    requests = {
+        "anthropic_messages": {
+            "model": "m", "tools": convert_tools_to_anthropic(tools),
+            "messages": [{"role": "user", "content": [{"type": "text", "text": REQUEST}]}]},
+        "codex_responses": {
+            "model": "m", "instructions": "be brief", "tools": _responses_tools(tools),
+            "input": [{"role": "user", "content": [{"type": "input_text", "text": REQUEST}]}]},
+        "bedrock_converse": {
+            "modelId": "m", "toolConfig": {"tools": convert_tools_to_converse(tools)},
+            "messages": [{"role": "user", "content": [{"text": REQUEST}]}]},
+    }
+    out: dict[str, Any] = {}
+    for mode, request in requests.items():
+        answer = plugin.on_llm_request(request=request, api_mode=mode, session_id=mode)
+        new = answer["request"] if answer else request
+        listed = new["toolConfig"]["tools"] if mode == "bedrock_converse" else new["tools"]
+        names = [t["toolSpec"]["name"] if "toolSpec" in t else t["name"] for t in listed]
+        out[mode] = {"names": names, "keys": sorted(listed[0]), "before": len(tools)}
+    return out
 
 
 # -- the pytest side ----------------------------------------------------------------------
@@ -203,11 +203,11 @@ def test_hermes_agent_loop_sends_the_model_only_the_selected_tools(tmp_path: Pat
     assert run["plugin"]["hyperplan"]["enabled"], run["plugin"]
     assert "llm_request" in run["plugin"]["hyperplan"]["middleware"]
     everything = set(run["agent_tools"])
-    assert {f["name"] for f in workspace_functions()} <= everything
+    assert everything >= WORKSPACE
     assert len(everything) >= 56
     sent = [[t["function"]["name"] for t in r["tools"]] for r in run["requests"]]
     assert len(sent) == 3, sent  # find, update, final answer: the whole loop ran
-    workspace = {f["name"] for f in workspace_functions()}
+    workspace = WORKSPACE
     first = set(sent[0])
     # the target and the producer of its ticket_id, within the budget of 6 workspace tools
     assert {"update_ticket_status", "find_ticket"} <= first
@@ -222,6 +222,13 @@ def test_hermes_agent_loop_sends_the_model_only_the_selected_tools(tmp_path: Pat
     assert all(c["ok"] for c in run["recorded"])
     assert "ticket_id" in run["last"]["held"]  # the last selection knew the id was held
     assert run["final"] and "resolved" in run["final"]
+    # the same narrowing in the shapes of Hermes' other api_modes
+    for mode, got in run["formats"].items():
+        assert set(got["names"]) == first, (mode, got)
+        assert got["before"] == len(everything)
+    assert run["formats"]["anthropic_messages"]["keys"] == ["description", "input_schema", "name"]
+    assert "parameters" in run["formats"]["codex_responses"]["keys"]
+    assert run["formats"]["bedrock_converse"]["keys"] == ["toolSpec"]
     # the plugin pulled in neither hyperplan's MCP gateway nor the mcp package
     assert not [m for m in run["modules"] if m.split(".")[0] == "mcp" or "mcp_gateway" in m]
 

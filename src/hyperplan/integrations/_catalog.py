@@ -129,12 +129,15 @@ def output_schema_of(func: Callable[..., Any]) -> dict[str, Any] | None:
     return dict(tools[0].output_schema) if tools and tools[0].output_schema else None
 
 
+#: The output given to a tool whose description says what it returns but that has no schema.
+GUESSED_OUTPUT: dict[str, Any] = {"type": "object", "properties": {"result": {}}}
+
+
 def _result_output(description: str) -> dict[str, Any] | None:
     """One untyped output for a tool whose description says what it returns."""
     from hyperplan.graph.text import returns_clause
 
-    said = returns_clause(description)
-    return {"type": "object", "properties": {"result": {}}} if said else None
+    return dict(GUESSED_OUTPUT) if returns_clause(description) else None
 
 
 def to_spec(tool: ToolDef, richer: ToolSpec | None = None) -> ToolSpec | None:
@@ -324,11 +327,31 @@ class Conversations:
 
 
 def session_of(selector: Selector, request: str, calls: Iterable[Call]) -> Session:
-    """A session over ``selector`` that has seen ``calls`` (the state of Definition 4)."""
+    """A session over ``selector`` that has seen ``calls`` (the state of Definition 4). A
+    tool with no output schema of its own (:data:`GUESSED_OUTPUT`) tells the session nothing
+    by its one untyped output, so the top-level fields of its result with a value are taken
+    as held, by name, as the arguments of a call are."""
     session = selector.session(request)
     for call in calls:
-        session.observe(call.tool, call.arguments, parse_result(call.result), ok=call.ok)
+        result = parse_result(call.result)
+        session.observe(call.tool, call.arguments, result, ok=call.ok)
+        if call.ok and _guessed(selector, call.tool):
+            session.held.update(_fields(result))
     return session
+
+
+def _guessed(selector: Selector, tool: str) -> bool:
+    try:
+        return selector.tool(tool).output_schema == GUESSED_OUTPUT
+    except KeyError:
+        return False
+
+
+def _fields(result: Any) -> list[str]:
+    """The names of the fields of a result (an object, or a list of objects) with values."""
+    rows = result if isinstance(result, list) else [result]
+    return [str(k) for row in rows[:50] if isinstance(row, Mapping)
+            for k, v in row.items() if v is not None and v != "" and isinstance(k, str)]
 
 
 @dataclass(frozen=True)
