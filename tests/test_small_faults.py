@@ -433,3 +433,25 @@ def test_trace_show_without_events_fails(tmp_path: Path, content: str) -> None:
     (tmp_path / "t.jsonl").write_text(content)
     assert _one_error(_cli("trace", "show", "t.jsonl", cwd=tmp_path)) == \
         "error: t.jsonl: empty trace (no events)"
+
+
+def test_graph_show_prints_descriptions_without_controls_or_markup(tmp_path: Path) -> None:
+    """A catalog author's description with an escape sequence, a bell and rich markup
+    (``[/]`` used to raise a MarkupError) is shown as text, escapes visible."""
+    from hyperplan.catalog import printable
+
+    catalog = tmp_path / "c.json"
+    catalog.write_text(json.dumps([{"type": "function", "function": {
+        "name": "t1", "description": "evil \x1b[31mRED\x1b[0m [/] [bold]x\x07\nnext",
+        "parameters": {"type": "object", "properties": {"a": {"type": "string"}}}}}]))
+    graph = tmp_path / "g.json"
+    build = subprocess.run([sys.executable, "-m", "hyperplan", "graph", "build",
+                            f"openai:{catalog}", "-o", str(graph), "--embedder", "hashing"],
+                           capture_output=True, text=True, timeout=120)
+    assert build.returncode == 0, build.stderr
+    shown = subprocess.run([sys.executable, "-m", "hyperplan", "graph", "show", str(graph),
+                            "t1"], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout
+    assert "\\x1b[31mRED" in shown.stdout and "[/] [bold]x\\x07" in shown.stdout
+    assert printable("a\tb\nc\x00") == "a\tb\nc\\x00"

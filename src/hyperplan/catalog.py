@@ -147,6 +147,14 @@ def control_char(text: str, start: int = 0, end: int | None = None) -> str:
     return f"the {kind} character {found.group()!r} at position {found.start()}"
 
 
+def printable(text: str) -> str:
+    """``text`` safe to print to a terminal: every :data:`CONTROL_CHARS` character but line
+    breaks and tabs written as its escape (``\\x1b``), so a description cannot inject escape
+    sequences or reorder what a reader sees."""
+    return CONTROL_CHARS.sub(
+        lambda m: m.group() if m.group() in "\n\t" else repr(m.group())[1:-1], text)
+
+
 _NESTED_SCHEMAS = ("items", "allOf", "anyOf", "oneOf")
 _HOLDS_NAMES = frozenset(("properties", *_NESTED_SCHEMAS))
 

@@ -12,8 +12,10 @@ from typing import Any
 
 import numpy as np
 import typer
+from rich.markup import escape
 from rich.table import Table
 
+from hyperplan.catalog import printable
 from hyperplan.cli.common import (
     console,
     embedder_from_option,
@@ -202,7 +204,9 @@ def stats_cmd(
 
 def print_tool(graph: Hypergraph, name: str, min_weight: float, limit: int = 8) -> None:
     tool = graph.tool(name)
-    out.print(f"\n[bold]{tool.name}[/bold] — {tool.description}", highlight=False)
+    # descriptions are the catalog author's text: no markup, no terminal controls
+    out.print(f"\n[bold]{escape(tool.name)}[/bold] — {escape(printable(tool.description))}",
+              highlight=False)
     table = Table("input / precondition", "req", "producers (weight)")
     for v in tool.inputs:
         node = graph.nodes[v]
