@@ -210,9 +210,14 @@ def test_narrow_mode_handshake_client_gets_the_notification(tmp_path: Path) -> N
             assert client.protocol_version != "2026-07-28"
             tools_cap = client.server_capabilities.tools
             assert tools_cap is not None and tools_cap.list_changed
-            await _ready_find(client, "search the catalogue for books")
+            await _ready_find(client, "add the book Dune to a cart")
             await asyncio.wait_for(changed.wait(), 10)
-            assert "search_books" in [t.name for t in (await client.list_tools()).tools]
+            assert "login" in [t.name for t in (await client.list_tools()).tools]
+            changed.clear()  # after a call: sent on the connection once selected again
+            ok = await client.call_tool("login", {"username": "bo", "password": "open sesame"})
+            assert not ok.is_error, _text(ok)
+            await asyncio.wait_for(changed.wait(), 10)
+            assert "login" not in [t.name for t in (await client.list_tools()).tools]
 
     _run(scenario)
 

@@ -10,9 +10,11 @@ module turns these plain dicts into protocol objects).
 * **narrow** (:attr:`Mode.NARROW`): ``tools/list`` is ``find_tools`` plus the tools currently
   selected for the conversation. After ``find_tools`` and after every call the gateway selects
   again from the state (Definition 4: what the calls returned is now held, so its producers
-  drop out and what the new deficit needs comes in); when the list changed the reply says so
-  and the server announces ``notifications/tools/list_changed``. A call of a tool that is not
-  currently selected is refused, not forwarded.
+  drop out and what the new deficit needs comes in); when the list changed the server
+  announces ``notifications/tools/list_changed``. After a call that selection is
+  :meth:`Gateway.refresh`, which the server runs once the call's result is sent (the reply
+  is ``observed``), so the call does not wait for it; the conversation's next request does.
+  A call of a tool that is not currently selected is refused, not forwarded.
 
 Every reply is redacted by value (:mod:`hyperplan.secrets`) before it leaves, errors
 included. Oversized input is refused with a message naming the limit: a ``find_tools``
@@ -27,7 +29,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hyperplan.execute.results import ErrorKind, ToolResult
@@ -88,14 +90,16 @@ CALL_TOOL_DEFINITION: dict[str, Any] = {
 @dataclass(frozen=True)
 class Reply:
     """The answer to one ``tools/call``: ``text`` (and ``blocks``, content an MCP upstream
-    returned that is not text), ``structured`` content, whether it is an error, and (narrow
-    mode) whether the conversation's tool list changed."""
+    returned that is not text), ``structured`` content, whether it is an error, whether the
+    conversation's tool list changed (narrow ``find_tools``) and whether the call was
+    forwarded and its result ``observed`` into the state (narrow mode: select again)."""
 
     text: str
     structured: dict[str, Any] | None = None
     is_error: bool = False
     list_changed: bool = False
     blocks: tuple[dict[str, Any], ...] = ()
+    observed: bool = False
 
 
 def error_reply(message: str, kind: str = "gateway", **extra: Any) -> Reply:
@@ -169,8 +173,8 @@ class Gateway:
                                f"{type(exc).__name__}: {exc}", "internal")
 
     def refresh(self, conv: Conversation) -> bool:
-        """Narrow mode: select again from the conversation's state (e.g. once the graph is
-        ready); True when the listed tools changed."""
+        """Narrow mode: select again from the conversation's state (after a call, or once the
+        graph is ready); True when the listed tools changed."""
         if self.mode is not Mode.NARROW:
             return False
         found = conv.reselect(self.config.budget)
@@ -259,11 +263,7 @@ class Gateway:
                 f"{name} is not among the tools selected for this conversation (now: {now}); "
                 f"call {FIND_TOOLS} with what you want to do and the tool list will include "
                 "the tools for it. The call was not forwarded.", "not_selected")
-        reply = self._forward(conv, name, args)
-        found = conv.reselect(self.config.budget)
-        if found is None or not self._relist(conv, found):
-            return reply
-        return Reply(reply.text, reply.structured, reply.is_error, True, reply.blocks)
+        return self._forward(conv, name, args)
 
     def _unknown(self, name: str) -> Reply:
         close = difflib.get_close_matches(name, self.upstream.names, n=3)
@@ -280,24 +280,25 @@ class Gateway:
                                f"is {self.config.max_argument_bytes:,} (--max-argument-bytes)."
                                " The call was not forwarded.", "request_too_large")
         result = self.upstream.call(name, arguments)
-        if result.error_kind not in (ErrorKind.INVALID_ARGUMENTS, ErrorKind.UNKNOWN_TOOL):
+        forwarded = result.error_kind not in (ErrorKind.INVALID_ARGUMENTS,
+                                              ErrorKind.UNKNOWN_TOOL)
+        if forwarded:
             conv.observe(name, arguments, result.value if result.ok else None, result.ok)
-        return self._result_reply(result)
+        return self._result_reply(result, forwarded)
 
-    def _result_reply(self, result: ToolResult) -> Reply:
+    def _result_reply(self, result: ToolResult, forwarded: bool) -> Reply:
         if not result.ok:
             kind = result.error_kind.value if result.error_kind else "tool_error"
-            forwarded = result.error_kind not in (ErrorKind.INVALID_ARGUMENTS,
-                                                  ErrorKind.UNKNOWN_TOOL)
-            return error_reply(result.error or f"{result.tool} failed", kind,
-                               tool=result.tool, forwarded=forwarded)
+            failed = error_reply(result.error or f"{result.tool} failed", kind,
+                                 tool=result.tool, forwarded=forwarded)
+            return replace(failed, observed=forwarded)
         value = redact_value(result.value)
         blocks = _content_blocks(value) if self.upstream.source_of(result.tool).startswith(
             MCP_SERVER) else ()
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
                                                                default=str)
         structured = value if isinstance(value, dict) else None
-        return Reply(text, structured, blocks=blocks)
+        return Reply(text, structured, blocks=blocks, observed=True)
 
 
 def _content_blocks(value: Any) -> tuple[dict[str, Any], ...]:

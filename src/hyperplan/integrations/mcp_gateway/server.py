@@ -6,17 +6,21 @@ deadline beyond the runtime's own). In narrow mode the server also serves
 ``subscriptions/listen`` and announces a changed tool list to both client generations:
 
 * clients on the handshake protocol (``initialize``, up to 2025-11-25, e.g. Hermes with its
-  pinned ``mcp`` 1.26) get ``notifications/tools/list_changed`` on their connection, sent on
-  the stream of the request that changed the list (so it also reaches a streamable-HTTP client
-  without a standalone GET stream); the ``tools.listChanged`` capability is advertised;
+  pinned ``mcp`` 1.26) get ``notifications/tools/list_changed`` on their connection: after
+  ``find_tools`` on the stream of that request (so it also reaches a streamable-HTTP client
+  without a standalone GET stream), after a call on the connection's own channel (stdio; the
+  GET stream over HTTP); the ``tools.listChanged`` capability is advertised;
 * 2026-07-28 clients (per-request envelope, no handshake) get it through their
   ``subscriptions/listen`` streams: the change is published to a
   :class:`~mcp.server.subscriptions.InMemorySubscriptionBus` as ``ToolsListChanged``, which the
   SDK's :class:`~mcp.server.subscriptions.ListenHandler` delivers, stamped with the
   subscription id.
 
-When the graph finishes building after a narrow-mode conversation already has a request, the
-conversation is selected again and a change is announced the same way, outside any request.
+The selection that follows a forwarded call (narrow mode) runs after the call's result is
+sent, so the call does not wait for it; the conversation's next request waits for it first,
+so what it sees is always selected from every earlier result. When the graph finishes
+building after a narrow-mode conversation already has a request, the conversation is
+selected again and a change is announced the same way, outside any request.
 
 Start: the server answers the handshake while the upstream tools load in a background thread
 (importing a ``python:`` module, starting an ``mcp-server:`` process and listing its tools), so
@@ -55,6 +59,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from hyperplan.integrations.mcp_gateway.config import GatewayConfig, HttpAddress, Mode
 from hyperplan.integrations.mcp_gateway.modes import Gateway, Reply, error_reply
+from hyperplan.integrations.mcp_gateway.selection import Conversation
 
 _T = TypeVar("_T")
 BACKSTOP_MARGIN = 15.0  # seconds past the call deadline before the gateway stops waiting
@@ -110,6 +115,7 @@ class GatewayServer:
         self._legacy: dict[str, ServerSession] = {}  # per conversation: where to announce
         self._modern: set[str] = set()  # conversations of 2026-07-28 clients
         self._tools: dict[str, types.Tool] = {}
+        self._settling: dict[str, asyncio.Future[None]] = {}  # selection after a call
         self.server = _GatewayServer(
             name, version=version, instructions=INSTRUCTIONS[config.mode],
             on_list_tools=self._list_tools, on_call_tool=self._call_tool,
@@ -158,13 +164,16 @@ class GatewayServer:
     async def _list_tools(self, ctx: ServerRequestContext[Any],
                           params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         gateway = await self._gateway()
-        conv = gateway.conversation(self._enter(ctx))
+        key = self._enter(ctx)
+        await self._settled(key)
+        conv = gateway.conversation(key)
         return types.ListToolsResult(tools=[self._tool(d) for d in gateway.list_tools(conv)])
 
     async def _call_tool(self, ctx: ServerRequestContext[Any],
                          params: types.CallToolRequestParams) -> types.CallToolResult:
         gateway = await self._gateway()
         key = self._enter(ctx)
+        await self._settled(key)
         conv = gateway.conversation(key)
         reply = await self._in_thread(gateway.call, conv, params.name, params.arguments)
         if reply is None:
@@ -174,7 +183,23 @@ class GatewayServer:
                 "outcome_unknown")
         if reply.list_changed:
             await self._announce(key, ctx)
+        if reply.observed and self.narrow:
+            self._settling[key] = asyncio.ensure_future(self._settle(key, gateway, conv))
         return _result(reply)
+
+    async def _settle(self, key: str, gateway: Gateway, conv: Conversation) -> None:
+        """Narrow mode, after a call: select again from the new state, announce a change."""
+        try:
+            if await self._in_thread(gateway.refresh, conv):
+                await self._announce(key)
+        except Exception as exc:  # never lost silently, never fatal
+            print(f"hyperplan serve: selecting after a call failed: {exc}", file=sys.stderr)
+
+    async def _settled(self, key: str) -> None:
+        """Wait for the selection after the conversation's last call (module doc)."""
+        pending = self._settling.get(key)
+        if pending is not None and not pending.done():
+            await asyncio.shield(pending)
 
     def _enter(self, ctx: ServerRequestContext[Any]) -> str:
         """The conversation key of a request (module doc); remembers how to reach it."""
