@@ -116,6 +116,39 @@ async def _gateway(upstream: str, mode: str, tool: str, arguments: dict[str, Any
         return out
 
 
+def initialize_cpu(source: str, env: dict[str, str], embedder: str) -> dict[str, float]:
+    """Start ``hyperplan serve``, send ``initialize`` as a raw JSON-RPC line, and read the
+    process's CPU seconds (user + system, all threads: the background loading included, so
+    an upper bound) when the answer arrives: what its start costs on an idle machine, where
+    wall time is about CPU time. Linux only (``/proc``); {} elsewhere."""
+    import subprocess
+
+    if not Path("/proc/self/stat").exists():
+        return {}
+    request = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "bench", "version": "0"}}}
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, "-m", "hyperplan", "serve", "--embedder",
+                                embedder, source], env=env, stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        process.stdin.write((json.dumps(request) + "\n").encode())
+        process.stdin.flush()
+        answer = process.stdout.readline()
+        wall = time.perf_counter() - started
+        fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = os.sysconf("SC_CLK_TCK")
+        cpu = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+        if b'"result"' not in answer:
+            raise RuntimeError(f"initialize failed: {answer[:300]!r}")
+        return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3)}
+    finally:
+        process.stdin.close()
+        process.wait(timeout=60)
+
+
 async def run(*, upstream: list[str] | None = None, tool: str = "echo",
               arguments: dict[str, Any] | None = None, request: str = "echo some text back",
               calls: int = 200, warmup: int = 20, embedder: str = "auto",
@@ -135,6 +168,7 @@ async def run(*, upstream: list[str] | None = None, tool: str = "echo",
         results: dict[str, Any] = {
             "upstream": shlex.join(upstream), "tool": tool, "embedder": embedder,
             "calls": calls, "load_average": [round(x, 2) for x in os.getloadavg()],
+            "initialize_cpu": initialize_cpu(source, env, embedder),
             "direct": await _direct(upstream, tool, args, calls, warmup)}
         for mode in ("search", "narrow"):
             results[mode] = await _gateway(source, mode, tool, args, request, calls, warmup,
@@ -162,6 +196,10 @@ def _table(results: dict[str, Any]) -> str:
             f"| {r['tools/list']['p50']:.2f} / {r['tools/list']['p99']:.2f} "
             f"| {r['tools/call']['p50']:.2f} / {r['tools/call']['p99']:.2f} "
             f"| {extra} | {r.get('initialize_s', '')} | {r.get('ready_s', '')} |")
+    if results.get("initialize_cpu"):
+        cpu = results["initialize_cpu"]
+        lines.append(f"\ninitialize (raw JSON-RPC, warm cache): {cpu['wall_s']:.2f} s wall, "
+                     f"{cpu['cpu_s']:.2f} s CPU of the gateway process")
     if "find_tools" in results["narrow"]:
         f = results["narrow"]["find_tools"]
         lines.append(f"\nfind_tools (narrow, graph ready): p50 {f['p50']:.2f} ms, "
