@@ -17,9 +17,10 @@ from hyperplan.eval.preselect import METHODS, MemoEmbedder, PreselectError, eval
 from hyperplan.eval.preselect_replay import synthetic, synthetic_calls
 from hyperplan.importers.gold import GoldCall, GoldFlow, GoldTask
 
-SELECT_METRICS = {"recall", "complete", "mean_tools", "tokens", "token_ratio", "ms_p50", "ms_p99"}
+TIMES = {"ms_p50", "ms_p99", "cpu_ms_p50", "cpu_ms_p99"}
+SELECT_METRICS = {"recall", "complete", "mean_tools", "tokens", "token_ratio", *TIMES}
 REPLAY_METRICS = {"next_hit", "next_hit_first", "next_hit_later", "tasks_all_hit", "steps",
-                  "ms_p50", "ms_p99"}
+                  *TIMES}
 
 
 def _api(name: str, description: str, params: dict[str, str],
@@ -100,6 +101,7 @@ def _check_select(doc: dict[str, Any], budgets: list[int]) -> None:
             assert set(scores) == SELECT_METRICS
             assert 0.0 <= scores["complete"] <= scores["recall"] <= 1.0
             assert 0 <= scores["ms_p50"] <= scores["ms_p99"]
+            assert 0 <= scores["cpu_ms_p50"] <= scores["cpu_ms_p99"]
             if method != "all_tools":
                 assert 0 < scores["mean_tools"] <= int(k)
                 assert 0 < scores["tokens"] < doc["all_tokens"]

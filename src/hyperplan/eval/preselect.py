@@ -17,13 +17,14 @@ Per method and K: ``recall`` (mean fraction of a task's gold tools selected), ``
 (fraction of tasks with every gold tool selected), ``mean_tools``, ``tokens`` (mean definition
 tokens of the selected tools as OpenAI functions: the selector's ``tool_tokens`` for every
 method), ``token_ratio`` (all tools' tokens over that mean), and the selection's
-``ms_p50`` / ``ms_p99``. Query embedding is excluded for every method: the request's vector (and
-the phrase vectors of the selector's interpretation) are computed before the timed part; the
-selector is given an embedder that serves those vectors from memory, so its timed
-:meth:`~hyperplan.select.Selector.select` includes the interpretation, grounding, extraction
-and DOE but no model call. ``subsets`` repeat recall and completeness for the tasks with two or
-more gold tools (``multi_tool``) and for those whose gold calls pass data between them
-(``with_flows``).
+``ms_p50`` / ``ms_p99`` (wall clock) and ``cpu_ms_p50`` / ``cpu_ms_p99`` (the selecting
+thread's CPU time, which other processes on shared cores do not inflate). Query embedding is
+excluded for every method: the request's vector (and the phrase vectors of the selector's
+interpretation) are computed before the timed part; the selector is given an embedder that
+serves those vectors from memory, so its timed :meth:`~hyperplan.select.Selector.select`
+includes the interpretation, grounding, extraction and DOE but no model call. ``subsets``
+repeat recall and completeness for the tasks with two or more gold tools (``multi_tool``) and
+for those whose gold calls pass data between them (``with_flows``).
 
 ``replay`` mode (:mod:`hyperplan.eval.preselect_replay`) replays each task's gold calls through a
 :class:`~hyperplan.select.Session` and scores whether the next gold tool is in the selection.
@@ -78,7 +79,8 @@ DEFAULT_BUDGETS = (5, 10, 20)
 FASTMCP_VERSION = "4.1.6"
 TIMING_NOTE = ("selection only: request vectors computed before the timed part for every "
                "method; the selector's select() timed with its query vectors served from "
-               "memory (interpretation, grounding, extraction and DOE included)")
+               "memory (interpretation, grounding, extraction and DOE included); ms = wall "
+               "clock, cpu_ms = the selecting thread's CPU time")
 Progress = Callable[[str, int, int], None]
 
 
@@ -207,8 +209,19 @@ class MemoEmbedder:
         return np.stack([self._table[t] for t in items])
 
 
-Row = tuple[float, bool, int, int, float]
-"""Per task, method and budget: recall, complete, tools selected, tokens, milliseconds."""
+Row = tuple[float, bool, int, int, float, float]
+"""Per task, method and budget: recall, complete, tools selected, tokens, wall and CPU
+milliseconds."""
+Timed = tuple[list[int], float, float]
+"""Ranked tool ids, wall-clock and thread-CPU milliseconds of one selection."""
+
+
+def timed(call: Callable[[], list[int]]) -> Timed:
+    """``call()`` with its wall-clock and thread-CPU milliseconds (the CPU time is what the
+    selection itself costs, robust to other processes sharing the cores)."""
+    wall, cpu = time.perf_counter(), time.thread_time()
+    ids = call()
+    return ids, (time.perf_counter() - wall) * 1000, (time.thread_time() - cpu) * 1000
 
 
 @dataclass
@@ -230,8 +243,10 @@ def summary(rows: Sequence[Row], all_tokens: float) -> dict[str, float]:
     """Recall, complete, mean tools, tokens, token ratio and latency of ``rows``."""
     if not rows:
         return {"recall": 0.0, "complete": 0.0, "mean_tools": 0.0, "tokens": 0.0,
-                "token_ratio": 0.0, "ms_p50": 0.0, "ms_p99": 0.0}
-    arr = np.asarray([(r, float(c), n, t, ms) for r, c, n, t, ms in rows], dtype=np.float64)
+                "token_ratio": 0.0, "ms_p50": 0.0, "ms_p99": 0.0, "cpu_ms_p50": 0.0,
+                "cpu_ms_p99": 0.0}
+    arr = np.asarray([(r, float(c), n, t, ms, cpu) for r, c, n, t, ms, cpu in rows],
+                     dtype=np.float64)
     tokens = float(arr[:, 3].mean())
     return {
         "recall": round(float(arr[:, 0].mean()), 4),
@@ -241,6 +256,8 @@ def summary(rows: Sequence[Row], all_tokens: float) -> dict[str, float]:
         "token_ratio": round(all_tokens / tokens, 2) if tokens else 0.0,
         "ms_p50": round(float(np.percentile(arr[:, 4], 50)), 3),
         "ms_p99": round(float(np.percentile(arr[:, 4], 99)), 3),
+        "cpu_ms_p50": round(float(np.percentile(arr[:, 5], 50)), 3),
+        "cpu_ms_p99": round(float(np.percentile(arr[:, 5], 99)), 3),
     }
 
 
@@ -269,17 +286,17 @@ class FastMCPRanker:
         for k in budgets:
             self.top("warm up", k)
 
-    def top(self, text: str, k: int) -> tuple[list[int], float]:
+    def top(self, text: str, k: int) -> Timed:
         """Tool ids in FastMCP's order and the milliseconds of its search alone."""
         transform = self.transforms[k]
 
-        async def timed() -> tuple[list[int], float]:
-            started = time.perf_counter()
+        async def search() -> Timed:
+            wall, cpu = time.perf_counter(), time.thread_time()
             found = await transform._search(self.tools, text)  # the transform's own ranking
-            ms = (time.perf_counter() - started) * 1000
-            return [self.index[t.name] for t in found], ms
+            ms, cpu_ms = (time.perf_counter() - wall) * 1000, (time.thread_time() - cpu) * 1000
+            return [self.index[t.name] for t in found], ms, cpu_ms
 
-        return self.loop.run_until_complete(timed())
+        return self.loop.run_until_complete(search())
 
     def close(self) -> None:
         self.loop.close()
@@ -433,34 +450,32 @@ class PartBench:
         vectors = self.memo.embed(texts)
         return l2_normalize(vectors[: len(tasks)])
 
-    def text_methods(self, text: str, vec: FloatMatrix, k: int
-                     ) -> dict[str, tuple[list[int], float]]:
+    def text_methods(self, text: str, vec: FloatMatrix, k: int) -> dict[str, Timed]:
         """Ranked tool ids and milliseconds of the text-only methods at budget ``k``."""
         from hyperplan.retrieve.baselines import bm25_top_k, semantic_top_k
 
-        out: dict[str, tuple[list[int], float]] = {}
-        t0 = time.perf_counter()
-        ids = semantic_top_k(self.index, vec, k)
-        out["semantic"] = (ids, (time.perf_counter() - t0) * 1000)
-        t0 = time.perf_counter()
-        ids = bm25_top_k(self.bm25, text, k)
-        out["bm25"] = (ids, (time.perf_counter() - t0) * 1000)
+        out: dict[str, Timed] = {
+            "semantic": timed(lambda: semantic_top_k(self.index, vec, k)),
+            "bm25": timed(lambda: bm25_top_k(self.bm25, text, k)),
+        }
         if self.fastmcp is not None:
             out["fastmcp_bm25"] = self.fastmcp.top(text, k)
         return out
 
     def selector_method(self, text: str, k: int, chain: bool,
                         known: frozenset[str] = frozenset(),
-                        effects: frozenset[str] = frozenset()) -> tuple[list[int], float]:
-        t0 = time.perf_counter()
-        picked = self.selector.select(text, known=known, effects=effects, budget=k, chain=chain)
-        ms = (time.perf_counter() - t0) * 1000
-        return [self.graph.tool_index[n] for n in picked.names], ms
+                        effects: frozenset[str] = frozenset()) -> Timed:
+        def call() -> list[int]:
+            picked = self.selector.select(text, known=known, effects=effects, budget=k,
+                                          chain=chain)
+            return [self.graph.tool_index[n] for n in picked.names]
 
-    def row(self, gold: set[int], ids: list[int], ms: float) -> Row:
+        return timed(call)
+
+    def row(self, gold: set[int], ids: list[int], ms: float, cpu_ms: float) -> Row:
         got = set(ids)
         tokens = int(self.tokens[list(got)].sum()) if got else 0
-        return len(gold & got) / len(gold), gold <= got, len(got), tokens, ms
+        return len(gold & got) / len(gold), gold <= got, len(got), tokens, ms, cpu_ms
 
     def tick(self, done: int, total: int) -> None:
         if self.progress is not None:
@@ -482,9 +497,9 @@ class PartBench:
                     results = self.text_methods(task.text, vectors[i], k)
                     for method, chain in (("context_graph", False), ("context_graph_doe", True)):
                         results[method] = self.selector_method(task.text, k, chain)
-                tally.add("all_tools", k, (1.0, True, len(everything), self.all_tokens, 0.0),
-                          subsets)
-                for method, (ids, ms) in results.items():
-                    tally.add(method, k, self.row(gold, ids, ms), subsets)
+                tally.add("all_tools", k,
+                          (1.0, True, len(everything), self.all_tokens, 0.0, 0.0), subsets)
+                for method, (ids, ms, cpu_ms) in results.items():
+                    tally.add(method, k, self.row(gold, ids, ms, cpu_ms), subsets)
         self.tick(len(tasks), len(tasks))
         return len(tasks)

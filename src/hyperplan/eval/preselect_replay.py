@@ -19,7 +19,7 @@ an agent would. Literal arguments are the gold call's own.
 
 Per method and K: ``next_hit`` (over all steps), ``next_hit_first`` (the first call: no state
 yet), ``next_hit_later`` (every later call), ``tasks_all_hit`` (tasks whose every step hit) and
-the selection's ``ms_p50`` / ``ms_p99``.
+the selection's ``ms_p50`` / ``ms_p99`` and ``cpu_ms_p50`` / ``cpu_ms_p99``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from hyperplan.execute.state import values_at
 from hyperplan.importers.gold import GoldTask
 
 if TYPE_CHECKING:
-    from hyperplan.eval.preselect import PartBench, ReplayCall, Row, Tally
+    from hyperplan.eval.preselect import PartBench, ReplayCall, Row, Tally, Timed
 
 MAX_DEPTH = 6  # nesting of a synthetic result
 
@@ -125,8 +125,8 @@ def _referenced(task: GoldTask, earlier: Sequence[ReplayCall], consumer: str, pa
 
 def replay_part(bench: PartBench, tasks: Sequence[GoldTask], tally: Tally) -> int:
     """Replay every task of one catalog (module doc), adding one row per step, method and
-    budget to ``tally``: ``(hit, first step, step, task number, ms)``; returns how many tasks
-    were replayed (those with gold calls to catalog tools)."""
+    budget to ``tally``: ``(hit, first step, step, task number, ms, CPU ms)``; returns how
+    many tasks were replayed (those with gold calls to catalog tools)."""
     from hyperplan.retrieve.context_graph import single_thread_blas
 
     specs = {t.name: t for t in bench.part.catalog.tools}
@@ -152,21 +152,19 @@ def replay_part(bench: PartBench, tasks: Sequence[GoldTask], tally: Tally) -> in
                     results["context_graph"] = bench.selector_method(
                         task.text, k, False, frozenset(session.held), frozenset(session.effects))
                     results["context_graph_doe"] = _session_select(bench, session, k)
-                tally.add("all_tools", k, (1.0, step == 0, step, task_no, 0.0), ())
-                for method, (ids, ms) in results.items():
-                    tally.add(method, k, (float(target in ids), step == 0, step, task_no, ms), ())
+                tally.add("all_tools", k, (1.0, step == 0, step, task_no, 0.0, 0.0), ())
+                for method, (ids, ms, cpu) in results.items():
+                    tally.add(method, k,
+                              (float(target in ids), step == 0, step, task_no, ms, cpu), ())
             session.observe(call.tool, dict(call.arguments), call.result, ok=call.ok)
     bench.tick(len(tasks), len(tasks))
     return replayed
 
 
-def _session_select(bench: PartBench, session: Any, k: int) -> tuple[list[int], float]:
-    import time
+def _session_select(bench: PartBench, session: Any, k: int) -> Timed:
+    from hyperplan.eval.preselect import timed
 
-    t0 = time.perf_counter()
-    picked = session.select(budget=k)
-    ms = (time.perf_counter() - t0) * 1000
-    return [bench.graph.tool_index[n] for n in picked.names], ms
+    return timed(lambda: [bench.graph.tool_index[n] for n in session.select(budget=k).names])
 
 
 def replay_summary(rows: Sequence[Row]) -> dict[str, float]:
@@ -174,12 +172,14 @@ def replay_summary(rows: Sequence[Row]) -> dict[str, float]:
     hit, and latency (rows as :func:`replay_part` makes them)."""
     if not rows:
         return {"next_hit": 0.0, "next_hit_first": 0.0, "next_hit_later": 0.0,
-                "tasks_all_hit": 0.0, "steps": 0, "ms_p50": 0.0, "ms_p99": 0.0}
+                "tasks_all_hit": 0.0, "steps": 0, "ms_p50": 0.0, "ms_p99": 0.0,
+                "cpu_ms_p50": 0.0, "cpu_ms_p99": 0.0}
     hits = np.asarray([r[0] for r in rows], dtype=np.float64)
     first = np.asarray([r[1] for r in rows], dtype=bool)
     ms = np.asarray([r[4] for r in rows], dtype=np.float64)
+    cpu = np.asarray([r[5] for r in rows], dtype=np.float64)
     by_task: dict[int, bool] = {}
-    for hit, _, _, task_no, _ in rows:
+    for hit, _, _, task_no, _, _ in rows:
         by_task[task_no] = by_task.get(task_no, True) and hit >= 1.0
     later = hits[~first]
     return {
@@ -190,4 +190,6 @@ def replay_summary(rows: Sequence[Row]) -> dict[str, float]:
         "steps": int(hits.size),
         "ms_p50": round(float(np.percentile(ms, 50)), 3),
         "ms_p99": round(float(np.percentile(ms, 99)), 3),
+        "cpu_ms_p50": round(float(np.percentile(cpu, 50)), 3),
+        "cpu_ms_p99": round(float(np.percentile(cpu, 99)), 3),
     }
