@@ -8,6 +8,9 @@ inputs got a link from a producer of their own app.
 ``bench scale`` does the same for :func:`~hyperplan.eval.scale_graph.synthetic_hypergraph` (drawn
 directly as arrays, no link inference, up to millions of tools) and reports build time,
 memory, DOE latency and Tool Context Graph latency (:func:`~hyperplan.eval.scale.measure_scale`).
+
+``bench faults`` is the fault-injection benchmark of issue 22: a catalogue of misbehaving
+servers, tools, files and stores run end to end through the command line (:mod:`hyperplan.faults`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from multiprocessing.connection import Connection
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -384,3 +388,46 @@ def _print_failures(runs: list[dict[str, Any]]) -> None:
         if "error" in run:
             out.print(f"[red]{run['tools']:,} tools failed[/red] during {run['stage']}: "
                       f"{run['error']}", highlight=False)
+
+
+@bench_app.command("faults")
+def faults_cmd(
+    only: str = typer.Option("", help="comma-separated case names to run (default: all; "
+                             "--list shows them)"),
+    jobs: int = typer.Option(2, help="cases run side by side"),
+    list_cases: bool = typer.Option(False, "--list", help="list the cases and exit"),
+    keep: Path = typer.Option(None, help="run the cases in this directory and keep their "
+                              "files (default: a temporary directory, removed)"),
+    as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
+) -> None:
+    """Fault injection (issue 22): misbehaving servers, tools, files and stores, end to end.
+
+    Each case is a `python -m hyperplan ...` subprocess with a hard wall-clock limit, run
+    against servers and files the benchmark starts and writes itself; every case is counted
+    once as clear, crash, hang, leak, repeated write, lost results or unclear. Exits 1 unless
+    every case is clear."""
+    from hyperplan.faults import all_cases, run_bench, select_cases
+    from hyperplan.faults.report import progress_line, table
+
+    if list_cases:
+        for case in all_cases():
+            out.print(f"{case.name} (item {case.item}): {case.summary}", highlight=False,
+                      soft_wrap=True)
+        return
+    if jobs < 1:
+        raise typer.BadParameter("--jobs must be >= 1")
+    try:
+        cases = select_cases(only.split(","))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+    def progress(result: dict[str, Any]) -> None:
+        console.print(progress_line(result), highlight=False, soft_wrap=True)
+
+    result = run_bench(cases, jobs=jobs, workdir=keep, progress=None if as_json else progress)
+    if as_json:
+        print(json.dumps(result))
+    else:
+        out.print(table(result))
+    if result["clear_errors"] != result["cases"]:
+        raise typer.Exit(1)

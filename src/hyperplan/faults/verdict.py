@@ -1,0 +1,203 @@
+"""How ``hyperplan bench faults`` classifies a case (issue 22, "Done means").
+
+A case runs one or more command-line steps (:class:`Step`) and then checks what the issue
+requires of it (:class:`Check`). :func:`classify` puts the case in exactly one bucket, the
+first that applies:
+
+``hang``
+    a step was still running at its limit (its hard deadline + 2 s after the interpreter's
+    start-up, or the generous default for steps without one) and was killed, or left
+    processes running after it exited;
+``crash``
+    a Python traceback on stdout or stderr, death by a signal, or an exit code outside
+    0/1/2 (2 is ``hyperplan run``'s documented code for a run that did not succeed) and the
+    codes the case expects (130 counts only where it is expected);
+``leak``
+    a secret value registered by the case appears in stdout, stderr, the trace or any file
+    the case's commands wrote;
+``repeated_writes``
+    the lab saw one planned write take effect more than once;
+``lost_results``
+    results missing after kill(s) and ``--resume``;
+``unclear``
+    none of the above, but the case did not behave as the issue requires: a wrong exit code,
+    no single clear ``error:`` line, a wrong status, a refused thing done anyway;
+``clear``
+    the case failed as it should, with one clear error line or a clear structured status
+    (``outcome_unknown``, ``budget_exhausted``, ...), or succeeded as it should (a redacting
+    or truncating run).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+TRACEBACK = "Traceback (most recent call last)"
+# exit codes of hyperplan itself: 0 done, 1 one clear error, 2 a run that did not succeed
+HYPERPLAN_CODES = frozenset({0, 1, 2})
+DEADLINE_TOLERANCE_S = 2.0  # the issue: every hard deadline met within 2 s
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+class Outcome(StrEnum):
+    """The bucket of a case; the summary key of each is :data:`SUMMARY_KEYS`."""
+
+    CLEAR = "clear"
+    CRASH = "crash"
+    HANG = "hang"
+    LEAK = "leak"
+    REPEATED_WRITES = "repeated_writes"
+    LOST_RESULTS = "lost_results"
+    UNCLEAR = "unclear"
+
+
+SUMMARY_KEYS: dict[Outcome, str] = {
+    Outcome.CLEAR: "clear_errors", Outcome.CRASH: "crashes", Outcome.HANG: "hangs",
+    Outcome.LEAK: "leaks", Outcome.REPEATED_WRITES: "repeated_writes",
+    Outcome.LOST_RESULTS: "lost_results", Outcome.UNCLEAR: "unclear",
+}
+
+
+@dataclass(frozen=True)
+class Step:
+    """What one command of a case did."""
+
+    args: tuple[str, ...]
+    returncode: int | None  # None: killed at its limit
+    stdout: str
+    stderr: str
+    seconds: float  # wall seconds from spawn to exit, the interpreter's start-up included
+    deadline: float | None = None  # the hard deadline it exercises (e.g. --max-seconds)
+    # seconds from the command's own start (after the interpreter's start-up) to its exit,
+    # and how that start was found: "json" (the run's own clock, accounting.elapsed_s, when
+    # it printed its result), "witness" (a moment the fault saw early in the command's work),
+    # "cpu" (when the process had used the start-up's CPU time) or "startup" (the measured
+    # start-up wall time); see hyperplan.faults.runner
+    run_seconds: float | None = None
+    timing: str = ""
+    expected_codes: tuple[int, ...] = (1,)
+    leftovers: tuple[int, ...] = ()  # pids still running after it exited (then killed)
+    killed_by_case: bool = False  # ended by the case on purpose (kill -9 scenarios)
+    peak_mb: float | None = None
+    ended_at: float = 0.0  # wall-clock time (time.time()) at which it ended
+
+    @property
+    def killed_at_limit(self) -> bool:
+        return self.returncode is None and not self.killed_by_case
+
+    @property
+    def overrun(self) -> float | None:
+        """Seconds beyond its hard deadline (negative: within it)."""
+        if self.deadline is None or self.run_seconds is None:
+            return None
+        return self.run_seconds - self.deadline
+
+    @property
+    def name(self) -> str:
+        return " ".join(self.args[:2])
+
+
+@dataclass(frozen=True)
+class Check:
+    """What the case found, beyond what :func:`classify` sees in the steps."""
+
+    ok: bool
+    detail: str
+    writes: int | None = None  # writes that took effect for one planned call
+    lost: int | None = None  # results missing after kill and resume
+    places: Mapping[str, str] = field(default_factory=dict)  # extra texts to search (name: text)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    outcome: Outcome
+    detail: str
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """``text`` as one short printable line (control characters shown escaped)."""
+    flat = " ".join(text.split())
+    flat = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", flat)
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
+
+
+def error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if line.startswith("error:")]
+
+
+def one_error(step: Step) -> str | None:
+    """The single ``error:`` line of a step that exited 1, else None."""
+    lines = error_lines(step.stderr)
+    if step.returncode != 1 or len(lines) != 1 or TRACEBACK in step.stderr:
+        return None
+    return lines[0]
+
+
+def _leak(secrets: Iterable[str], places: Mapping[str, str | bytes]) -> str | None:
+    for secret in secrets:
+        for name, text in places.items():
+            found = secret.encode() in text if isinstance(text, bytes) else secret in text
+            if found:
+                return name
+    return None
+
+
+def _crash(step: Step) -> str | None:
+    name = step.name
+    if TRACEBACK in step.stderr or TRACEBACK in step.stdout:
+        tail = [line for line in step.stderr.splitlines() if line.strip()][-1:] or ["?"]
+        return f"`{name}`: traceback ({one_line(tail[0], 120)})"
+    code = step.returncode
+    if code is not None and code < 0 and not step.killed_by_case:
+        return f"`{name}`: killed by signal {-code}"
+    if code is not None and code >= 0 and code not in HYPERPLAN_CODES | set(step.expected_codes):
+        return f"`{name}`: exit code {code}"
+    return None
+
+
+def classify(steps: Sequence[Step], check: Check, secrets: Iterable[str] = (),
+             written: Mapping[str, str | bytes] | None = None) -> Verdict:
+    """The bucket of a case (module doc) and a one-line detail."""
+    for step in steps:
+        if step.killed_at_limit:
+            what = (f"its deadline {step.deadline:g} s + {DEADLINE_TOLERANCE_S:g} s"
+                    if step.deadline is not None else "its time allowance")
+            return Verdict(Outcome.HANG, f"`{step.name}` still running after {what} "
+                           f"({step.seconds:.1f} s in all); killed")
+        overrun = step.overrun
+        if overrun is not None and overrun > DEADLINE_TOLERANCE_S:
+            return Verdict(Outcome.HANG, f"`{step.name}` ran {step.run_seconds:.1f} s, "
+                           f"deadline {step.deadline:g} s ({step.timing} timing)")
+        if step.leftovers:
+            return Verdict(Outcome.HANG, f"`{step.name}` left {len(step.leftovers)} "
+                           "process(es) running after it ended; killed")
+    for step in steps:
+        crashed = _crash(step)
+        if crashed:
+            return Verdict(Outcome.CRASH, crashed)
+    places: dict[str, str | bytes] = {}
+    for i, step in enumerate(steps):
+        places[f"step {i + 1} stdout"] = step.stdout
+        places[f"step {i + 1} stderr"] = step.stderr
+    places.update(check.places)
+    places.update(written or {})
+    where = _leak([s for s in secrets if s], places)
+    if where is not None:
+        return Verdict(Outcome.LEAK, f"a secret value appears in {where}")
+    if check.writes is not None and check.writes > 1:
+        return Verdict(Outcome.REPEATED_WRITES, f"one planned write took effect "
+                       f"{check.writes} times; {check.detail}")
+    if check.lost:
+        return Verdict(Outcome.LOST_RESULTS, f"{check.lost} results missing after resume; "
+                       f"{check.detail}")
+    for step in steps:
+        if not step.killed_by_case and step.returncode not in step.expected_codes:
+            return Verdict(Outcome.UNCLEAR, f"`{step.name}` exited "
+                           f"{step.returncode}, expected {'/'.join(map(str, step.expected_codes))}"
+                           f"; {one_line(step.stderr, 120) or 'no stderr'}")
+    if not check.ok:
+        return Verdict(Outcome.UNCLEAR, check.detail)
+    return Verdict(Outcome.CLEAR, check.detail)
