@@ -150,7 +150,10 @@ def test_split_and_limit(tmp_path: Path) -> None:
     held = _cli("--suite", "nestools", "--data", str(data), "--embedder", "hashing",
                 "--budget", "2", "--no-cache", "--split", "heldout", "--limit", "2",
                 "--no-fastmcp")
-    assert held["n_tasks"] == 2
+    assert held["n_tasks"] == 2 and held["limit"] == 2
+    spread = _cli("--suite", "nestools", "--data", str(data), "--embedder", "hashing",
+                  "--budget", "2", "--no-cache", "--sample", "2", "--no-fastmcp")
+    assert spread["n_tasks"] == 2 and spread["sample"] == 2
 
 
 def test_errors(tmp_path: Path) -> None:

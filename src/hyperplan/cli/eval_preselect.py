@@ -36,6 +36,8 @@ def preselect_cmd(
     replay: bool = typer.Option(False, "--replay", help="replay each task's gold calls through "
                                 "a session and score the next gold tool at each step"),
     limit: int = typer.Option(None, help="at most this many tasks per catalog (after --split)"),
+    sample: int = typer.Option(None, help="this many tasks per catalog, evenly spaced over the "
+                               "split (a fair subset where the file is ordered by difficulty)"),
     cache_dir: Path = typer.Option(
         None, help="where built graphs are cached (default: hyperplan.select's cache)"),
     no_cache: bool = typer.Option(False, "--no-cache", help="build every graph anew"),
@@ -52,8 +54,9 @@ def preselect_cmd(
         fail(f"--budget takes comma-separated integers, got {budget!r}")
     if not budgets or min(budgets) < 1:
         fail(f"--budget values must be at least 1, got {budget!r}")
-    if limit is not None and limit < 1:
-        fail(f"--limit must be at least 1, got {limit}")
+    for name, value in (("--limit", limit), ("--sample", sample)):
+        if value is not None and value < 1:
+            fail(f"{name} must be at least 1, got {value}")
     chosen = embedder_from_option(embedder)
     if not isinstance(chosen, Embedder):
         raise PreselectError(
@@ -67,7 +70,7 @@ def preselect_cmd(
     with _progress() as progress:
         result = evaluate_preselect(
             suite, source, embedder=chosen, budgets=budgets, split=split, replay=replay,
-            limit=limit, cache_dir=where, use_fastmcp=fastmcp, progress=progress)
+            limit=limit, sample=sample, cache_dir=where, use_fastmcp=fastmcp, progress=progress)
     if not result["n_tasks"]:
         fail(f"{source}: no task with a request and gold tools to score"
              + (f" in split {split!r}" if split != "all" else ""))

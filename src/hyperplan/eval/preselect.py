@@ -322,11 +322,17 @@ def evaluate_preselect(
     split: str = "all",
     replay: bool = False,
     limit: int | None = None,
+    sample: int | None = None,
     cache_dir: Path | None = None,
     use_fastmcp: bool = True,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Run the benchmark; returns the JSON contract of ``hyperplan eval preselect``."""
+    """Run the benchmark; returns the JSON contract of ``hyperplan eval preselect``.
+
+    ``limit``: the first tasks of each catalog's split only; ``sample``: that many tasks
+    evenly spaced over each catalog's split (for a suite whose file is ordered by difficulty,
+    such as Seal-Tools' easy queries before its multi-tool ones, the first tasks are not a
+    fair subset)."""
     from hyperplan.eval.preselect_replay import replay_part
     from hyperplan.retrieve.serialize import tokenizer_name
 
@@ -345,6 +351,8 @@ def evaluate_preselect(
     all_tokens: list[int] = []
     for part_no, part in enumerate(loaded.parts):
         chosen = split_tasks(part.tasks, split)
+        if sample is not None and sample < len(chosen):
+            chosen = tuple(chosen[(i * len(chosen)) // sample] for i in range(sample))
         if limit is not None:
             chosen = chosen[:limit]
         names = set(part.catalog.names())
@@ -376,6 +384,8 @@ def evaluate_preselect(
         "methods": {},
         "seconds": round(time.perf_counter() - started, 2),
         "skipped_tasks": skipped,
+        **({"limit": limit} if limit is not None else {}),
+        **({"sample": sample} if sample is not None else {}),
         "skipped_methods": {} if fastmcp_ok else {"fastmcp_bm25": fastmcp_info},
         "fastmcp": fastmcp_info if fastmcp_ok else None,
         "embedder": embedder.name,
