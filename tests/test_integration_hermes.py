@@ -96,7 +96,10 @@ class _Stub(BaseHTTPRequestHandler):
 
 def run_hermes(home: Path) -> dict[str, Any]:
     """Hermes' agent loop with the plugin, against the stub (runs inside Hermes' venv)."""
-    (home / "config.yaml").write_text("plugins:\n  enabled: [hyperplan]\n")
+    # Hermes' own tool search off: it would defer plugin tools behind its bridge past 10% of
+    # the context (not with 56 tools, but the test should not depend on a threshold)
+    (home / "config.yaml").write_text("plugins:\n  enabled: [hyperplan]\n"
+                                      "tools:\n  tool_search:\n    enabled: 'off'\n")
     os.environ["HERMES_HOME"] = str(home)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Stub)
     threading.Thread(target=server.serve_forever, daemon=True).start()
