@@ -78,6 +78,9 @@ class Step:
     # start-up wall time); see hyperplan.faults.runner
     run_seconds: float | None = None
     timing: str = ""
+    # with "json" timing: the run's clock when it printed its result (the rest of
+    # run_seconds is closing runtimes and the interpreter's exit)
+    result_seconds: float | None = None
     expected_codes: tuple[int, ...] = (1,)
     leftovers: tuple[int, ...] = ()  # pids still running after it exited (then killed)
     killed_by_case: bool = False  # ended by the case on purpose (kill -9 scenarios)
