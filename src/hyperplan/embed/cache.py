@@ -7,6 +7,7 @@ import os
 import re
 import sqlite3
 import threading
+import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,8 +21,18 @@ from hyperplan.errors import EmbeddingError
 __all__ = ["CachedEmbedder", "default_cache_dir"]
 
 DB_NAME = "embeddings.sqlite3"
-_CHUNK = 1024  # uncached texts embedded and committed per step, so partial runs keep progress
-_SQL_VARS = 500  # keys per SELECT ... IN (...)
+# Uncached texts sent to the inner embedder per call: large, so that a model that sorts its
+# input by length (MiniLM) batches texts of nearly equal length.
+_CHUNK = 4096
+# Computed vectors are committed at least this often (and when a call ends or fails), so an
+# interrupted run keeps its progress: each commit rewrites the B-tree pages it touches into
+# the WAL, and random keys touch most of them, so one commit per chunk would cost more than
+# the inserts themselves.
+_COMMIT_SECONDS = 10.0
+_SQL_VARS = 10_000  # keys per SELECT ... IN (...), at most the connection's variable limit
+# Page size of a new cache file: a 384-float vector (1.5 KB) fits in an 8 KB page of the
+# WITHOUT ROWID B-tree, whereas a 4 KB page puts each one on an overflow page of its own.
+_PAGE_SIZE = 8192
 
 
 def _sanitise(name: str) -> str:
@@ -76,6 +87,7 @@ class CachedEmbedder:
         conn = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
         try:
             conn.execute("PRAGMA busy_timeout = 60000")
+            conn.execute(f"PRAGMA page_size = {_PAGE_SIZE}")  # new files only; WAL fixes it
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             with conn:
@@ -155,27 +167,43 @@ class CachedEmbedder:
                 vectors[text] = np.frombuffer(blob, dtype="<f4")
         self.hits += len(unique) - len(missing)
         self.misses += len(missing)
-        for start in range(0, len(missing), _CHUNK):
-            chunk = missing[start : start + _CHUNK]
-            computed = np.asarray(self.inner.embed([unique[i] for i in chunk]), dtype=np.float32)
-            if dim is None and computed.ndim == 2:
-                dim = int(computed.shape[1])
-            if computed.shape != (len(chunk), dim):
-                raise EmbeddingError(
-                    f"{self._name} returned shape {computed.shape}, expected "
-                    f"{(len(chunk), dim)}; if the model changed, delete {self.path}"
-                )
-            assert dim is not None
-            self._dim = dim
-            rows = []
-            for i, vec in zip(chunk, computed, strict=True):
-                vectors[unique[i]] = vec
-                rows.append((keys[i], vec.astype("<f4").tobytes()))
-            self._store(rows, dim)
+        dim = self._compute(unique, keys, missing, dim, vectors)
         out = np.empty((len(items), dim if dim is not None else self.dim), dtype=np.float32)
         for row, text in enumerate(items):
             out[row] = vectors[text]
         return out
+
+    def _compute(self, unique: list[str], keys: list[bytes], missing: list[int],
+                 dim: int | None, vectors: dict[str, npt.NDArray[np.float32]]) -> int | None:
+        """Embed ``unique[i]`` for each ``i`` in ``missing`` into ``vectors`` and store them,
+        committing at least every :data:`_COMMIT_SECONDS` and before an error propagates.
+        Returns the dimension (learned from the first chunk when ``dim`` is None)."""
+        rows: list[tuple[bytes, bytes]] = []
+        committed = time.monotonic()
+        try:
+            for start in range(0, len(missing), _CHUNK):
+                chunk = missing[start : start + _CHUNK]
+                computed = np.asarray(self.inner.embed([unique[i] for i in chunk]),
+                                      dtype=np.float32)
+                if dim is None and computed.ndim == 2:
+                    dim = int(computed.shape[1])
+                if computed.shape != (len(chunk), dim):
+                    raise EmbeddingError(
+                        f"{self._name} returned shape {computed.shape}, expected "
+                        f"{(len(chunk), dim)}; if the model changed, delete {self.path}"
+                    )
+                assert dim is not None
+                self._dim = dim
+                for i, vec in zip(chunk, computed, strict=True):
+                    vectors[unique[i]] = vec
+                    rows.append((keys[i], vec.astype("<f4").tobytes()))
+                if time.monotonic() - committed >= _COMMIT_SECONDS:
+                    self._store(rows, dim)
+                    rows, committed = [], time.monotonic()
+        finally:
+            if rows and dim is not None:
+                self._store(rows, dim)
+        return dim
 
     def _lookup(self, keys: list[bytes], dim: int) -> dict[bytes, bytes]:
         """Cached blobs of the right length (others count as missing and get overwritten)."""
@@ -186,8 +214,9 @@ class CachedEmbedder:
             if conn is None:
                 return found
             try:
-                for start in range(0, len(keys), _SQL_VARS):
-                    part = keys[start : start + _SQL_VARS]
+                step = min(_SQL_VARS, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+                for start in range(0, len(keys), step):
+                    part = keys[start : start + step]
                     marks = ",".join("?" * len(part))
                     query = f"SELECT key, vec FROM embeddings WHERE key IN ({marks})"
                     for key, vec in conn.execute(query, part):
@@ -207,8 +236,9 @@ class CachedEmbedder:
                 return
             try:
                 with self._conn:
-                    self._conn.executemany(
-                        "INSERT OR REPLACE INTO embeddings (key, vec) VALUES (?, ?)", rows
+                    self._conn.executemany(  # in key order: B-tree pages in sequence
+                        "INSERT OR REPLACE INTO embeddings (key, vec) VALUES (?, ?)",
+                        sorted(rows),
                     )
                     self._conn.execute(
                         "INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)",

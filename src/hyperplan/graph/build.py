@@ -7,9 +7,11 @@ and user overrides applied (:mod:`hyperplan.graph.overrides`).
 
 from __future__ import annotations
 
+import gc
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ from typing import Any
 from hyperplan.catalog import Catalog, ToolSpec
 from hyperplan.errors import OverrideError
 from hyperplan.graph.effects import effects_of, preconditions_of
-from hyperplan.graph.links import LinkConfig, TextEmbedder, infer_links
+from hyperplan.graph.links import LinkConfig, TextEmbedder, inferred_link_columns
 from hyperplan.graph.model import Hypergraph, NodeKind, SchemaNode, ToolEdge
 from hyperplan.graph.schema_paths import (
     MAX_OUTPUT_PATHS,
@@ -132,15 +134,8 @@ def build_graph(
     ``embedder`` gives the description-similarity evidence (None: names and types only).
     """
     started = time.perf_counter()
-    nodes, tools = structure_from_catalog(catalog)
-    skeleton = Hypergraph.from_parts(nodes, tools, [])
-    links = infer_links(skeleton, embedder=embedder, config=config, progress=progress)
-    graph = skeleton.with_links(
-        links,
-        source=catalog.source,
-        embedder=getattr(embedder, "name", None),
-        link_config=(config or LinkConfig()).as_dict(),
-    )
+    with _collector_paused():
+        graph = _linked_graph(catalog, embedder, config, progress)
     if overrides is not None:
         from hyperplan.graph.overrides import apply_overrides, load_overrides
 
@@ -151,3 +146,31 @@ def build_graph(
             raise OverrideError(f"{overrides}: {exc}") from None
     elapsed = time.perf_counter() - started
     return replace(graph, metadata={**graph.metadata, "build_seconds": round(elapsed, 3)})
+
+
+def _linked_graph(catalog: Catalog, embedder: TextEmbedder | None, config: LinkConfig | None,
+                  progress: Progress | None) -> Hypergraph:
+    """Structure and inferred links of ``catalog`` (no overrides)."""
+    nodes, tools = structure_from_catalog(catalog)
+    skeleton = Hypergraph.from_parts(nodes, tools, [])
+    columns = inferred_link_columns(skeleton, embedder=embedder, config=config,
+                                    progress=progress)
+    return skeleton._with_link_columns(columns, {
+        "source": catalog.source,
+        "embedder": getattr(embedder, "name", None),
+        "link_config": (config or LinkConfig()).as_dict(),
+    })
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector (restored to its previous state): a build creates
+    hundreds of thousands of objects and no cyclic garbage, and each collection would only
+    rescan them."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()

@@ -22,7 +22,7 @@ Effects link to preconditions with the same predicate at weight 1.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Protocol
 
 import numpy as np
@@ -132,6 +132,10 @@ class _Side:
     tools: np.ndarray
     spaces: np.ndarray
     texts: list[str]
+    name_sizes: np.ndarray = field(default_factory=lambda: np.zeros(0))  # name tokens per node
+    credential: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # inputs
+    space_codes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    unspaced: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # space ""
 
 
 class _Vocab:
@@ -139,15 +143,15 @@ class _Vocab:
         self.index: dict[str, int] = {}
 
     def matrix(self, rows: list[dict[str, float]]) -> sp.csr_matrix:
-        indptr, indices, data = [0], [], []
-        for row in rows:
-            for tok, val in row.items():
-                indices.append(self.index.setdefault(tok, len(self.index)))
-                data.append(val)
-            indptr.append(len(indices))
+        """One row per dict, a column per token (numbered in order of first appearance)."""
+        index = self.index
+        indices = [index.setdefault(tok, len(index)) for row in rows for tok in row]
+        data = [val for row in rows for val in row.values()]
+        indptr = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum([len(row) for row in rows], out=indptr[1:])
         return sp.csr_matrix(
             (np.array(data, dtype=np.float64), np.array(indices, dtype=np.int64), indptr),
-            shape=(len(rows), len(self.index)),
+            shape=(len(rows), len(index)),
         )
 
 
@@ -198,18 +202,21 @@ def _side(graph: Hypergraph, nodes: list[SchemaNode], vocabs: tuple[_Vocab, ...]
     feats = [(_output_features if output else _input_features)(graph, n) for n in nodes]
     keys_v, names_v, descs_v = vocabs
     spaces = [_namespace(graph, n) for n in nodes]
+    scopes = [None] * len(nodes) if output else [credential_scope(n.path) for n in nodes]
     if not output:  # a credential input names its own namespace: file_system_access_token
-        scopes = [credential_scope(n.path) for n in nodes]
         spaces = [scope or space for scope, space in zip(scopes, spaces, strict=True)]
+    names = names_v.matrix([f[1] for f in feats])
     return _Side(
         ids=np.array([n.id for n in nodes], dtype=np.int64),
         keys=keys_v.matrix([f[0] for f in feats]),
-        names=names_v.matrix([f[1] for f in feats]),
+        names=names,
         descs=descs_v.matrix([f[2] for f in feats]),
         types=np.array([_T.get(n.type, _T["any"]) for n in nodes], dtype=np.int64),
         tools=np.array([n.tool for n in nodes], dtype=np.int64),
         spaces=np.array(spaces, dtype=object),
         texts=[_node_text(n) for n in nodes],
+        name_sizes=np.asarray(names.sum(axis=1)).ravel(),
+        credential=np.array([scope is not None for scope in scopes], dtype=bool),
     )
 
 
@@ -263,11 +270,18 @@ def _block_pattern(m_in: sp.csr_matrix, m_out: sp.csr_matrix, spaces: tuple[np.n
     return pattern.tocsr()
 
 
-def _space_ids(ins: _Side, outs: _Side) -> tuple[np.ndarray, ...]:
-    names, codes = np.unique(np.concatenate([ins.spaces, outs.spaces]).astype(str),
+def _code_spaces(ins: _Side, outs: _Side) -> None:
+    """Number the namespaces of both sides (``space_codes``) and flag the empty one."""
+    _, codes = np.unique(np.concatenate([ins.spaces, outs.spaces]).astype(str),
                              return_inverse=True)
     codes = codes.astype(np.int64)
-    return codes[: ins.ids.size], codes[ins.ids.size:], np.array([max(names.size, 1)])
+    ins.space_codes, outs.space_codes = codes[: ins.ids.size], codes[ins.ids.size:]
+    ins.unspaced, outs.unspaced = ins.spaces == "", outs.spaces == ""
+
+
+def _space_ids(ins: _Side, outs: _Side) -> tuple[np.ndarray, ...]:
+    n_spaces = max(int(ins.space_codes.max(initial=-1)), int(outs.space_codes.max(initial=-1)))
+    return ins.space_codes, outs.space_codes, np.array([max(n_spaces + 1, 1)])
 
 
 def _candidate_pairs(ins: _Side, outs: _Side, cfg: LinkConfig,
@@ -296,48 +310,138 @@ def _rowwise(x: sp.csr_matrix, y: sp.csr_matrix, a: np.ndarray, b: np.ndarray,
     return np.asarray(prod.sum(axis=1)).ravel()
 
 
-def _pair_scores(ins: _Side, outs: _Side, a: np.ndarray, b: np.ndarray, key: np.ndarray,
-                 cos: np.ndarray, cfg: LinkConfig, collected: np.ndarray,
-                 credential: np.ndarray) -> np.ndarray:
+@dataclass
+class _Evidence:
+    """The evidence of candidate pairs that does not depend on the description embeddings,
+    one entry per pair (rows ``a`` of the inputs, ``b`` of the outputs): the terms of
+    ``s = max(key, w_name·names + w_desc·desc + w_mention·mention) · type · namespace``
+    except ``desc``, kept apart so that ``s`` is evaluated in the same order whatever the
+    cosine."""
+
+    a: np.ndarray
+    b: np.ndarray
+    key: np.ndarray
+    named: np.ndarray  # w_name · names
+    mentioned: np.ndarray  # w_mention · mention
+    types: np.ndarray
+    space: np.ndarray
+
+    def take(self, mask: np.ndarray) -> _Evidence:
+        return _Evidence(*(getattr(self, f.name)[mask] for f in fields(self)))
+
+    def score(self, desc_term: np.ndarray | float) -> np.ndarray:
+        """``s`` of every pair given ``w_desc · desc`` (per pair, or one value for all)."""
+        score = np.maximum(self.key, self.named + desc_term + self.mentioned)
+        return np.asarray(np.minimum(score, 1.0) * self.types * self.space, dtype=np.float64)
+
+
+def _evidence(ins: _Side, outs: _Side, a: np.ndarray, b: np.ndarray, cfg: LinkConfig,
+              collected: np.ndarray, credential: np.ndarray) -> _Evidence:
+    """:class:`_Evidence` of the pairs ``(a, b)``: canonical key strength, name overlap
+    (``jaccard`` blended with containment), whether the input description names the output
+    field (``mention``), JSON-type compatibility and the namespace factor (credentials never
+    cross namespaces)."""
+    key = np.minimum(_rowwise(ins.keys, outs.keys, a, b), 1.0)
     inter = _rowwise(ins.names, outs.names, a, b)
-    size_in = np.asarray(ins.names.sum(axis=1)).ravel()[a]
-    size_out = np.asarray(outs.names.sum(axis=1)).ravel()[b]
+    size_in, size_out = ins.name_sizes[a], outs.name_sizes[b]
     jaccard = inter / np.maximum(size_in + size_out - inter, 1.0)
     containment = inter / np.maximum(np.minimum(size_in, size_out), 1.0)
     names = (1.0 - cfg.name_containment) * jaccard + cfg.name_containment * containment
     leaf_mentioned = _rowwise(ins.descs, outs.names, a, b)
     mention = (leaf_mentioned >= np.maximum(size_out, 1.0)).astype(np.float64)
-    desc = np.clip((cos - cfg.desc_low) / (cfg.desc_high - cfg.desc_low), 0.0, 1.0)
-    score = np.maximum(key, cfg.w_name * names + cfg.w_desc * desc + cfg.w_mention * mention)
     types = _TYPE_COMPAT[outs.types[b], ins.types[a]]
     types = np.where(collected[b] & (ins.types[a] == _T["array"]), 1.0, types)
-    same_space = (ins.spaces[a] == outs.spaces[b]) | (ins.spaces[a] == "") | (outs.spaces[b] == "")
+    s_in, s_out = ins.space_codes[a], outs.space_codes[b]
+    same_space = (s_in == s_out) | ins.unspaced[a] | outs.unspaced[b]
     space = np.where(same_space, 1.0, np.where(credential[a], 0.0, cfg.cross_namespace))
-    return np.asarray(np.minimum(score, 1.0) * types * space, dtype=np.float64)
+    return _Evidence(a, b, key, cfg.w_name * names, cfg.w_mention * mention, types, space)
 
 
-def _cosines(ins: _Side, outs: _Side, a: np.ndarray, b: np.ndarray,
-             embedder: TextEmbedder | None, chunk: int = 200_000) -> np.ndarray:
-    """Cosine of the description embeddings of each pair, computed once per distinct
-    (input text, output text) pair."""
-    if embedder is None or a.size == 0:
-        return np.zeros(a.size)
+def _rescaled(cos: np.ndarray, cfg: LinkConfig) -> np.ndarray:
+    """``desc``: the cosine of two description embeddings mapped linearly from
+    [desc_low, desc_high] onto [0, 1] and clipped."""
+    return np.clip((cos - cfg.desc_low) / (cfg.desc_high - cfg.desc_low), 0.0, 1.0)
+
+
+@dataclass
+class _Reachable:
+    """The pairs of one chunk of candidates that can reach ``min_weight``: their evidence, their
+    score ``s`` without the descriptions (``desc = 0``; final unless listed in ``need``) and the
+    pairs whose score depends on the description cosine (indices into ``evidence``)."""
+
+    evidence: _Evidence
+    score: np.ndarray
+    need: np.ndarray
+
+
+def _reachable(ins: _Side, outs: _Side, a: np.ndarray, b: np.ndarray, cfg: LinkConfig,
+               collected: np.ndarray, credential: np.ndarray) -> _Reachable:
+    """:class:`_Reachable` of the pairs ``(a, b)``. ``s`` grows with ``desc`` (every operation
+    is monotone), so a pair whose ``s`` at ``desc = 1`` is below ``min_weight`` can never be
+    linked, and a pair whose ``s`` is the same at ``desc = 0`` and ``desc = 1`` (or whose
+    canonical key matches fully: it scores 1 whatever the descriptions say) needs no cosine."""
+    ev = _evidence(ins, outs, a, b, cfg, collected, credential)
+    high, low = ev.score(cfg.w_desc * 1.0), ev.score(cfg.w_desc * 0.0)
+    reachable = high >= cfg.min_weight
+    need = (ev.key < 1.0) & (high != low)
+    return _Reachable(ev.take(reachable), low[reachable], np.flatnonzero(need[reachable]))
+
+
+def _scored_pairs(ins: _Side, outs: _Side, a: np.ndarray, b: np.ndarray, cfg: LinkConfig,
+                  embedder: TextEmbedder | None, collected: np.ndarray, credential: np.ndarray,
+                  chunk: int = 1 << 17) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Rows (into ``ins``, ``outs``) and score ``s`` of the candidate pairs with
+    ``s >= min_weight``, evidence gathered ``chunk`` pairs at a time (bounded memory); only the
+    texts of pairs whose score depends on it are embedded."""
+    parts = [_reachable(ins, outs, a[lo:lo + chunk], b[lo:lo + chunk], cfg, collected,
+                        credential) for lo in range(0, a.size, chunk)]
+    if embedder is not None:
+        _add_description_similarity(ins, outs, parts, embedder, cfg)
+    kept = [(p.evidence.a[keep], p.evidence.b[keep], p.score[keep])
+            for p in parts for keep in [p.score >= cfg.min_weight]]
+    if not kept:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
+    return (np.concatenate([k[0] for k in kept]), np.concatenate([k[1] for k in kept]),
+            np.concatenate([k[2] for k in kept]))
+
+
+def _add_description_similarity(ins: _Side, outs: _Side, parts: list[_Reachable],
+                                embedder: TextEmbedder, cfg: LinkConfig) -> None:
+    """Score the pairs that ``need`` it with ``desc``, the rescaled cosine of their
+    description embeddings (``_node_text``), computed once per distinct pair of texts."""
     texts: dict[str, int] = {}
     in_code = np.array([texts.setdefault(t, len(texts)) for t in ins.texts], dtype=np.int64)
     out_code = np.array([texts.setdefault(t, len(texts)) for t in outs.texts], dtype=np.int64)
-    pair_code = in_code[a] * len(texts) + out_code[b]
-    unique_pairs, inverse = np.unique(pair_code, return_inverse=True)
-    ta, tb = unique_pairs // len(texts), unique_pairs % len(texts)
-    used = np.unique(np.concatenate([ta, tb]))
-    table = list(texts)
-    vectors = embedder.embed([table[k] for k in used.tolist()])
-    row = np.full(len(texts), -1, dtype=np.int64)
+    n = len(texts)
+    codes = np.concatenate([in_code[p.evidence.a[p.need]] * n + out_code[p.evidence.b[p.need]]
+                            for p in parts])
+    if codes.size == 0:
+        return
+    unique_pairs, inverse = np.unique(codes, return_inverse=True)
+    del codes
+    cos = _text_pair_cosines(unique_pairs // n, unique_pairs % n, list(texts), embedder)
+    offset = 0
+    for p in parts:
+        part_cos = cos[inverse[offset:offset + p.need.size]].astype(np.float64)
+        offset += p.need.size
+        p.score[p.need] = p.evidence.take(p.need).score(cfg.w_desc * _rescaled(part_cos, cfg))
+
+
+def _text_pair_cosines(first: np.ndarray, second: np.ndarray, table: list[str],
+                       embedder: TextEmbedder, chunk: int = 1024) -> np.ndarray:
+    """Cosine of the embeddings of texts ``table[first[k]]`` and ``table[second[k]]``, in the
+    embeddings' own precision; each text used is embedded once, and rows are gathered a
+    thousand pairs at a time (they stay small and in cache)."""
+    used = np.unique(np.concatenate([first, second]))
+    vectors = np.asarray(embedder.embed([table[k] for k in used.tolist()]))
+    row = np.full(len(table), -1, dtype=np.int64)
     row[used] = np.arange(used.size)
-    cos = np.empty(unique_pairs.size)
-    for lo in range(0, unique_pairs.size, chunk):
-        hi = min(lo + chunk, unique_pairs.size)
-        cos[lo:hi] = np.einsum("ij,ij->i", vectors[row[ta[lo:hi]]], vectors[row[tb[lo:hi]]])
-    return np.asarray(cos[inverse])
+    ra, rb = row[first], row[second]
+    cos = np.empty(first.size, dtype=vectors.dtype)
+    for lo in range(0, first.size, chunk):
+        hi = min(lo + chunk, first.size)
+        cos[lo:hi] = np.einsum("ij,ij->i", vectors[ra[lo:hi]], vectors[rb[lo:hi]])
+    return cos
 
 
 def _best_in_groups(first: np.ndarray, second: np.ndarray, score: np.ndarray) -> np.ndarray:
@@ -355,9 +459,10 @@ def _best_in_groups(first: np.ndarray, second: np.ndarray, score: np.ndarray) ->
 
 
 def _select(ins: _Side, outs: _Side, a: np.ndarray, b: np.ndarray, score: np.ndarray,
-            cfg: LinkConfig) -> list[Link]:
+            cfg: LinkConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Threshold, then one port per tool pair (an input takes its value from one output of a
-    given producer; optionally an output feeds one input of a given consumer), then top-M."""
+    given producer; optionally an output feeds one input of a given consumer), then top-M.
+    Returns the links' source and target node ids and weights."""
     keep = score >= cfg.min_weight
     a, b, score = a[keep], b[keep], score[keep]
     if cfg.best_output_per_producer:
@@ -371,10 +476,7 @@ def _select(ins: _Side, outs: _Side, a: np.ndarray, b: np.ndarray, score: np.nda
     starts = np.r_[0, np.flatnonzero(a[1:] != a[:-1]) + 1] if a.size else np.array([], int)
     rank = np.arange(a.size) - np.repeat(starts, np.diff(np.r_[starts, a.size]))
     keep = rank < cfg.max_links_per_input
-    return [
-        Link(int(outs.ids[j]), int(ins.ids[i]), float(w), "inferred")
-        for i, j, w in zip(a[keep], b[keep], score[keep], strict=True)
-    ]
+    return outs.ids[b[keep]], ins.ids[a[keep]], score[keep]
 
 
 def _effect_links(graph: Hypergraph) -> list[Link]:
@@ -391,16 +493,10 @@ def _effect_links(graph: Hypergraph) -> list[Link]:
     ]
 
 
-def infer_links(graph: Hypergraph, *, embedder: TextEmbedder | None = None,
-                config: LinkConfig | None = None, progress: Progress | None = None) -> list[Link]:
-    """Infer the dependency links of ``graph`` (its own links are ignored)."""
-    cfg = config or LinkConfig()
-    report = progress or (lambda stage, done, total: None)
-    in_nodes = [n for n in graph.nodes if n.kind is NodeKind.INPUT]
-    out_nodes = [n for n in graph.nodes if n.kind is NodeKind.OUTPUT]
-    if not in_nodes or not out_nodes:
-        return _effect_links(graph)
-    report("features", 0, 4)
+def _features(graph: Hypergraph, in_nodes: list[SchemaNode],
+              out_nodes: list[SchemaNode]) -> tuple[_Side, _Side, np.ndarray]:
+    """Both sides' features over shared vocabularies, and which canonical keys are
+    credentials."""
     tokens = _Vocab()  # names and descriptions share one token space (for mentions)
     vocabs = (_Vocab(), tokens, tokens)
     ins = _side(graph, in_nodes, vocabs, output=False)
@@ -408,19 +504,46 @@ def infer_links(graph: Hypergraph, *, embedder: TextEmbedder | None = None,
     widths = (len(vocabs[0].index), len(vocabs[1].index), len(vocabs[2].index))
     _widen(ins, widths)
     _widen(outs, widths)
-    report("candidates", 1, 4)
+    _code_spaces(ins, outs)
     key_names = sorted(vocabs[0].index, key=vocabs[0].index.__getitem__)
     credential_keys = np.array([is_credential(k) for k in key_names], dtype=bool)
-    a, b = _candidate_pairs(ins, outs, cfg, credential_keys)
-    report("embeddings", 2, 4)
-    key = np.minimum(_rowwise(ins.keys, outs.keys, a, b), 1.0)
-    cos = np.zeros(a.size)  # a full canonical-key match scores 1 whatever the descriptions say
-    need = np.flatnonzero(key < 1.0)
-    cos[need] = _cosines(ins, outs, a[need], b[need], embedder)
-    report("scoring", 3, 4)
-    collected = np.array(["[]" in n.path for n in out_nodes], dtype=bool)
-    credential = np.array([is_credential(n.path) for n in in_nodes], dtype=bool)
-    score = _pair_scores(ins, outs, a, b, key, cos, cfg, collected, credential)
-    links = _select(ins, outs, a, b, score, cfg) + _effect_links(graph)
-    report("done", 4, 4)
-    return links
+    return ins, outs, credential_keys
+
+
+def inferred_link_columns(
+    graph: Hypergraph, *, embedder: TextEmbedder | None = None,
+    config: LinkConfig | None = None, progress: Progress | None = None,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[str, ...]]:
+    """:func:`infer_links` as columns: source and target node ids, weights and evidence."""
+    cfg = config or LinkConfig()
+    report = progress or (lambda stage, done, total: None)
+    in_nodes = [n for n in graph.nodes if n.kind is NodeKind.INPUT]
+    out_nodes = [n for n in graph.nodes if n.kind is NodeKind.OUTPUT]
+    effects = _effect_links(graph)
+    if not in_nodes or not out_nodes:
+        src, tgt, weight = (np.zeros(0, dtype=np.int64),) * 2 + (np.zeros(0),)
+    else:
+        report("features", 0, 4)
+        ins, outs, credential_keys = _features(graph, in_nodes, out_nodes)
+        report("candidates", 1, 4)
+        a, b = _candidate_pairs(ins, outs, cfg, credential_keys)
+        report("embeddings", 2, 4)
+        collected = np.array(["[]" in n.path for n in out_nodes], dtype=bool)
+        a, b, score = _scored_pairs(ins, outs, a, b, cfg, embedder, collected, ins.credential)
+        report("scoring", 3, 4)
+        src, tgt, weight = _select(ins, outs, a, b, score, cfg)
+        report("done", 4, 4)
+    n = src.size
+    return (np.concatenate([src, np.array([lk.source for lk in effects], dtype=np.int64)]),
+            np.concatenate([tgt, np.array([lk.target for lk in effects], dtype=np.int64)]),
+            np.concatenate([weight, np.ones(len(effects))]),
+            ("inferred",) * n + ("effect",) * len(effects))
+
+
+def infer_links(graph: Hypergraph, *, embedder: TextEmbedder | None = None,
+                config: LinkConfig | None = None, progress: Progress | None = None) -> list[Link]:
+    """Infer the dependency links of ``graph`` (its own links are ignored)."""
+    src, tgt, weight, evidence = inferred_link_columns(
+        graph, embedder=embedder, config=config, progress=progress)
+    return [Link(s, t, w, e) for s, t, w, e in
+            zip(src.tolist(), tgt.tolist(), weight.tolist(), evidence, strict=True)]

@@ -366,6 +366,31 @@ class Hypergraph:
         return Hypergraph.from_parts(self.nodes, self.tools, links,
                                      {**self.metadata, **metadata})
 
+    def _with_link_columns(
+        self,
+        columns: tuple[np.ndarray, np.ndarray, np.ndarray, Sequence[str]],
+        metadata: Mapping[str, Any],
+    ) -> Hypergraph:
+        """:meth:`with_links` for links given as columns (source, target, weight, evidence:
+        link inference's output), without a :class:`Link` per link: the same checks
+        (:func:`_check_link_columns`), deduplication (the highest weight, the first of equal
+        ones) and order (target, source)."""
+        source, target, weight, evidence = columns
+        src, tgt, w = _link_columns(source, target, weight)
+        listed = _expand_column(evidence, int(src.size), "link_evidence")
+        _check_link_columns(src, tgt, w, listed, np.arange(self.n_nodes) < self.n_input_nodes)
+        order = _deduplicated_link_order(src, tgt, w)
+        return Hypergraph(
+            nodes=self.nodes,
+            tools=self.tools,
+            link_source=_frozen(src[order]),
+            link_target=_frozen(tgt[order]),
+            link_weight=_frozen(w[order]),
+            link_evidence=tuple(listed[k] for k in order.tolist()),
+            n_input_nodes=self.n_input_nodes,
+            metadata={**self.metadata, **metadata},
+        )
+
 
 def _max_sparse(
     rows: np.ndarray, cols: np.ndarray, vals: np.ndarray, shape: tuple[int, int]
