@@ -32,7 +32,11 @@ SCRIPT = [  # what the stub model answers to each main-loop request, in order
     {"tool": "find_ticket", "arguments": {"title": "Login page broken"}},
     {"tool": "update_ticket_status", "arguments": {"ticket_id": "T-17", "status": "resolved"}},
     {"text": "The ticket 'Login page broken' (T-17) is now resolved."},
+    # the second user message of the same session
+    {"tool": "comment_on_ticket", "arguments": {"ticket_id": "T-17", "text": "Fixed."}},
+    {"text": "Commented."},
 ]
+FOLLOW_UP = "Also add a comment saying Fixed. to that ticket."
 
 
 class _Stub(BaseHTTPRequestHandler):
@@ -124,22 +128,33 @@ def run_hermes(home: Path) -> dict[str, Any]:
                         enabled_toolsets=["workspace", "todo", "clarify"], quiet_mode=True,
                         skip_context_files=True, skip_memory=True, max_iterations=6,
                         tool_delay=0.0, session_id="hp-test-session")
+        from hyperplan.integrations.hermes import plugin
+
+        selections: list[Any] = []
+        narrow = plugin.narrow_request
+
+        def spy(request: Any, session: str) -> Any:
+            out = narrow(request, session)
+            selections.append(plugin.last.selection.as_dict() if plugin.last else None)
+            return out
+
+        plugin.narrow_request = spy  # type: ignore[method-assign]
         result = agent.run_conversation(REQUEST)
+        second = agent.run_conversation(FOLLOW_UP, conversation_history=result["messages"])
         from hermes_cli.plugins import get_plugin_manager
 
         loaded = {k: {"enabled": p.enabled, "error": p.error,
                       "middleware": list(p.middleware_registered),
                       "hooks": list(p.hooks_registered)}
                   for k, p in get_plugin_manager()._plugins.items() if k == "hyperplan"}
-        from hyperplan.integrations.hermes import plugin
-
         recorded = [{"tool": c.tool, "arguments": dict(c.arguments), "ok": c.ok}
                     for c in plugin.conversations.calls("hp-test-session")]
         last = plugin.last.selection.as_dict() if plugin.last else None
         return {"requests": _Stub.requests, "calls": calls, "plugin": loaded,
                 "recorded": recorded, "last": last, "formats": other_formats(agent.tools),
                 "agent_tools": [t["function"]["name"] for t in agent.tools],
-                "final": result.get("final_response"),
+                "final": result.get("final_response"), "selections": selections,
+                "second": second.get("final_response"),
                 "modules": sorted(m for m in sys.modules if m.split(".")[0] in
                                   ("mcp", "hyperplan"))}
     finally:
@@ -209,7 +224,7 @@ def test_hermes_agent_loop_sends_the_model_only_the_selected_tools(tmp_path: Pat
     assert everything >= WORKSPACE
     assert len(everything) >= 56
     sent = [[t["function"]["name"] for t in r["tools"]] for r in run["requests"]]
-    assert len(sent) == 3, sent  # find, update, final answer: the whole loop ran
+    assert len(sent) == 5, sent  # find, update, answer; comment, answer: both turns ran
     workspace = WORKSPACE
     first = set(sent[0])
     # the target and the producer of its ticket_id, within the budget of 6 workspace tools
@@ -219,11 +234,19 @@ def test_hermes_agent_loop_sends_the_model_only_the_selected_tools(tmp_path: Pat
     assert first <= everything
     # after find_ticket returned the id, the update is still offered
     assert "update_ticket_status" in sent[1]
-    assert [c["tool"] for c in run["calls"]] == ["find_ticket", "update_ticket_status"]
-    # the post_tool_call hook fed both results into the session of this conversation
-    assert [c["tool"] for c in run["recorded"]] == ["find_ticket", "update_ticket_status"]
+    turn = ["find_ticket", "update_ticket_status", "comment_on_ticket"]
+    assert [c["tool"] for c in run["calls"]] == turn
+    # the post_tool_call hook fed the results into the session of this conversation
+    assert [c["tool"] for c in run["recorded"]] == turn
     assert all(c["ok"] for c in run["recorded"])
     assert "ticket_id" in run["last"]["held"]  # the last selection knew the id was held
+    # the follow-up (a new request, same session): the id is held from the first turn, so
+    # nothing is selected to produce it, and the comment tool is offered
+    follow = run["selections"][3]
+    assert follow["request"] == FOLLOW_UP and "ticket_id" in follow["held"]
+    assert "comment_on_ticket" in sent[3]
+    assert not [t for t in follow["tools"] if "ticket_id for" in t["why"]], follow["tools"]
+    assert run["second"] == "Commented."
     assert run["final"] and "resolved" in run["final"]
     # the same narrowing in the shapes of Hermes' other api_modes
     for mode, got in run["formats"].items():

@@ -33,9 +33,13 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.tools import BaseTool, StructuredTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
+try:
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+    from langchain_core.tools import BaseTool, StructuredTool
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("hyperplan.integrations.langgraph needs LangChain and LangGraph: "
+                      "pip install 'hyperplan[langgraph]'") from exc
 
 from hyperplan.integrations._catalog import (
     DEFAULT_BUDGET,

@@ -40,9 +40,13 @@ from collections.abc import Awaitable, Callable, Hashable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agents import Agent, FunctionTool, RunContextWrapper, RunHooks, Tool
-from agents.agent import AgentBase
-from agents.mcp import ToolFilterContext
+try:
+    from agents import Agent, FunctionTool, RunContextWrapper, RunHooks, Tool
+    from agents.agent import AgentBase
+    from agents.mcp import ToolFilterContext
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("hyperplan.integrations.openai_agents needs the OpenAI Agents SDK: "
+                      "pip install 'hyperplan[openai-agents]'") from exc
 
 from hyperplan.integrations._catalog import (
     DEFAULT_BUDGET,

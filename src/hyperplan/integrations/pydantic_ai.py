@@ -27,19 +27,23 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic_ai import RunContext
-from pydantic_ai.capabilities import PrepareTools
-from pydantic_ai.messages import (
-    ModelRequest,
-    ModelResponse,
-    RetryPromptPart,
-    ToolCallPart,
-    ToolReturnPart,
-    UserPromptPart,
-)
-from pydantic_ai.tools import ToolDefinition
-from pydantic_ai.toolsets import AbstractToolset
-from pydantic_ai.toolsets.prepared import PreparedToolset
+try:
+    from pydantic_ai import RunContext
+    from pydantic_ai.capabilities import PrepareTools
+    from pydantic_ai.messages import (
+        ModelRequest,
+        ModelResponse,
+        RetryPromptPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+    from pydantic_ai.tools import ToolDefinition
+    from pydantic_ai.toolsets import AbstractToolset
+    from pydantic_ai.toolsets.prepared import PreparedToolset
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError("hyperplan.integrations.pydantic_ai needs pydantic-ai 2: "
+                      "pip install 'hyperplan[pydantic-ai]'") from exc
 
 from hyperplan.integrations._catalog import (
     DEFAULT_BUDGET,
