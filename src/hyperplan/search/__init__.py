@@ -3,6 +3,16 @@
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
+
+from hyperplan._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from hyperplan.search.baselines import beam, best_of_n, greedy, uct
+    from hyperplan.search.common import MCTSConfig, SearchResult
+    from hyperplan.search.env import Action, Objective, SearchEnv, Verdict
+    from hyperplan.search.mcts import HyperMCTS, hypermcts
+    from hyperplan.search.policies import HeuristicPolicy, LLMPolicy, Policy, RandomPolicy
 
 COMPILED_MODULES = ("tree", "hypergraph", "common", "mcts", "baselines")
 """The bookkeeping modules ``HYPERPLAN_COMPILE=1 pip install .`` compiles with mypyc."""
@@ -16,3 +26,33 @@ def compiled_core() -> bool:
         if path.endswith(".py"):
             return False
     return True
+
+
+_EXPORTS = {
+    "Action": "env", "HeuristicPolicy": "policies", "HyperMCTS": "mcts", "LLMPolicy": "policies",
+    "MCTSConfig": "common", "Objective": "env", "Policy": "policies",
+    "RandomPolicy": "policies", "SearchEnv": "env", "SearchResult": "common", "Verdict": "env",
+    "beam": "baselines", "best_of_n": "baselines", "greedy": "baselines", "hypermcts": "mcts",
+    "uct": "baselines",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = [
+    "COMPILED_MODULES",
+    "Action",
+    "HeuristicPolicy",
+    "HyperMCTS",
+    "LLMPolicy",
+    "MCTSConfig",
+    "Objective",
+    "Policy",
+    "RandomPolicy",
+    "SearchEnv",
+    "SearchResult",
+    "Verdict",
+    "beam",
+    "best_of_n",
+    "compiled_core",
+    "greedy",
+    "hypermcts",
+    "uct",
+]
