@@ -34,25 +34,50 @@ TIMEOUT = 40.0
 _T = TypeVar("_T")
 
 CRASHY = textwrap.dedent('''
-    import os
-    from mcp.server.mcpserver import MCPServer
-    from mcp_types import ToolAnnotations
+    """A tiny MCP server over stdio, raw JSON-RPC (starts in milliseconds): ping echoes,
+    crash exits the process in the middle of the call."""
+    import json, os, sys
 
-    app = MCPServer("crashy")
+    TOOLS = [
+        {"name": "ping", "description": "Echo the text back.",
+         "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},
+                         "required": ["text"]},
+         "annotations": {"readOnlyHint": True}},
+        {"name": "crash", "description": "Exit the server process at once.",
+         "inputSchema": {"type": "object", "properties": {"reason": {"type": "string"}}}},
+    ]
 
-    @app.tool(annotations=ToolAnnotations(read_only_hint=True))
-    def ping(text: str) -> str:
-        """Echo the text back."""
-        return f"pong {text} from {os.getpid()}"
+    def answer(request, result=None, error=None):
+        reply = {"jsonrpc": "2.0", "id": request["id"]}
+        reply.update({"error": error} if error else {"result": result})
+        sys.stdout.write(json.dumps(reply) + "\\n")
+        sys.stdout.flush()
 
-    @app.tool()
-    def crash(reason: str) -> str:
-        """Exit the server process at once."""
-        os._exit(3)
-
-    if __name__ == "__main__":
-        app.run()
+    for line in sys.stdin:
+        request = json.loads(line)
+        method = request.get("method")
+        if "id" not in request:
+            continue  # a notification
+        if method == "initialize":
+            answer(request, {"protocolVersion": request["params"]["protocolVersion"],
+                             "capabilities": {"tools": {}},
+                             "serverInfo": {"name": "crashy", "version": "1"}})
+        elif method == "tools/list":
+            answer(request, {"tools": TOOLS})
+        elif method == "tools/call" and request["params"]["name"] == "ping":
+            text = f"pong {request['params']['arguments']['text']} from {os.getpid()}"
+            answer(request, {"content": [{"type": "text", "text": text}]})
+        elif method == "tools/call":
+            os._exit(3)
+        else:
+            answer(request, error={"code": -32601, "message": f"no method {method}"})
 ''')
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One graph and embedding cache for the module: the bookstore's graph is built once."""
+    return tmp_path_factory.mktemp("gateway-cache")
 
 
 def _env(cache: Path) -> dict[str, str]:
@@ -97,12 +122,12 @@ async def _ready_find(client: Client, request: str, **extra: Any) -> dict[str, A
         await asyncio.sleep(0.2)
 
 
-def test_search_mode_end_to_end(tmp_path: Path) -> None:
+def test_search_mode_end_to_end(cache: Path) -> None:
     """find_tools returns MCP definitions with reasons, chain and tokens; call_tool forwards
     and feeds the state; bad input is a clear tool error and the gateway keeps serving."""
 
     async def scenario() -> None:
-        async with Client(_gateway(tmp_path, BOOKSTORE), read_timeout_seconds=TIMEOUT) as client:
+        async with Client(_gateway(cache, BOOKSTORE), read_timeout_seconds=TIMEOUT) as client:
             assert {t.name for t in (await client.list_tools()).tools} == {"find_tools",
                                                                            "call_tool"}
             found = await _ready_find(client, "log in, add the book Dune to a cart and pay")
@@ -155,13 +180,13 @@ def test_search_mode_end_to_end(tmp_path: Path) -> None:
     _run(scenario)
 
 
-def test_narrow_mode_announces_list_changes(tmp_path: Path) -> None:
+def test_narrow_mode_announces_list_changes(cache: Path) -> None:
     """narrow, 2026-07-28 client (what the SDK speaks by default): tools/list is find_tools
     plus the selection, list_changed arrives on the subscriptions/listen stream after
     find_tools and after a call that changes the state, a tool not selected is refused."""
 
     async def scenario() -> None:
-        async with Client(_gateway(tmp_path, "--mode", "narrow", BOOKSTORE),
+        async with Client(_gateway(cache, "--mode", "narrow", BOOKSTORE),
                           read_timeout_seconds=TIMEOUT) as client:
             assert client.protocol_version == "2026-07-28"
             events: asyncio.Queue[object] = asyncio.Queue()
@@ -194,7 +219,7 @@ def test_narrow_mode_announces_list_changes(tmp_path: Path) -> None:
     _run(scenario)
 
 
-def test_narrow_mode_handshake_client_gets_the_notification(tmp_path: Path) -> None:
+def test_narrow_mode_handshake_client_gets_the_notification(cache: Path) -> None:
     """A client on the older handshake protocol (initialize, like Hermes' pinned mcp 1.26)
     receives notifications/tools/list_changed on its connection."""
 
@@ -205,7 +230,7 @@ def test_narrow_mode_handshake_client_gets_the_notification(tmp_path: Path) -> N
             if isinstance(message, ToolListChangedNotification):
                 changed.set()
 
-        async with Client(_gateway(tmp_path, "--mode", "narrow", BOOKSTORE), mode="legacy",
+        async with Client(_gateway(cache, "--mode", "narrow", BOOKSTORE), mode="legacy",
                           message_handler=on_message, read_timeout_seconds=TIMEOUT) as client:
             assert client.protocol_version != "2026-07-28"
             tools_cap = client.server_capabilities.tools
@@ -259,7 +284,7 @@ def _git_python() -> str | None:
     return str(venv) if venv.exists() else None
 
 
-def test_third_party_upstream_mcp_server_git(tmp_path: Path) -> None:
+def test_third_party_upstream_mcp_server_git(tmp_path: Path, cache: Path) -> None:
     """The reference Git MCP server behind the gateway: its tools are found with their real
     schemas, a call runs on a real repository, a schema violation is not forwarded."""
     python = _git_python()
@@ -279,7 +304,7 @@ def test_third_party_upstream_mcp_server_git(tmp_path: Path) -> None:
     source = f"mcp-server:{python} -m mcp_server_git"
 
     async def scenario() -> None:
-        async with Client(_gateway(tmp_path / "cache", source),
+        async with Client(_gateway(cache, source),
                           read_timeout_seconds=TIMEOUT) as client:
             found = await _ready_find(client, "show the working tree status of the repository")
             names = [t["name"] for t in found["tools"]]
@@ -299,7 +324,7 @@ def test_third_party_upstream_mcp_server_git(tmp_path: Path) -> None:
     _run(scenario)
 
 
-def test_upstream_crash_mid_session(tmp_path: Path) -> None:
+def test_upstream_crash_mid_session(tmp_path: Path, cache: Path) -> None:
     """An upstream that exits mid-call: that call is a tool error saying so (not repeated),
     the gateway keeps serving and the next call starts the upstream again."""
     server = tmp_path / "crashy.py"
@@ -307,19 +332,19 @@ def test_upstream_crash_mid_session(tmp_path: Path) -> None:
     source = f"mcp-server:{sys.executable} {server}"
 
     async def scenario() -> None:
-        async with Client(_gateway(tmp_path / "cache", source),
+        async with Client(_gateway(cache, source),
                           read_timeout_seconds=TIMEOUT) as client:
-            first = _data(await client.call_tool("call_tool", {
+            first = _text(await client.call_tool("call_tool", {
                 "name": "ping", "arguments": {"text": "a"}}))
             crashed = await client.call_tool("call_tool", {"name": "crash",
                                                            "arguments": {"reason": "test"}})
             assert crashed.is_error
             assert "exited or closed the connection" in _text(crashed)
             assert "starts it again" in _text(crashed)
-            again = _data(await client.call_tool("call_tool", {
+            again = _text(await client.call_tool("call_tool", {
                 "name": "ping", "arguments": {"text": "b"}}))
-            assert again["result"].startswith("pong b")
-            assert again["result"].split()[-1] != first["result"].split()[-1]  # a new process
+            assert again.startswith("pong b")
+            assert again.split()[-1] != first.split()[-1]  # a new process
             assert {t.name for t in (await client.list_tools()).tools} == {"find_tools",
                                                                            "call_tool"}
 
@@ -343,12 +368,12 @@ def _free_port() -> int:
         return port
 
 
-def test_streamable_http_both_client_generations(tmp_path: Path) -> None:
+def test_streamable_http_both_client_generations(cache: Path) -> None:
     """--http: loopback, both protocol generations, list_changed to a handshake client."""
     port = _free_port()
     process = subprocess.Popen([sys.executable, *_serve_args("--http", str(port), "--mode",
                                                              "narrow", BOOKSTORE)],
-                               env=_env(tmp_path), stdin=subprocess.DEVNULL,
+                               env=_env(cache), stdin=subprocess.DEVNULL,
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}/mcp"
 
@@ -439,3 +464,23 @@ def test_modes_before_the_graph_is_ready() -> None:
             assert bad.is_error and needle in bad.text, bad.text
     finally:
         gateway.upstream.close()
+
+
+def test_large_catalogs_build_in_a_child_process(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A big catalog's graph is built in a child process into the cache, then read here."""
+    from hyperplan.integrations.mcp_gateway import selection
+    from hyperplan.integrations.mcp_gateway.upstream import load_upstream
+
+    monkeypatch.setattr(selection, "CHILD_BUILD_TOOLS", 1)
+    upstream = load_upstream([BOOKSTORE])
+    try:
+        service = selection.SelectionService(upstream.catalog, embedder="hashing",
+                                             cache_dir=tmp_path)
+        service.start()
+        assert service.wait(60) and service.ready, service.status()
+        assert not service.from_cache and list(tmp_path.glob("*/graph.json"))
+        found = selection.Conversation(service).find("add the book Dune to a cart")
+        assert found.method == "context-graph+doe" and "add_to_cart" in found.names
+    finally:
+        upstream.close()

@@ -177,7 +177,7 @@ class Gateway:
         graph is ready); True when the listed tools changed."""
         if self.mode is not Mode.NARROW:
             return False
-        found = conv.reselect(self.config.budget)
+        found = conv.reselect()
         return found is not None and self._relist(conv, found)
 
     def _find_tools(self, conv: Conversation, args: dict[str, Any]) -> Reply:

@@ -2,8 +2,12 @@
 it is ready, and one state-conditioned session per client conversation.
 
 The gateway never makes a client wait for the graph. :class:`SelectionService` starts a
-thread that builds (or reads from the on-disk cache) the Tool-Schema Hypergraph of the
-upstream catalog and the :class:`~hyperplan.select.Selector` over it, embeddings included.
+thread that gets the Tool-Schema Hypergraph of the upstream catalog and the
+:class:`~hyperplan.select.Selector` over it, embeddings included: read from the on-disk cache
+when it was built before, else built: for a catalog of :data:`CHILD_BUILD_TOOLS` tools or
+more first in a child process (:mod:`.build`, so the build's long stretches holding the
+interpreter lock do not stall the gateway; in this process if the child fails), for a
+smaller one in this thread (a fraction of a second, less than starting a child).
 Until that is done, ``find_tools`` ranks tools by BM25 over their names and descriptions
 (what text-only tool search does) and says so in its result: no producers are added and the
 state is not used. Once ready, selection is the state-conditioned Tool Context Graph with the
@@ -19,7 +23,9 @@ ready are kept and replayed into the session when it is.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -33,6 +39,7 @@ if TYPE_CHECKING:
     from hyperplan.embed.bm25 import BM25Index
     from hyperplan.select import Selection, Selector, Session
 
+CHILD_BUILD_TOOLS = 200  # catalogs at least this large are built in a child process
 GRAPH_METHOD = "context-graph+doe"
 KEYWORD_METHOD = "bm25"
 _MAX_PENDING = 1_000  # calls kept for replay while the selector is being built
@@ -116,6 +123,7 @@ class SelectionService:
         self._keyword_lock = threading.Lock()
         self._keyword: BM25Index | None = None
         self._tokens: dict[str, int] = {}
+        self._specs = {t.name: t for t in catalog.tools}
 
     @property
     def ready(self) -> bool:
@@ -142,15 +150,25 @@ class SelectionService:
     def _build(self) -> None:
         started = time.perf_counter()
         try:
+            self._keyword_index()  # the fallback first: it serves until the graph is ready
+            for tool in self.catalog.tools:
+                self.tokens(tool.name)
             from hyperplan.embed import get_embedder
-            from hyperplan.select.cache import cached_build, default_cache_dir
-            from hyperplan.select.selector import SelectConfig, Selector
+            from hyperplan.select import build_selector
+            from hyperplan.select.cache import default_cache_dir, entry_path
+            from hyperplan.select.selector import SelectConfig
 
             emb = get_embedder(self.embedder_spec)
             where = default_cache_dir() if self.cache_dir == "default" else \
                 (Path(self.cache_dir) if self.cache_dir is not None else None)
-            graph, self.from_cache = cached_build(self.catalog, emb, where)
-            selector = Selector(self.catalog, graph, emb, SelectConfig(budget=self.budget))
+            with tempfile.TemporaryDirectory(prefix="hyperplan-gateway-") as tmp:
+                store = where if where is not None else Path(tmp) / "selectors"
+                self.from_cache = (entry_path(store, self.catalog, emb.name)
+                                   / "graph.json").is_file()
+                if not self.from_cache and len(self.catalog.tools) >= CHILD_BUILD_TOOLS:
+                    self._build_in_child(Path(tmp), store)
+                selector = build_selector([self.catalog], embedder=emb, cache_dir=store,
+                                          config=SelectConfig(budget=self.budget))
             selector.index  # noqa: B018 - embeds every tool and node now, not at first use
             selector.select("warm up", budget=1)  # the query path (embedder session) too
             self.selector = selector
@@ -164,20 +182,32 @@ class SelectionService:
         if self.on_ready is not None:
             self.on_ready(self.error)
 
+    def _build_in_child(self, tmp: Path, store: Path) -> None:
+        """Build the graph into ``store`` in a child process (:mod:`.build`); when the child
+        fails, the reason is printed and the caller builds in this process instead."""
+        catalog_file = tmp / "catalog.json"
+        catalog_file.write_text(self.catalog.model_dump_json(), encoding="utf-8")
+        command = [sys.executable, "-m", "hyperplan.integrations.mcp_gateway.build",
+                   str(catalog_file), self.embedder_spec, str(store)]
+        try:
+            done = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True, check=False)
+        except OSError as exc:
+            why = str(exc)
+        else:
+            if done.returncode == 0:
+                return
+            lines = done.stderr.strip().splitlines()
+            why = lines[-1] if lines else f"exit status {done.returncode}"
+        print(f"hyperplan serve: building the graph in a child process failed ({why}); "
+              "building it here", file=sys.stderr)
+
     def keyword(self, request: str, budget: int) -> Found:
         """BM25 over tool names and descriptions: the search served until the graph is
         ready (module doc)."""
         started = time.perf_counter()
         tools = self.catalog.tools
-        with self._keyword_lock:
-            if self._keyword is None:
-                from hyperplan.embed.bm25 import BM25Index
-                from hyperplan.graph.text import name_tokens
-
-                self._keyword = BM25Index([f"{' '.join(name_tokens(t.name))} {t.name}: "
-                                           f"{t.description}" for t in tools])
-            index = self._keyword
-        hits = index.search(request, budget)
+        hits = self._keyword_index().search(request, budget)
         picked = tuple(FoundTool(tools[i].name, KEYWORD_METHOD,
                                  "matches words of the request (BM25)", round(score, 6),
                                  self.tokens(tools[i].name)) for i, score in hits)
@@ -191,6 +221,16 @@ class SelectionService:
                      notes=(note,) if picked else (note, "no tool name or description "
                                                    "shares a word with the request"))
 
+    def _keyword_index(self) -> BM25Index:
+        with self._keyword_lock:
+            if self._keyword is None:
+                from hyperplan.embed.bm25 import BM25Index
+                from hyperplan.graph.text import name_tokens
+
+                self._keyword = BM25Index([f"{' '.join(name_tokens(t.name))} {t.name}: "
+                                           f"{t.description}" for t in self.catalog.tools])
+            return self._keyword
+
     def tokens(self, name: str) -> int:
         """Definition tokens of ``name`` as an OpenAI-style function (as the selector
         counts them)."""
@@ -201,8 +241,7 @@ class SelectionService:
             from hyperplan.retrieve.serialize import count_tokens
             from hyperplan.select.selector import definition
 
-            spec = next(t for t in self.catalog.tools if t.name == name)
-            count = count_tokens(json.dumps(definition(spec), ensure_ascii=False))
+            count = count_tokens(json.dumps(definition(self._specs[name]), ensure_ascii=False))
             self._tokens[name] = count
         return count
 
@@ -223,6 +262,7 @@ class Conversation:
 
     service: SelectionService
     request: str = ""
+    budget: int | None = None  # the last find_tools budget (None: the gateway's)
     known: set[str] = field(default_factory=set)
     listed: tuple[str, ...] = ()
     last: Found | None = None
@@ -246,6 +286,7 @@ class Conversation:
         """Select for ``request`` given the state plus ``known`` (held from now on)."""
         with self._lock:
             self.request = request
+            self.budget = budget or self.budget
             self.known.update(known)
             return self._select(budget)
 
@@ -275,7 +316,7 @@ class Conversation:
                               for c in self._pending]}
 
     def _select(self, budget: int | None) -> Found:
-        k = budget or self.service.budget
+        k = budget or self.budget or self.service.budget
         session = self.session()
         if session is None:
             found = self.service.keyword(self.request, k)
