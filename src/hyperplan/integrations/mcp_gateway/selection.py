@@ -71,7 +71,7 @@ class Found:
     missing: tuple[str, ...] = ()
     held: tuple[str, ...] = ()
     tokens: int = 0
-    all_tokens: int = 0
+    all_tokens: int | None = 0  # None: not counted yet (the keyword fallback's first moments)
     ms: float = 0.0
     notes: tuple[str, ...] = ()
 
@@ -124,6 +124,7 @@ class SelectionService:
         self._keyword: BM25Index | None = None
         self._tokens: dict[str, int] = {}
         self._specs = {t.name: t for t in catalog.tools}
+        self._all_tokens: int | None = None  # counted first thing in the build thread
 
     @property
     def ready(self) -> bool:
@@ -151,8 +152,7 @@ class SelectionService:
         started = time.perf_counter()
         try:
             self._keyword_index()  # the fallback first: it serves until the graph is ready
-            for tool in self.catalog.tools:
-                self.tokens(tool.name)
+            self._all_tokens = sum(self.tokens(t.name) for t in self.catalog.tools)
             from hyperplan.embed import get_embedder
             from hyperplan.select import build_selector
             from hyperplan.select.cache import default_cache_dir, entry_path
@@ -215,8 +215,7 @@ class SelectionService:
                 "descriptions; the producers a tool needs and the state are not used yet "
                 "(call find_tools again in a moment)")
         return Found(request=request, tools=picked, method=KEYWORD_METHOD,
-                     tokens=sum(t.tokens for t in picked),
-                     all_tokens=sum(self.tokens(t.name) for t in tools),
+                     tokens=sum(t.tokens for t in picked), all_tokens=self._all_tokens,
                      ms=(time.perf_counter() - started) * 1000,
                      notes=(note,) if picked else (note, "no tool name or description "
                                                    "shares a word with the request"))
