@@ -455,3 +455,16 @@ def test_graph_show_prints_descriptions_without_controls_or_markup(tmp_path: Pat
     assert "\x1b" not in shown.stdout and "\x07" not in shown.stdout
     assert "\\x1b[31mRED" in shown.stdout and "[/] [bold]x\\x07" in shown.stdout
     assert printable("a\tb\nc\x00") == "a\tb\nc\\x00"
+
+
+def test_a_catalog_where_no_pair_can_link_builds() -> None:
+    """Regression: with an embedder, a catalog whose inputs and outputs offer no candidate pair
+    that can reach the minimum weight (the fault lab's OpenAPI service) raised ``need at least
+    one array to concatenate`` in link inference."""
+    from hyperplan.embed import HashingEmbedder
+    from hyperplan.faults.servers import openapi_spec
+    from hyperplan.importers.openapi import load_openapi
+
+    catalog = load_openapi(openapi_spec("http://127.0.0.1:1"))
+    graph = build_graph(catalog, embedder=HashingEmbedder())
+    assert graph.n_tools == len(catalog)

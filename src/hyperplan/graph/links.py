@@ -436,6 +436,8 @@ def _add_description_similarity(ins: _Side, outs: _Side, parts: list[_Reachable]
     in_code = np.array([texts.setdefault(t, len(texts)) for t in ins.texts], dtype=np.int64)
     out_code = np.array([texts.setdefault(t, len(texts)) for t in outs.texts], dtype=np.int64)
     n = len(texts)
+    if not parts:  # no candidate pair can reach min_weight: nothing to embed
+        return
     codes = np.concatenate([in_code[p.evidence.a[p.need]] * n + out_code[p.evidence.b[p.need]]
                             for p in parts])
     if codes.size == 0:
