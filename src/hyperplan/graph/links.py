@@ -307,13 +307,9 @@ def _candidate_pairs(ins: _Side, outs: _Side, cfg: LinkConfig,
     return a[different_tool], b[different_tool]
 
 
-def _rowwise(x: sp.csr_matrix, y: sp.csr_matrix, a: np.ndarray, b: np.ndarray,
-             reduce_max: bool = False) -> np.ndarray:
-    """Per pair k: sum (or max) over columns of x[a_k] * y[b_k]."""
-    prod = x[a].multiply(y[b]).tocsr()
-    if reduce_max:
-        return np.asarray(prod.max(axis=1).todense()).ravel()
-    return np.asarray(prod.sum(axis=1)).ravel()
+def _row_sums(x: sp.csr_matrix, y: sp.csr_matrix) -> np.ndarray:
+    """Per row k: sum over columns of x[k] * y[k] (x and y are rows gathered per pair)."""
+    return np.asarray(x.multiply(y).sum(axis=1)).ravel()
 
 
 @dataclass
@@ -347,13 +343,14 @@ def _evidence(ins: _Side, outs: _Side, a: np.ndarray, b: np.ndarray, cfg: LinkCo
     (``jaccard`` blended with containment), whether the input description names the output
     field (``mention``), JSON-type compatibility and the namespace factor (credentials never
     cross namespaces)."""
-    key = np.minimum(_rowwise(ins.keys, outs.keys, a, b), 1.0)
-    inter = _rowwise(ins.names, outs.names, a, b)
+    key = np.minimum(_row_sums(ins.keys[a], outs.keys[b]), 1.0)
+    out_names = outs.names[b]
+    inter = _row_sums(ins.names[a], out_names)
     size_in, size_out = ins.name_sizes[a], outs.name_sizes[b]
     jaccard = inter / np.maximum(size_in + size_out - inter, 1.0)
     containment = inter / np.maximum(np.minimum(size_in, size_out), 1.0)
     names = (1.0 - cfg.name_containment) * jaccard + cfg.name_containment * containment
-    leaf_mentioned = _rowwise(ins.descs, outs.names, a, b)
+    leaf_mentioned = _row_sums(ins.descs[a], out_names)
     mention = (leaf_mentioned >= np.maximum(size_out, 1.0)).astype(np.float64)
     types = _TYPE_COMPAT[outs.types[b], ins.types[a]]
     types = np.where(collected[b] & (ins.types[a] == _T["array"]), 1.0, types)

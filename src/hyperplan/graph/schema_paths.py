@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from hyperplan.catalog import normalize_type
@@ -33,10 +34,16 @@ class SchemaField:
     enum: tuple[Any, ...] | None = None
 
 
+@lru_cache(maxsize=4096)
+def _type_name(raw: str) -> str:
+    return normalize_type(raw)
+
+
 def schema_type(schema: dict[str, Any]) -> str:
     """The JSON type of a schema, inferring ``object``/``array`` from keywords."""
     if "type" in schema:
-        return normalize_type(schema["type"])
+        raw = schema["type"]
+        return _type_name(raw) if isinstance(raw, str) else normalize_type(raw)
     if "properties" in schema:
         return "object"
     if "items" in schema:
@@ -80,7 +87,7 @@ def input_fields(schema: dict[str, Any]) -> list[SchemaField]:
 
 def _merge_composite(schema: dict[str, Any]) -> dict[str, Any]:
     """Fold ``allOf`` and the first object option of ``anyOf``/``oneOf`` into one schema."""
-    if not any(k in schema for k in ("allOf", "anyOf", "oneOf")):
+    if "allOf" not in schema and "anyOf" not in schema and "oneOf" not in schema:
         return schema
     merged: dict[str, Any] = {k: v for k, v in schema.items() if k not in ("allOf",)}
     props: dict[str, Any] = dict(schema.get("properties") or {})
