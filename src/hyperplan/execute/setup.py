@@ -15,8 +15,10 @@ Tool sources (``--tools``):
 
 from __future__ import annotations
 
+import concurrent.futures
 import os
 import shlex
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -149,21 +151,48 @@ def llm_from_options(url: str | None, model: str | None, accounting: Accounting,
     base = url or os.environ.get("HYPERPLAN_LLM_BASE_URL")
     if not base:
         return None
-    chosen = _model(base, model or os.environ.get("HYPERPLAN_LLM_MODEL"), check)
+    chosen = _model(base, model or os.environ.get("HYPERPLAN_LLM_MODEL"), check,
+                    accounting.deadline(MODEL_LIST_TIMEOUT) or MODEL_LIST_TIMEOUT)
     cap = max_tokens or int(os.environ.get("HYPERPLAN_LLM_MAX_TOKENS") or 1024)
     return OpenAICompatibleLLM(chosen, base_url=base, accounting=accounting, max_tokens=cap,
                                temperature=0.0)
 
 
-def _model(base_url: str, model: str | None, check: bool) -> str:
+MODEL_LIST_TIMEOUT = 10.0  # seconds for the endpoint's model list, the whole exchange
+
+
+def _get_json(url: str, timeout: float) -> Any:
+    """GET ``url`` and parse its JSON within ``timeout`` seconds in all (connect, headers and
+    body together: the read runs in a worker thread that is abandoned at the deadline)."""
+    import httpx
+
+    result: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def fetch() -> None:
+        try:
+            result.set_result(httpx.get(url, timeout=timeout).json())
+        except BaseException as exc:  # handed to the caller
+            result.set_exception(exc)
+
+    threading.Thread(target=fetch, name="hyperplan-models", daemon=True).start()
+    try:
+        return result.result(timeout=timeout)
+    except concurrent.futures.TimeoutError:
+        raise httpx.ReadTimeout(f"no model list within {timeout:g} s") from None
+
+
+def _model(base_url: str, model: str | None, check: bool,
+           timeout: float = MODEL_LIST_TIMEOUT) -> str:
     """``model``, else the first model the server lists; asks the server when either is
-    needed, and only a failed connection is an error when ``model`` is given."""
+    needed, and only a failed connection is an error when ``model`` is given. ``timeout``
+    bounds the whole exchange (the time left of the run's deadline, when it has one), not
+    each read: a server that drips its answer cannot stretch it."""
     import httpx
 
     if model and not check:
         return model
     try:
-        data = httpx.get(base_url.rstrip("/") + "/models", timeout=10).json()
+        data = _get_json(base_url.rstrip("/") + "/models", timeout)
         return model or str(data["data"][0]["id"])
     except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol,
             httpx.InvalidURL) as exc:

@@ -46,8 +46,12 @@ import contextlib
 import json
 import logging
 import os
+import shutil
+import signal
+import sys
 import tempfile
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, TypeVar
@@ -72,6 +76,14 @@ if TYPE_CHECKING:
 
 DEFAULT_TIMEOUT = 30.0
 _WAIT_MARGIN = 0.5  # extra seconds the caller waits beyond the SDK's own request timeout
+# The server is started through this one-line shim, which writes its PID to a file and then
+# becomes the server (exec: same process, same PID). The SDK starts it in a session of its own,
+# so the PID is also its process group: what :meth:`_Connection.close` stops when the server
+# cannot be expected to exit by itself (a call abandoned at its deadline, a handshake that
+# never completed), instead of waiting the SDK's seconds of grace for it.
+_PID_SHIM = ("import os, sys; open(sys.argv[1], 'w').write(str(os.getpid())); "
+             "os.execvp(sys.argv[2], sys.argv[2:])")
+_STOP_GRACE = 0.3  # seconds between SIGTERM and SIGKILL of an abandoned server's group
 _STDERR_TAIL = 1500
 _T = TypeVar("_T")
 _PARSE_NOISE = "Failed to parse JSONRPC message"
@@ -172,11 +184,15 @@ class MCPRuntime(ClosingRuntime):
             if self._connection is None:
                 from mcp import StdioServerParameters
 
-                params = StdioServerParameters(command=self.command, args=self.args,
+                pid_file = _pid_file() if shutil.which(self.command) else None
+                command, args = ((sys.executable, ["-c", _PID_SHIM, pid_file, self.command,
+                                                   *self.args])
+                                 if pid_file else (self.command, list(self.args)))
+                params = StdioServerParameters(command=command, args=args,
                                                env=self.env, cwd=self.cwd,
                                                encoding_error_handler="replace")
                 handshake = self.timeout if limit is None else min(limit, self.timeout)
-                self._connection = _Connection(params, self.timeout, handshake)
+                self._connection = _Connection(params, self.timeout, handshake, pid_file)
             return self._connection
 
     def _drop_connection(self) -> str:
@@ -195,6 +211,9 @@ class MCPRuntime(ClosingRuntime):
                    "re-sent") if not may_repeat(tool) else ""
         if isinstance(exc, _NoResult) or (isinstance(exc, MCPError)
                                           and exc.code == REQUEST_TIMEOUT):
+            with self._lock:
+                if self._connection is not None:  # the server may still be in that call
+                    self._connection.abandoned = True
             kind = ErrorKind.OUTCOME_UNKNOWN if unknown else ErrorKind.TIMEOUT
             return fail_result(tool, arguments, kind,
                                f"{tool.name}: no result after {limit:g} s{unknown}", clock)
@@ -235,7 +254,9 @@ class _Connection:
     """A connected ``mcp.Client`` held open by a keeper task on a background event loop."""
 
     def __init__(self, params: StdioServerParameters, timeout: float,
-                 handshake: float | None = None) -> None:
+                 handshake: float | None = None, pid_file: str | None = None) -> None:
+        self.pid_file = pid_file
+        self.abandoned = False  # a call was given up on: the server may never exit by itself
         fd, self.stderr_path = tempfile.mkstemp(prefix="hyperplan-mcp-", suffix=".stderr")
         self._stderr: TextIO = os.fdopen(fd, "a", encoding="utf-8", errors="replace")
         self.loop = asyncio.new_event_loop()
@@ -295,6 +316,7 @@ class _Connection:
                                           return_when=concurrent.futures.FIRST_COMPLETED)
         if future not in done:
             future.cancel()
+            self.abandoned = True
             if self._broken.done():
                 raise self._broken.exception() or _ProtocolBroken("protocol error")
             raise _NoResult
@@ -303,6 +325,8 @@ class _Connection:
     def close(self) -> str:
         """Leave the client context (stopping the server), stop the loop; the stderr tail."""
         connected = self._ready.done() and self._ready.exception() is None
+        if self.abandoned or not connected:
+            self._stop_server()  # it would keep the SDK's exit grace waiting for seconds
         if connected and self._stop is not None:
             self.loop.call_soon_threadsafe(self._stop.set)
             concurrent.futures.wait([self._keeper], timeout=15)
@@ -318,7 +342,53 @@ class _Connection:
         tail = _tail(self.stderr_path)
         with contextlib.suppress(OSError):
             os.unlink(self.stderr_path)
+            if self.pid_file:
+                os.unlink(self.pid_file)
         return tail
+
+    def _stop_server(self) -> None:
+        """SIGTERM the process group of the server this connection started (its PID, from
+        the shim's file), SIGKILL what is left after :data:`_STOP_GRACE`."""
+        pid = _read_pid(self.pid_file)
+        if pid is None:
+            return
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                return
+            until = time.monotonic() + _STOP_GRACE
+            while time.monotonic() < until:
+                if not _group_alive(pid):
+                    return
+                time.sleep(0.02)
+
+
+def _pid_file() -> str:
+    fd, path = tempfile.mkstemp(prefix="hyperplan-mcp-", suffix=".pid")
+    os.close(fd)
+    return path
+
+
+def _read_pid(path: str | None) -> int | None:
+    """The PID the shim wrote (None before it ran, or when the file is gone or garbled)."""
+    if not path:
+        return None
+    try:
+        text = Path(path).read_text(encoding="ascii").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() and int(text) > 1 else None
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _offending_line(exc: Exception) -> str:
