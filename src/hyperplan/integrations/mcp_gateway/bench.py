@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+READY_TIMEOUT = 900.0  # seconds for the graph to get ready
 ECHO_SERVER = textwrap.dedent('''
     from mcp.server.mcpserver import MCPServer
     from mcp_types import ToolAnnotations
@@ -98,6 +99,9 @@ async def _gateway(upstream: str, mode: str, tool: str, arguments: dict[str, Any
             data = json.loads(found.content[0].text)  # type: ignore[union-attr]
             if data["ready"]:
                 break
+            if any("failed" in note for note in data["notes"]) or \
+                    time.perf_counter() - started > READY_TIMEOUT:
+                raise RuntimeError(f"the graph did not get ready: {data['notes']}")
             await asyncio.sleep(0.05)
         ready = time.perf_counter() - started
         listed = [t.name for t in (await client.list_tools()).tools]
