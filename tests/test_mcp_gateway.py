@@ -36,7 +36,7 @@ _T = TypeVar("_T")
 CRASHY = textwrap.dedent('''
     """A tiny MCP server over stdio, raw JSON-RPC (starts in milliseconds): ping echoes,
     crash exits the process in the middle of the call."""
-    import json, os, sys
+    import json, os, sys, time
 
     TOOLS = [
         {"name": "ping", "description": "Echo the text back.",
@@ -45,6 +45,8 @@ CRASHY = textwrap.dedent('''
          "annotations": {"readOnlyHint": True}},
         {"name": "crash", "description": "Exit the server process at once.",
          "inputSchema": {"type": "object", "properties": {"reason": {"type": "string"}}}},
+        {"name": "slow", "description": "Take a minute to answer.",
+         "inputSchema": {"type": "object", "properties": {}}},
     ]
 
     def answer(request, result=None, error=None):
@@ -67,6 +69,8 @@ CRASHY = textwrap.dedent('''
         elif method == "tools/call" and request["params"]["name"] == "ping":
             text = f"pong {request['params']['arguments']['text']} from {os.getpid()}"
             answer(request, {"content": [{"type": "text", "text": text}]})
+        elif method == "tools/call" and request["params"]["name"] == "slow":
+            time.sleep(60)
         elif method == "tools/call":
             os._exit(3)
         else:
@@ -326,13 +330,14 @@ def test_third_party_upstream_mcp_server_git(tmp_path: Path, cache: Path) -> Non
 
 def test_upstream_crash_mid_session(tmp_path: Path, cache: Path) -> None:
     """An upstream that exits mid-call: that call is a tool error saying so (not repeated),
-    the gateway keeps serving and the next call starts the upstream again."""
+    the gateway keeps serving and the next call starts the upstream again. A call past the
+    deadline (--call-timeout) is an error at the deadline: outcome unknown, not re-sent."""
     server = tmp_path / "crashy.py"
     server.write_text(CRASHY)
     source = f"mcp-server:{sys.executable} {server}"
 
     async def scenario() -> None:
-        async with Client(_gateway(cache, source),
+        async with Client(_gateway(cache, "--call-timeout", "3", source),
                           read_timeout_seconds=TIMEOUT) as client:
             first = _text(await client.call_tool("call_tool", {
                 "name": "ping", "arguments": {"text": "a"}}))
@@ -347,6 +352,10 @@ def test_upstream_crash_mid_session(tmp_path: Path, cache: Path) -> None:
             assert again.split()[-1] != first.split()[-1]  # a new process
             assert {t.name for t in (await client.list_tools()).tools} == {"find_tools",
                                                                            "call_tool"}
+            started = time.monotonic()
+            slow = await client.call_tool("call_tool", {"name": "slow", "arguments": {}})
+            assert slow.is_error and "no result after 3 s" in _text(slow)
+            assert "not re-sent" in _text(slow) and time.monotonic() - started < 15
 
     _run(scenario)
 
