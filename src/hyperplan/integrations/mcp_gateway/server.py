@@ -41,6 +41,7 @@ import functools
 import os
 import sys
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -58,10 +59,16 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 
 from hyperplan.integrations.mcp_gateway.config import GatewayConfig, HttpAddress, Mode
-from hyperplan.integrations.mcp_gateway.modes import Gateway, Reply, error_reply
+from hyperplan.integrations.mcp_gateway.modes import (
+    MAX_CONVERSATIONS,
+    Gateway,
+    Reply,
+    error_reply,
+)
 from hyperplan.integrations.mcp_gateway.selection import Conversation
 
 _T = TypeVar("_T")
+_V = TypeVar("_V")
 BACKSTOP_MARGIN = 15.0  # seconds past the call deadline before the gateway stops waiting
 _BLOCK = TypeAdapter(types.ContentBlock)
 
@@ -112,10 +119,13 @@ class GatewayServer:
         self.bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self.bus)
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._legacy: dict[str, ServerSession] = {}  # per conversation: where to announce
-        self._modern: set[str] = set()  # conversations of 2026-07-28 clients
+        # per conversation (at most MAX_CONVERSATIONS, like the gateway's own): where to
+        # announce to a handshake-era client, whether a 2026-07-28 client, the selection
+        # pending after a call
+        self._legacy: OrderedDict[str, ServerSession] = OrderedDict()
+        self._modern: OrderedDict[str, None] = OrderedDict()
+        self._settling: OrderedDict[str, asyncio.Future[None]] = OrderedDict()
         self._tools: dict[str, types.Tool] = {}
-        self._settling: dict[str, asyncio.Future[None]] = {}  # selection after a call
         self.server = _GatewayServer(
             name, version=version, instructions=INSTRUCTIONS[config.mode],
             on_list_tools=self._list_tools, on_call_tool=self._call_tool,
@@ -184,7 +194,7 @@ class GatewayServer:
         if reply.list_changed:
             await self._announce(key, ctx)
         if reply.observed and self.narrow:
-            self._settling[key] = asyncio.ensure_future(self._settle(key, gateway, conv))
+            _put(self._settling, key, asyncio.ensure_future(self._settle(key, gateway, conv)))
         return _result(reply)
 
     async def _settle(self, key: str, gateway: Gateway, conv: Conversation) -> None:
@@ -211,9 +221,9 @@ class GatewayServer:
         key = f"http:{session_id}" if session_id else ("http" if request is not None
                                                        else "stdio")
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            self._modern.add(key)
+            _put(self._modern, key, None)
         else:
-            self._legacy[key] = ctx.session
+            _put(self._legacy, key, ctx.session)
         return key
 
     async def _in_thread(self, func: Callable[..., _T], *args: Any) -> _T | None:
@@ -289,6 +299,15 @@ class GatewayServer:
         if ready is not None:
             _on_started(server, lambda: ready(address.url))
         server.run()
+
+
+def _put(table: OrderedDict[str, _V], key: str, value: _V) -> None:
+    """``table[key] = value`` as the newest entry, the oldest dropped past
+    :data:`~.modes.MAX_CONVERSATIONS`."""
+    table[key] = value
+    table.move_to_end(key)
+    while len(table) > MAX_CONVERSATIONS:
+        table.popitem(last=False)
 
 
 def _on_started(server: Any, callback: Callable[[], None]) -> None:
