@@ -31,7 +31,7 @@ class Sandbox(StrEnum):
 
 
 def serve_cmd(
-    sources: list[str] = typer.Argument(..., metavar="SOURCE...", help="Tool sources, as "
+    sources: list[str] = typer.Argument(..., metavar="SOURCE", help="Tool sources, as "
                                         "`graph build` takes them: python:MOD, openapi:FILE, "
                                         "openai:FILE, 'mcp-server:CMD' (one or many, "
                                         "merged)."),
