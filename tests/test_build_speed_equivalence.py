@@ -232,3 +232,17 @@ def test_cache_keeps_computed_chunks_when_a_later_one_fails(
         vectors = cached.embed(texts)
     assert inner.calls == [["gamma", "delta"]]  # alpha and beta were stored before the error
     assert np.array_equal(vectors, QuarterEmbedder().embed(texts))
+
+
+def test_a_catalog_without_candidate_pairs_builds() -> None:
+    def schema(field: str) -> dict[str, object]:
+        return {"type": "object", "properties": {field: {"type": "string"}}}
+
+    tools = [make_tool(name="make_cake", description="Bake.", input_schema=schema("flour"),
+                       output_schema=schema("cake")),
+             make_tool(name="paint_wall", description="Paint.", input_schema=schema("colour"),
+                       output_schema=schema("wall"))]
+    embedder = QuarterEmbedder()
+    graph = build_graph(build_catalog(tools), embedder=embedder)
+    assert graph.n_tools == 2 and not any(e == "inferred" for e in graph.link_evidence)
+    assert embedder.calls == []  # no pair to score, nothing embedded

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, fields
+from functools import lru_cache
 from typing import Any, Protocol
 
 import numpy as np
@@ -203,12 +204,30 @@ def _output_features(graph: Hypergraph, node: SchemaNode) -> tuple[dict[str, flo
     return keys, names, descs
 
 
+def _node_features(graph: Hypergraph, nodes: list[SchemaNode],
+                   output: bool) -> list[tuple[dict[str, float], ...]]:
+    """:func:`_output_features` or :func:`_input_features` of each node, computed once per
+    distinct (path, description, entity): catalogs repeat fields (an OpenAPI document's
+    ``owner.login`` in every response). The dicts are shared, read only."""
+    features = _output_features if output else _input_features
+    memo: dict[tuple[str, str, str], tuple[dict[str, float], ...]] = {}
+    out = []
+    for node in nodes:
+        key = (node.path, node.description, _tool_short(graph, node) if output else "")
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = features(graph, node)
+        out.append(found)
+    return out
+
+
 def _side(graph: Hypergraph, nodes: list[SchemaNode], vocabs: tuple[_Vocab, ...],
           output: bool) -> _Side:
-    feats = [(_output_features if output else _input_features)(graph, n) for n in nodes]
+    feats = _node_features(graph, nodes, output)
     keys_v, names_v, descs_v = vocabs
     spaces = [_namespace(graph, n) for n in nodes]
-    scopes = [None] * len(nodes) if output else [credential_scope(n.path) for n in nodes]
+    scope_of = lru_cache(maxsize=None)(credential_scope)
+    scopes = [None] * len(nodes) if output else [scope_of(n.path) for n in nodes]
     if not output:  # a credential input names its own namespace: file_system_access_token
         spaces = [scope or space for scope, space in zip(scopes, spaces, strict=True)]
     names = names_v.matrix([f[1] for f in feats])
