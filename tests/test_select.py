@@ -171,3 +171,16 @@ def test_import_is_cheap() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "0"  # the numeric stack and the LLM SDK load on first use
+
+
+def test_chain_placement(selector: Selector) -> None:
+    from hyperplan.select.rank import ChainPlacement
+
+    request = "update the status of the login ticket to done"
+    before = selector.select(request, budget=5, placement=ChainPlacement.BEFORE_ANCHOR)
+    names = before.names
+    assert names.index("get_project") < names.index("find_ticket") < names.index("update_ticket")
+    filled = selector.select(request, budget=5)  # default: the context graph's order first
+    plain = selector.select(request, budget=5, chain=False)
+    assert filled.names[:len(plain.names)] == plain.names[:len(filled.names)]
+    assert [s.tool for s in filled.chain] == [s.tool for s in before.chain]

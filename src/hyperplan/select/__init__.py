@@ -26,11 +26,12 @@ if TYPE_CHECKING:
     from hyperplan.catalog import Catalog
     from hyperplan.embed.base import Embedder
     from hyperplan.select.cache import Progress
+    from hyperplan.select.rank import ChainPlacement
     from hyperplan.select.selector import SelectConfig, Selector
     from hyperplan.select.session import Session
 
-__all__ = ["ChainStep", "Reason", "SelectConfig", "SelectedTool", "Selection", "Selector",
-           "Session", "build_selector"]
+__all__ = ["ChainPlacement", "ChainStep", "Reason", "SelectConfig", "SelectedTool", "Selection",
+           "Selector", "Session", "build_selector"]
 
 
 def build_selector(sources: Sequence[str | Catalog], *, embedder: str | Embedder = "auto",
@@ -70,6 +71,10 @@ def __getattr__(name: str) -> Any:
         from hyperplan.select import selector
 
         return getattr(selector, name)
+    if name == "ChainPlacement":
+        from hyperplan.select.rank import ChainPlacement
+
+        return ChainPlacement
     if name == "Session":
         from hyperplan.select.session import Session
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
 
 import numpy as np
 
@@ -73,8 +74,27 @@ def unsatisfied(graph: Hypergraph, terminal: int, grounding: Grounding,
     return sorted(expand(graph, terminal, grounding, config).unsatisfiable)
 
 
-def merge(cg: ContextGraph, chains: Chains, budget: int) -> list[Ranked]:
-    """The merged ranking (module doc), at most ``budget`` tools."""
+class ChainPlacement(StrEnum):
+    """Where DOE's chain producers go in the ranking.
+
+    * ``fill``: after the context graph's tools, in the places its budget leaves (the
+      default: the chains are reported in :attr:`Selection.chain` either way);
+    * ``before_anchor``: before each anchored tool that has a chain (the module doc's merge),
+      so a cut at any budget keeps whole chains for the best anchors.
+
+    ``fill`` was chosen on the dev splits of ``hyperplan eval preselect``: ``before_anchor``
+    lost ``complete`` at K=20 on AppWorld, NesTools and Seal-Tools dev (0.833 / 0.775 / 0.786
+    against 0.889 / 0.892 / 0.864), tied on NESTFUL, StableToolBench and τ², and lost the
+    next-gold-tool replay at K=10 on NesTools and Seal-Tools dev (docs/benchmarks.md).
+    """
+
+    FILL = "fill"
+    BEFORE_ANCHOR = "before_anchor"
+
+
+def merge(cg: ContextGraph, chains: Chains, budget: int,
+          placement: ChainPlacement = ChainPlacement.FILL) -> list[Ranked]:
+    """The merged ranking (:class:`ChainPlacement`), at most ``budget`` tools."""
     out: list[Ranked] = []
     placed: set[int] = set()
 
@@ -85,10 +105,15 @@ def merge(cg: ContextGraph, chains: Chains, budget: int) -> list[Ranked]:
 
     for tool in cg.tools:
         support = chains.graphs.get(tool.tool)
-        if support is not None:
+        if support is not None and placement is ChainPlacement.BEFORE_ANCHOR:
             for item in chain_items(cg.graph, support):
                 put(item)
         put(_from_context(cg.graph, tool))
+    for tool in cg.tools:  # fill: the chains of the anchors, best anchor first
+        support = chains.graphs.get(tool.tool)
+        if support is not None:
+            for item in chain_items(cg.graph, support):
+                put(item)
     return out
 
 

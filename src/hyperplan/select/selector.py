@@ -48,12 +48,14 @@ LEARNING_RATE = 0.5  # w <- w + rate (1 - w) per observed flow (strengthen_from_
 @dataclass(frozen=True)
 class SelectConfig:
     """``budget``: tools per selection; ``terminals``: anchored tools DOE plans a chain for;
-    ``chain``: whether DOE chains join the ranking (False: the context graph alone);
+    ``chain``: whether DOE plans chains (False: the context graph alone); ``placement``:
+    where the chains' producers go in the ranking (:class:`~hyperplan.select.rank.ChainPlacement`);
     ``context`` / ``doe``: the extraction's and DOE's own settings."""
 
     budget: int = DEFAULT_BUDGET
     terminals: int = 3
     chain: bool = True
+    placement: rank.ChainPlacement = rank.ChainPlacement.FILL
     context: ContextGraphConfig = field(default_factory=ContextGraphConfig)
     doe: DOEConfig = field(default_factory=DOEConfig)
 
@@ -148,7 +150,8 @@ class Selector:
 
     def select(self, request: str, *, known: Collection[str] = (),
                effects: Collection[str] = (), budget: int | None = None,
-               chain: bool | None = None) -> Selection:
+               chain: bool | None = None,
+               placement: rank.ChainPlacement | None = None) -> Selection:
         """The tools for ``request`` given what the agent holds, best first (at most
         ``budget``), each with why it is there, the chain DOE proposes and token costs."""
         started = time.perf_counter()
@@ -166,7 +169,7 @@ class Selector:
         relevance = self.index.tool_vecs @ l2_normalize(query.operations[:1])[0]
         chains = rank.plan_chains(self.graph, terminals, grounding,
                                   relevance.astype(np.float64), cfg.doe)
-        ranked = rank.merge(cg, chains, k)
+        ranked = rank.merge(cg, chains, k, cfg.placement if placement is None else placement)
         return self._selection(request, ranked, chains, grounding, known, started)
 
     def session(self, request: str = "", *, known: Collection[str] = ()) -> Session:
