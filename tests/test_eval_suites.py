@@ -232,7 +232,7 @@ def test_suite_table_matches_every_registry() -> None:
     assert set(registry.suites_of_kind("agent")) == set(SUITES)
     assert set(registry.suites_of_kind("retrieval")) == set(RETRIEVAL)
     assert set(registry.suites_of_kind("search")) == set(SEARCH)
-    assert set(registry.suites_of_kind("chains")) == {"nestools", "nestful", "tau2"}
+    assert set(registry.suites_of_kind("chains")) == {"nestools", "nestful", "sealtools", "tau2"}
     result = CliRunner().invoke(app, ["eval", "suites", "--json"])
     assert result.exit_code == 0, result.output
     names = [s["name"] for s in json.loads(result.output)]
