@@ -130,8 +130,8 @@ def test_return_annotations_give_the_links(tmp_path: Path) -> None:
 
     preselect.narrow = spy  # type: ignore[method-assign]
     agent.run_sync(REQUEST)
-    assert {"lookup_ticket", "update_ticket_status"} <= set(sent[0])
-    why = {t.name: t for t in first[0].selection.tools}
-    # linked through its return_schema: it supplies the update's ticket_id
-    assert why["lookup_ticket"].for_tool == "update_ticket_status"
-    assert why["lookup_ticket"].for_input == "ticket_id"
+    assert "update_ticket_status" in set(sent[0])
+    # linked through its return_schema: DOE's chain reads the update's ticket_id from it (its
+    # producers fill the places the context graph leaves, so at budget 6 it may be cut)
+    steps = {s.tool: s for s in first[0].selection.chain}
+    assert ("ticket_id", "lookup_ticket", "ticket_id") in steps["update_ticket_status"].reads

@@ -141,11 +141,14 @@ def test_search_mode_end_to_end(cache: Path) -> None:
             assert tool["inputSchema"]["required"] == ["book_id", "access_token"]
             assert tool["why"] and tool["tokens"] > 0 and found["tokens"] > 0
             assert found["all_tokens"] >= found["tokens"] and found["chain"]
-            assert any("supplies book_id" in t["why"] for t in found["tools"])
+            assert any(r["input"] == "book_id" and r["from"] == "search_books"
+                       for step in found["chain"] for r in step["reads"])
             # a known value: no tool is proposed as its producer any more
             held = _data(await client.call_tool("find_tools", {
                 "request": "log in, add the book Dune to a cart and pay", "known": ["book_id"]}))
             assert not any("supplies book_id" in t["why"] for t in held["tools"])
+            assert not any(r["input"] == "book_id" for step in held["chain"]
+                           for r in step["reads"])
 
             login = await client.call_tool("call_tool", {
                 "name": "login", "arguments": {"username": "alice", "password": "open sesame"}})
