@@ -54,14 +54,12 @@ def learn_cmd(
                  else read_flows(path))
         flows.extend(found)
     kept = known_flows(graph, flows)
-    before = {(int(s), int(t)): float(w) for s, t, w in
-              zip(graph.link_source, graph.link_target, graph.link_weight, strict=True)}
+    before = set(zip(graph.link_source.tolist(), graph.link_target.tolist(), strict=True))
     learned = strengthen_from_traces(graph, kept, rate=rate) if kept else graph
-    after = {(int(s), int(t)) for s, t in zip(learned.link_source, learned.link_target,
-                                              strict=True)}
+    after = set(zip(learned.link_source.tolist(), learned.link_target.tolist(), strict=True))
     json_path, npz_path = save_graph(learned, output)
     summary = {"flows": len(flows), "used": len(kept), "skipped": len(flows) - len(kept),
-               "new_links": len(after - set(before)), "links": learned.n_links,
+               "new_links": len(after - before), "links": learned.n_links,
                "output": str(json_path)}
     if as_json:
         print(json.dumps(summary))

@@ -5,10 +5,10 @@ Extraction", Eq. 1-2 and Definition 2; "Deficit-Oriented Expansion", Definitions
 The context graph ranks the tools a request anchors and their one-hop producers. DOE then
 takes each of the best ``terminals`` anchored tools as a terminal and finds the smallest
 support graph whose outputs, together with what the state holds, supply every required input
-(multi-hop, cycle-free). The merged ranking walks the context graph in priority order and,
-before each anchored tool that has a chain, places the chain's producers in execution order:
-the tools an agent must call first come first, so cutting the list at any budget keeps whole
-chains for the best-ranked anchors.
+(multi-hop, cycle-free). The merged ranking walks the context graph in priority order; the
+chains' producers go where :class:`ChainPlacement` says: in the places the context graph
+leaves (default), or before each anchored tool that has a chain, in execution order, so that
+cutting the list at any budget keeps whole chains for the best-ranked anchors.
 """
 
 from __future__ import annotations
@@ -41,11 +41,12 @@ class Ranked:
 
 @dataclass(frozen=True)
 class Chains:
-    """Per anchored tool DOE planned, its support graph (None: unsatisfiable), and the
-    deficits of the first unsatisfiable one."""
+    """Per anchored tool DOE planned, its support graph (None: unsatisfiable); ``first``: the
+    best-ranked of them, and ``deficits``: what DOE could not resolve for it."""
 
     graphs: dict[int, SupportGraph | None]
     first: int = -1
+    deficits: tuple[int, ...] = ()
 
     def best(self) -> SupportGraph | None:
         return self.graphs.get(self.first)
@@ -61,17 +62,14 @@ def plan_chains(graph: Hypergraph, terminals: Sequence[int], grounding: Groundin
     """DOE (:func:`~hyperplan.plan.doe.expand`) for each terminal, then Support Graph
     Selection (:func:`~hyperplan.plan.doe.best_support_graph`) among its complete graphs."""
     graphs: dict[int, SupportGraph | None] = {}
+    deficits: tuple[int, ...] = ()
     for terminal in terminals:
         result = expand(graph, terminal, grounding, config, relevance=relevance)
         graphs[terminal] = best_support_graph(result.complete, relevance,
                                               config.relevance_weight, config.size_cost)
-    return Chains(graphs, terminals[0] if terminals else -1)
-
-
-def unsatisfied(graph: Hypergraph, terminal: int, grounding: Grounding,
-                config: DOEConfig) -> list[int]:
-    """The deficits DOE could not resolve for ``terminal`` (empty when it is satisfiable)."""
-    return sorted(expand(graph, terminal, grounding, config).unsatisfiable)
+        if terminal == terminals[0]:
+            deficits = tuple(sorted(result.unsatisfiable))
+    return Chains(graphs, terminals[0] if terminals else -1, deficits)
 
 
 class ChainPlacement(StrEnum):

@@ -36,7 +36,7 @@ from hyperplan.retrieve.context_graph import (
 from hyperplan.retrieve.interpret import interpret_request
 from hyperplan.retrieve.serialize import count_tokens
 from hyperplan.select import rank
-from hyperplan.select.model import Reason, SelectedTool, Selection
+from hyperplan.select.model import SelectedTool, Selection
 
 if TYPE_CHECKING:
     from hyperplan.select.session import Session
@@ -170,7 +170,7 @@ class Selector:
         chains = rank.plan_chains(self.graph, terminals, grounding,
                                   relevance.astype(np.float64), cfg.doe)
         ranked = rank.merge(cg, chains, k, cfg.placement if placement is None else placement)
-        return self._selection(request, ranked, chains, grounding, known, started)
+        return self._selection(request, ranked, chains, known, started)
 
     def session(self, request: str = "", *, known: Collection[str] = ()) -> Session:
         """A state-conditioned session (Definition 4) for one conversation."""
@@ -179,7 +179,7 @@ class Selector:
         return Session(self, request, known=known)
 
     def _selection(self, request: str, ranked: list[rank.Ranked], chains: rank.Chains,
-                   grounding: Grounding, known: Collection[str], started: float) -> Selection:
+                   known: Collection[str], started: float) -> Selection:
         graph, tokens = self.graph, self.tool_tokens
         tools = tuple(SelectedTool(
             name=graph.tools[r.tool].name, reason=r.reason, score=round(r.score, 6),
@@ -192,8 +192,7 @@ class Selector:
         missing: tuple[str, ...] = ()
         notes: list[str] = []
         if chains.first >= 0 and best is None:
-            deficits = rank.unsatisfied(graph, chains.first, grounding, self.config.doe)
-            missing = tuple(graph.nodes[d].path for d in deficits)
+            missing = tuple(graph.nodes[d].path for d in chains.deficits)
             notes.append(f"no chain supplies every input of {graph.tools[chains.first].name}")
         if not tools:
             notes.append("the request anchors no tool")
@@ -203,7 +202,3 @@ class Selector:
             all_tokens=self.all_tokens, ms=(time.perf_counter() - started) * 1000,
             notes=tuple(notes))
 
-
-def anchors(selection: Selection) -> list[str]:
-    """The names of the tools the request itself anchors."""
-    return [t.name for t in selection.tools if t.reason is Reason.ANCHORED]

@@ -192,12 +192,7 @@ def check_sources(sources: Sequence[str], options: UpstreamOptions | None = None
     from hyperplan.sources import LOADERS
 
     opts = options or UpstreamOptions()
-    if not sources:
-        raise HyperplanError("give at least one tool source (e.g. "
-                             "python:hyperplan.examples.bookstore or 'mcp-server:CMD')")
-    if opts.sandbox == SUBPROCESS and not any(s.startswith("python:") for s in sources):
-        raise HyperplanError(f"--sandbox {opts.sandbox} runs the tools of a python: source; "
-                             "none is given")
+    _check_choice(sources, opts)
     for spec in sources:
         kind, sep, location = spec.partition(":")
         if spec in ("demo", "demo-world"):
@@ -235,18 +230,23 @@ def check_sources(sources: Sequence[str], options: UpstreamOptions | None = None
             raise HyperplanError(f"{spec}: no such file {location!r}")
 
 
-def load_upstream(sources: Sequence[str], options: UpstreamOptions | None = None) -> Upstream:
-    """Load every source and build its runtime (module doc). A source that cannot be loaded
-    (an MCP server command that does not start, a file that does not parse, a host-acting
-    module without ``allow_unsafe_tools``) is a :class:`~hyperplan.errors.HyperplanError`
-    naming it; runtimes already started are stopped first."""
-    opts = options or UpstreamOptions()
+def _check_choice(sources: Sequence[str], opts: UpstreamOptions) -> None:
+    """At least one source, and a python: source when the sandbox is asked for."""
     if not sources:
         raise HyperplanError("give at least one tool source (e.g. "
                              "python:hyperplan.examples.bookstore or 'mcp-server:CMD')")
     if opts.sandbox == SUBPROCESS and not any(s.startswith("python:") for s in sources):
         raise HyperplanError(f"--sandbox {opts.sandbox} runs the tools of a python: source; "
                              "none is given")
+
+
+def load_upstream(sources: Sequence[str], options: UpstreamOptions | None = None) -> Upstream:
+    """Load every source and build its runtime (module doc). A source that cannot be loaded
+    (an MCP server command that does not start, a file that does not parse, a host-acting
+    module without ``allow_unsafe_tools``) is a :class:`~hyperplan.errors.HyperplanError`
+    naming it; runtimes already started are stopped first."""
+    opts = options or UpstreamOptions()
+    _check_choice(sources, opts)
     loaded: list[_Source] = []
     try:
         for spec in sources:
