@@ -184,3 +184,52 @@ def test_chain_placement(selector: Selector) -> None:
     plain = selector.select(request, budget=5, chain=False)
     assert filled.names[:len(plain.names)] == plain.names[:len(filled.names)]
     assert [s.tool for s in filled.chain] == [s.tool for s in before.chain]
+
+
+def test_fill_takes_the_whole_budget_after_the_chains(selector: Selector) -> None:
+    from dataclasses import replace
+
+    request = "update the status of the login ticket to done"
+    cfg = selector.config
+    narrow = Selector(selector.catalog, selector.graph, selector.embedder,
+                      replace(cfg, context=replace(cfg.context, fill=False)))
+    filled = Selector(selector.catalog, selector.graph, selector.embedder,
+                      replace(cfg, context=replace(cfg.context, fill=True)))
+    few = narrow.select(request, budget=30)
+    full = filled.select(request, budget=30)
+    assert len(few.tools) < 30 and len(full.tools) == 30
+    assert len(set(full.names)) == 30
+    reasons = [t.reason for t in full.tools]
+    first_similar = reasons.index(Reason.SIMILAR)
+    assert all(r is Reason.SIMILAR for r in reasons[first_similar:])
+    assert set(few.names) <= set(full.names)  # the context graph's tools and chains kept
+    assert full.tools[-1].why() == "similar to the request"
+
+
+def test_the_request_as_written_anchors_its_tool() -> None:
+    """A tool the whole request describes is a seed even when no interpreted phrase is near
+    it (request_row), and is not without the option."""
+    import numpy as np
+
+    from hyperplan.retrieve.context_graph import (
+        ContextGraphConfig,
+        GraphIndex,
+        QueryVectors,
+        extract_with_vectors,
+    )
+    from hyperplan.retrieve.interpret import TaskInterpretation
+
+    catalog = _ticket_catalog(noise=10)
+    embedder = HashingEmbedder()
+    index = GraphIndex(build_graph(catalog, embedder=embedder), embedder)
+    target = index.graph.tool_index["get_music_4"]
+    whole = index.tool_vecs[target][None, :]
+    others = np.delete(index.tool_vecs, target, axis=0).mean(axis=0)
+    away = others - (others @ whole[0]) * whole[0]  # orthogonal to the target
+    away = (away / np.linalg.norm(away))[None, :]
+    query = QueryVectors(away, np.zeros((0, whole.shape[1])), whole)
+    interp = TaskInterpretation(operations=("something else",), schemas=())
+    off = extract_with_vectors(index, interp, query, ContextGraphConfig(request_row=False))
+    on = extract_with_vectors(index, interp, query, ContextGraphConfig(request_row=True))
+    assert "get_music_4" not in off.tool_names
+    assert on.tool_names[0] == "get_music_4" and on.tools[0].reason == "seed"

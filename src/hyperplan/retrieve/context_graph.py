@@ -116,6 +116,11 @@ class ContextGraphConfig:
     three and raise AppWorld dev ``complete`` at budget 10 from 0.556 to 0.611 (0.8) / 0.667
     (0.6, 0.4); 0.6 is the milder of the two best. Login tools are write tools too, but they
     enter through the prerequisite bound, which does not depend on their own q.
+    request_row: also compare every tool with the whole request as it was written (a row of
+    d_op in Eq. 1, when the query vectors carry it), so that the rule-based interpretation's
+    phrasing cannot lose a tool the request itself describes. fill: when the candidates are
+    fewer than the budget, fill the remaining places with the other tools by priority
+    (reason ``similar``): a budget is the number of tools the host can take, not a cut-off.
     """
 
     k_e: int = 6
@@ -136,6 +141,8 @@ class ContextGraphConfig:
     seed_rank_decay: float = 0.97
     share_power: float = 1.0
     question_write_factor: float = 0.6
+    request_row: bool = False
+    fill: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -247,24 +254,31 @@ class GraphIndex:
 @dataclass(frozen=True)
 class QueryVectors:
     """Embeddings of one interpretation: row 0 of ``operations`` is the joined d_op, the other
-    rows its phrases; ``schemas`` has one row per d_sch phrase (possibly none)."""
+    rows its phrases; ``schemas`` has one row per d_sch phrase (possibly none); ``request``:
+    the whole request as written, one row, when it was embedded (else none)."""
 
     operations: FloatMatrix
     schemas: FloatMatrix
+    request: FloatMatrix | None = None
 
 
-def embed_interpretation(interp: TaskInterpretation, embedder: Embedder) -> QueryVectors:
-    """z(d_op) and z(d_sch) phrase embeddings in one embedder call."""
+def embed_interpretation(interp: TaskInterpretation, embedder: Embedder,
+                         request: str = "") -> QueryVectors:
+    """z(d_op) and z(d_sch) phrase embeddings, and z(request) when ``request`` is given, in
+    one embedder call."""
     ops = [interp.operation_text, *interp.operations]
-    vecs = l2_normalize(embedder.embed([*ops, *interp.schemas]))
-    return QueryVectors(vecs[: len(ops)], vecs[len(ops):])
+    whole = [request] if request.strip() else []
+    vecs = l2_normalize(embedder.embed([*ops, *interp.schemas, *whole]))
+    n = len(ops) + len(interp.schemas)
+    return QueryVectors(vecs[: len(ops)], vecs[len(ops):n], vecs[n:] if whole else None)
 
 
 @dataclass(frozen=True)
 class RetrievedTool:
     """A tool of the context graph: ``reason`` is ``seed``, ``producer-of`` / ``consumer-of``
-    (a seed node, named in ``via``), ``backward`` (hop ``hop``, frontier node in ``via``) or
-    ``prerequisite`` (of the tool named in ``via``, when the budget raised its rank)."""
+    (a seed node, named in ``via``), ``backward`` (hop ``hop``, frontier node in ``via``),
+    ``prerequisite`` (of the tool named in ``via``, when the budget raised its rank) or
+    ``similar`` (a place of the budget the candidates left, filled by priority alone)."""
 
     tool: int
     name: str
@@ -380,6 +394,9 @@ class _State:
         self.index, self.cfg = index, config
         self.grounded = grounded
         self.op_phrase: FloatMatrix = index.tool_vecs @ q.operations.T  # (E, 1 + P), Eq. 1
+        self.request_sim: Scores | None = None
+        if config.request_row and q.request is not None:
+            self.request_sim = (index.tool_vecs @ q.request[0]).astype(np.float64)
         self.op_sim: Scores = _row_max(self.op_phrase)
         self.node_sims: FloatMatrix = index.node_vecs @ q.schemas.T  # (V, S)
         self.node_sims[index.precondition] = -1.0  # states shared by an app's tools
@@ -421,6 +438,11 @@ class _State:
         if self.relevance is not self.op_sim:
             for rank, e in enumerate(_top(self.relevance, self.cfg.k_e, self.cfg.theta_e).tolist()):
                 self._offer(e, float(self.relevance[e]) * decay ** rank, ("seed", 0, -1))
+        if self.request_sim is not None:
+            sim = self.request_sim
+            for rank, e in enumerate(_top(sim, self.cfg.k_e, self.cfg.theta_e).tolist()):
+                score = max(float(self.relevance[e]), float(sim[e]))
+                self._offer(e, score * decay ** rank, ("seed", 0, -1))
 
     def anchor_nodes(self) -> list[tuple[int, float]]:
         """Seed node anchoring: per phrase of d_sch, top-k_v input-side and top-k_v
@@ -527,7 +549,18 @@ class _State:
                     prio[p] = bound
                     why[p] = ("prerequisite", why[p][1], e)
                     heapq.heappush(heap, (-bound, p))
+        if self.cfg.fill and len(kept) < budget:
+            kept.extend(self._fill(chosen, budget - len(kept)))
         return kept
+
+    def _fill(self, chosen: npt.NDArray[np.bool_], places: int) -> list[RetrievedTool]:
+        """The ``places`` best tools not kept, by the priority without the bound."""
+        m = self.cfg.lexical_mix
+        prio = (1 - m) * self.relevance + m * self.lexical
+        prio = np.where(chosen, -np.inf, prio)
+        names = self.index.tool_names
+        return [RetrievedTool(e, names[e], round(float(prio[e]), 6), "similar")
+                for e in _top(prio, places, -np.inf).tolist() if not chosen[e]]
 
     def _inputs_to_supply(self, tool: int) -> list[int]:
         """The required inputs of ``tool`` the state does not ground."""

@@ -16,12 +16,15 @@ class Reason(StrEnum):
     * ``producer``: it produces a required input of another selected tool (a backward hop of
       Eq. 2 or the prerequisite bound of the context graph);
     * ``chain``: Deficit-Oriented Expansion (Definition 6) put it in the support graph of an
-      anchored tool: it supplies a value the state does not hold yet.
+      anchored tool: it supplies a value the state does not hold yet;
+    * ``similar``: a place of the budget the context graph left, filled by the tool's
+      similarity to the request alone.
     """
 
     ANCHORED = "anchored"
     PRODUCER = "producer"
     CHAIN = "chain"
+    SIMILAR = "similar"
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,8 @@ class SelectedTool:
         for cancel_order``."""
         if self.reason is Reason.ANCHORED:
             return "anchored by the request"
+        if self.reason is Reason.SIMILAR:
+            return "similar to the request"
         what = self.for_input or "an input"
         verb = "chain" if self.reason is Reason.CHAIN else "producer"
         return f"{verb}: supplies {what} for {self.for_tool}" if self.for_tool else verb

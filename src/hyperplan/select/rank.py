@@ -101,7 +101,10 @@ def merge(cg: ContextGraph, chains: Chains, budget: int,
             placed.add(item.tool)
             out.append(item)
 
+    similar = [t for t in cg.tools if t.reason == "similar"]
     for tool in cg.tools:
+        if tool.reason == "similar":
+            continue
         support = chains.graphs.get(tool.tool)
         if support is not None and placement is ChainPlacement.BEFORE_ANCHOR:
             for item in chain_items(cg.graph, support):
@@ -112,6 +115,8 @@ def merge(cg: ContextGraph, chains: Chains, budget: int,
         if support is not None:
             for item in chain_items(cg.graph, support):
                 put(item)
+    for tool in similar:  # the places left, by similarity alone
+        put(_from_context(cg.graph, tool))
     return out
 
 
@@ -129,6 +134,8 @@ def _from_context(graph: Hypergraph, tool: RetrievedTool) -> Ranked:
     """A context-graph tool as a ranked item: anchored, or a producer with what it feeds."""
     if tool.reason in ANCHOR_REASONS:
         return Ranked(tool.tool, Reason.ANCHORED, tool.score)
+    if tool.reason == "similar":
+        return Ranked(tool.tool, Reason.SIMILAR, tool.score)
     if tool.reason == "prerequisite":
         feeds = graph.tool_index.get(tool.via, -1)
         return Ranked(tool.tool, Reason.PRODUCER, tool.score, feeds,

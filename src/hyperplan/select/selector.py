@@ -160,7 +160,8 @@ class Selector:
         if k < 1:
             raise ValueError(f"budget must be at least 1, got {k}")
         interp = interpret_request(request, self.index.namespaces)
-        query = embed_interpretation(interp, self.embedder)
+        query = embed_interpretation(interp, self.embedder,
+                                     request if cfg.context.request_row else "")
         grounding = self.grounding(known, effects)
         context = replace(cfg.context, budget=k)
         cg = extract_with_vectors(self.index, interp, query, context, grounding.grounded)
