@@ -155,7 +155,12 @@ def test_search_mode_end_to_end(cache: Path) -> None:
             token = _data(login)["access_token"]
             after = _data(await client.call_tool("find_tools", {
                 "request": "add the book Dune to a cart"}))
-            assert "login" not in [t["name"] for t in after["tools"]]  # its output is held
+            # its output is held: login is no producer any more, at most a place of the
+            # budget filled by similarity, after every tool the request needs
+            after_names = [t["name"] for t in after["tools"]]
+            assert "login" not in after_names or (
+                after_names[-1] == "login"
+                and after["tools"][-1]["why"] == "similar to the request")
             assert any("access_token" in h for h in after["held"])
 
             bad = await client.call_tool("call_tool", {"name": "add_to_cart",

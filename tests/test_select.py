@@ -233,3 +233,21 @@ def test_the_request_as_written_anchors_its_tool() -> None:
     on = extract_with_vectors(index, interp, query, ContextGraphConfig(request_row=True))
     assert "get_music_4" not in off.tool_names
     assert on.tool_names[0] == "get_music_4" and on.tools[0].reason == "seed"
+
+
+def test_fill_leaves_out_producers_whose_outputs_are_held() -> None:
+    """With a budget larger than the catalog, the places left are filled, but not with a tool
+    all of whose outputs the state already holds (login, once its token is held)."""
+    from hyperplan.select import build_selector
+    from hyperplan.select.session import Session
+
+    selector = build_selector(["python:hyperplan.examples.bookstore"], embedder="hashing",
+                              cache_dir=None)
+    fresh = selector.select("add the book Dune to a cart", budget=10)
+    assert "login" in fresh.names and len(fresh.names) == selector.graph.n_tools
+    session = Session(selector, "add the book Dune to a cart")
+    session.observe("login", {"username": "alice", "password": "x"},
+                    {"access_token": "tok-alice"})
+    after = session.select(budget=10)
+    assert "login" not in after.names
+    assert {"add_to_cart", "search_books", "checkout"} <= set(after.names)

@@ -121,6 +121,8 @@ class ContextGraphConfig:
     phrasing cannot lose a tool the request itself describes. fill: when the candidates are
     fewer than the budget, fill the remaining places with the other tools by priority
     (reason ``similar``): a budget is the number of tools the host can take, not a cut-off.
+    Both are off here (the paper's extraction) and on in ``hyperplan.select``'s selection
+    (docs/benchmarks.md, "Request row and fill").
     """
 
     k_e: int = 6
@@ -186,6 +188,8 @@ class GraphIndex:
         self.prod_ptr: IntArray = prod.indptr.astype(np.int64)
         self.prod_tool: IntArray = prod.indices.astype(np.int64)
         self.prod_w: Scores = prod.data.astype(np.float64)
+        self.prod_row: IntArray = np.repeat(np.arange(prod.shape[0], dtype=np.int64),
+                                            np.diff(self.prod_ptr))
         self.precondition = np.asarray([n.kind.value == "pre" for n in graph.nodes], dtype=bool)
         required = np.zeros(graph.n_input_nodes, dtype=bool)
         required[[r for t in graph.tools for r in t.required]] = True
@@ -554,13 +558,25 @@ class _State:
         return kept
 
     def _fill(self, chosen: npt.NDArray[np.bool_], places: int) -> list[RetrievedTool]:
-        """The ``places`` best tools not kept, by the priority without the bound."""
+        """The ``places`` best tools not kept, by the priority without the bound, leaving out
+        the producers the state has made redundant (every input they feed is grounded)."""
         m = self.cfg.lexical_mix
         prio = (1 - m) * self.relevance + m * self.lexical
-        prio = np.where(chosen, -np.inf, prio)
+        prio = np.where(chosen | self._redundant(), -np.inf, prio)
         names = self.index.tool_names
         return [RetrievedTool(e, names[e], round(float(prio[e]), 6), "similar")
-                for e in _top(prio, places, -np.inf).tolist() if not chosen[e]]
+                for e in _top(prio, places, -np.finfo(np.float64).max).tolist()]
+
+    def _redundant(self) -> npt.NDArray[np.bool_]:
+        """Tools that feed inputs (A_prod) and feed none the state leaves ungrounded: all they
+        would supply is held (Definition 4)."""
+        index, n = self.index, self.index.graph.n_tools
+        if self.grounded is None:
+            return np.zeros(n, dtype=bool)
+        feeds = np.bincount(index.prod_tool, minlength=n)
+        open_rows = ~self.grounded[index.prod_row]
+        still = np.bincount(index.prod_tool, weights=open_rows, minlength=n)
+        return (feeds > 0) & (still == 0)
 
     def _inputs_to_supply(self, tool: int) -> list[int]:
         """The required inputs of ``tool`` the state does not ground."""

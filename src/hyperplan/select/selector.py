@@ -45,18 +45,28 @@ DEFAULT_BUDGET = 20
 LEARNING_RATE = 0.5  # w <- w + rate (1 - w) per observed flow (strengthen_from_traces)
 
 
+def selection_context() -> ContextGraphConfig:
+    """The context graph of a selection: the request as written is a row of d_op (Eq. 1) and
+    the places the candidates leave are filled by similarity (``request_row``, ``fill``):
+    a host's budget is the number of tools it can take, not a cut-off."""
+    return ContextGraphConfig(request_row=True, fill=True)
+
+
 @dataclass(frozen=True)
 class SelectConfig:
     """``budget``: tools per selection; ``terminals``: anchored tools DOE plans a chain for;
     ``chain``: whether DOE plans chains (False: the context graph alone); ``placement``:
     where the chains' producers go in the ranking (:class:`~hyperplan.select.rank.ChainPlacement`);
-    ``context`` / ``doe``: the extraction's and DOE's own settings."""
+    ``context`` / ``doe``: the extraction's and DOE's own settings. The selection's context
+    graph also anchors tools on the request as written and fills the budget
+    (:func:`selection_context`); the paper's extraction, as ``eval retrieval`` measures it,
+    is :class:`ContextGraphConfig`'s own default."""
 
     budget: int = DEFAULT_BUDGET
     terminals: int = 3
     chain: bool = True
     placement: rank.ChainPlacement = rank.ChainPlacement.FILL
-    context: ContextGraphConfig = field(default_factory=ContextGraphConfig)
+    context: ContextGraphConfig = field(default_factory=selection_context)
     doe: DOEConfig = field(default_factory=DOEConfig)
 
 
