@@ -576,7 +576,8 @@ class _State:
         feeds = np.bincount(index.prod_tool, minlength=n)
         open_rows = ~self.grounded[index.prod_row]
         still = np.bincount(index.prod_tool, weights=open_rows, minlength=n)
-        return (feeds > 0) & (still == 0)
+        redundant: npt.NDArray[np.bool_] = (feeds > 0) & (still == 0)
+        return redundant
 
     def _inputs_to_supply(self, tool: int) -> list[int]:
         """The required inputs of ``tool`` the state does not ground."""
