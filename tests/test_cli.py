@@ -256,11 +256,15 @@ def test_plan_options_are_checked(demo_graph: Path, args: tuple[str, ...], messa
      "--threshold and --sweep are link weights, in [0, 1]"),
     (("eval", "chains", "--suite", "nestools", "--top-k", "0"),
      "--top-k and --beam must be >= 1, got 0 and 4"),
-    (("eval", "mcts", "--suite", "toy", "--tasks", "0"), "--tasks must be >= 1, got 0"),
-    (("eval", "mcts", "--suite", "toy", "--methods", " ,"),
+    (("search", "run", "--suite", "toy", "--tasks", "0"), "--tasks must be >= 1, got 0"),
+    (("search", "run", "--suite", "toy", "--methods", " ,"),
      "--methods is empty; choose from hypermcts, uct, best_of_n, greedy, beam"),
-    (("eval", "mcts-sweep", "--suite", "toy", "--budgets", "0,8"),
-     "every --budgets value must be >= 1 and every --lams value >= 0"),
+    (("search", "run", "--suite", "toy", "--rollouts", "0"),
+     "--rollouts and --branching must be >= 1, --c and --lam >= 0"),
+    (("search", "bench", "--iterations", "0"),
+     "--iterations and --branching must be >= 1, --c and --lam >= 0"),
+    (("search", "sweep", "--suite", "toy", "--rollouts", "0,8"),
+     "every --rollouts value must be >= 1 and every --lams value >= 0"),
 ])
 def test_eval_options_are_checked(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
     data = ("--data", str(tmp_path / "unused.jsonl")) if args[1] in ("links", "chains") else ()
@@ -273,21 +277,21 @@ def test_empty_benchmark_data_is_an_error(tmp_path: Path) -> None:
     for command in ("links", "chains"):
         assert cli_error("eval", command, "--suite", "nestools", "--data", str(empty),
                          "--embedder", "none").strip() == f"error: {empty}: no tasks to evaluate"
-    assert cli_error("eval", "retrieval", "--suite", "custom", "--tools", "demo", "--tasks",
-                     str(empty), "--embedder", "hashing").strip() == \
+    assert cli_error("eval", "retrieval", "--suite", "custom", "--catalog", "demo",
+                     "--tasks-file", str(empty), "--embedder", "hashing").strip() == \
         f"error: {empty}: no task with a request and gold tools to score"
 
 
 def test_retrieval_unknown_suite_is_named(tmp_path: Path) -> None:
-    assert cli_error("eval", "retrieval", "--suite", "nosuch", "--tools", "demo", "--tasks",
-                     str(tmp_path), "--embedder", "hashing") == \
+    assert cli_error("eval", "retrieval", "--suite", "nosuch", "--catalog", "demo",
+                     "--tasks-file", str(tmp_path), "--embedder", "hashing") == \
         "unknown retrieval suite 'nosuch'; expected appworld, stabletoolbench, nestools, " \
         "sealtools, custom"
 
 
 def test_report_does_not_create_a_missing_store(tmp_path: Path) -> None:
     store = tmp_path / "runs.sqlite"
-    assert cli_error("report", "abc", "--store", str(store)).strip() == \
+    assert cli_error("eval", "report", "abc", "--store", str(store)).strip() == \
         f"error: {store}: run store not found"
     assert not store.exists()
 
