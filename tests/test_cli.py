@@ -37,6 +37,19 @@ def test_demo_runs_the_demo_world() -> None:
     assert result.exit_code == 0, result.output
     assert "t01_like_song" in result.output
     assert "unambiguous tasks solved" in result.output
+    assert result.output.count("(expected)") == 4  # "blocked (expected)": the ambiguous tasks
+
+
+def test_missing_module_and_directory_sources_say_what_they_are(tmp_path: Path) -> None:
+    out = str(tmp_path / "g.json")
+    module = run_cli("graph", "build", "python:hyperplan.examples.bookstor", "-o", out)
+    assert module.returncode == 1
+    assert module.stderr.startswith("error: python:hyperplan.examples.bookstor: importing "
+                                    "module 'hyperplan.examples.bookstor' failed")
+    missing = tmp_path / "api_doc"
+    directory = run_cli("graph", "build", f"appworld:{missing}", "-o", out)
+    assert directory.returncode == 1
+    assert directory.stderr.startswith(f"error: directory {missing}: not found")
 
 
 def test_stats_json(demo_graph: Path) -> None:
