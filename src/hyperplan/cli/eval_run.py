@@ -14,6 +14,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, Ti
 
 from hyperplan.cli.common import budget_from_options, console, fail, out, print_warning
 from hyperplan.cli.options import (
+    MODEL_HELP,
     OLD_LLM_VALUES,
     AsJson,
     deprecation,
@@ -51,7 +52,7 @@ def eval_run_cmd(
     scripted: bool = typer.Option(False, "--scripted", help="Answer the agents with the "
                                   "scripted test double (fixed answers per task): exercises "
                                   "the harness, measures no model."),
-    model: str = typer.Option("", help="Model name for an endpoint."),
+    model: str = typer.Option("", help=MODEL_HELP),
     embedder: str = embedder_option("hashing"),
     workers: int = typer.Option(2, help="Worker processes (1 = in this process)."),
     backend: str = typer.Option("local", help="local (processes) | ray (extra 'ray')."),

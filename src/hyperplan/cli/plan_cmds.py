@@ -38,7 +38,8 @@ def context_cmd(
     path: Path = typer.Argument(..., help="graph JSON"),
     request: str = typer.Argument(..., help="the user's request, in plain words"),
     budget: ToolBudget = 20,
-    embedder: str = embedder_option("auto"),
+    embedder: str = embedder_option("auto", "none is refused here (the context graph "
+                                                    "needs vectors)"),
     prompt: bool = typer.Option(False, "--prompt", help="print the planner prompt text"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
 ) -> None:
