@@ -199,3 +199,24 @@ def _leaves(command: object, path: str = "") -> list[tuple[str, object]]:
         return [(path, command)]
     return [leaf for name, child in children.items()
             for leaf in _leaves(child, f"{path} {name}".strip())]
+
+
+def _renamed() -> list[tuple[str, str, str]]:
+    return [(path, old, new) for path, command in _leaves(typer.main.get_command(app))
+            if not command.hidden for old, new in getattr(command, "renamed", {}).items()]
+
+
+def test_every_command_lists_its_renamed_options() -> None:
+    assert {(p, o) for p, o, _ in _renamed()} == {
+        ("search run", "--budget"), ("search reasoners", "--budget"),
+        ("search bench", "--budget"), ("search sweep", "--budgets"), ("search sweep", "--out"),
+        ("eval report", "--out"), ("eval retrieval", "--tools"), ("eval retrieval", "--tasks"),
+        ("bench links", "--tools"), ("bench scale", "--tools")}
+
+
+@pytest.mark.parametrize(("path", "old", "new"), _renamed())
+def test_every_old_option_is_accepted_on_the_new_command(path: str, old: str, new: str) -> None:
+    code, out, err = invoke(*path.split(), old, "1", "--help")
+    assert code == 0, err
+    assert deprecations(err) == [f"warning: {old} is deprecated; use {new}"]
+    assert new in out and f"{old} " not in out.replace(new, "")  # hidden: help shows the new
