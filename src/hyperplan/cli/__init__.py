@@ -1,4 +1,6 @@
-"""The ``hyperplan`` command line: graph building and inspection, benchmarks, demo.
+"""The ``hyperplan`` command line, grouped by what users do (:data:`COMMANDS`); the options
+the commands share, one meaning per name, are in :mod:`hyperplan.cli.options`, and old names
+stay as hidden aliases (:data:`ALIASES`, :func:`hyperplan.cli.options.deprecated_alias`).
 
 Commands load lazily: ``hyperplan --help`` reads the one-line helps of :data:`COMMANDS` and a
 command imports only its own module, so starting the CLI does not load the numeric stack or
@@ -176,12 +178,12 @@ def load_command(name: str) -> Any:
 
 def root() -> Any:
     """The root command (:func:`_group_class`)."""
-    group = _group_class()
-    # plain help for the root (rich would cost a quarter second of start-up); the commands
-    # keep Typer's rich help
     import typer.main
 
+    group = _group_class()
     version = typer.main.get_command(_version_app()).params[0]
+    # plain help for the root (rich would cost a quarter second of start-up); the commands
+    # keep Typer's rich help
     return group(name="hyperplan", help=HELP, no_args_is_help=True, rich_markup_mode=None,
                  params=[version])
 
@@ -227,6 +229,7 @@ def _assemble() -> typer.Typer:
     @whole.callback()
     def version(show: bool = _version_option()) -> None:
         """Plan and act over Tool-Schema Hypergraphs (HyperAgent) and HyperMCTS."""
+
     for name, entry in COMMANDS.items():
         target = _resolve(entry.target)
         if isinstance(target, typer.Typer):
