@@ -108,7 +108,7 @@ def test_parse_sizes():
 
 
 def test_cli_bench_links_json():
-    result = CliRunner().invoke(app, ["bench", "links", "--tools", "200,400", "--json"])
+    result = CliRunner().invoke(app, ["bench", "links", "--sizes", "200,400", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
     assert data["bench"] == "links"
@@ -322,7 +322,7 @@ def test_random_word_embedder(monkeypatch):
 
 
 def test_cli_bench_scale_json():
-    result = CliRunner().invoke(app, ["bench", "scale", "--tools", "300,600", "--json",
+    result = CliRunner().invoke(app, ["bench", "scale", "--sizes", "300,600", "--json",
                                       "--terminals", "40", "--requests", "10"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
@@ -345,9 +345,9 @@ def test_cli_bench_scale_json():
 
 
 def test_cli_bench_scale_table_and_bad_embedder():
-    result = CliRunner().invoke(app, ["bench", "scale", "--tools", "200", "--terminals", "5",
+    result = CliRunner().invoke(app, ["bench", "scale", "--sizes", "200", "--terminals", "5",
                                       "--requests", "0"])
     assert result.exit_code == 0, result.output
     assert "bench scale" in result.stdout and "200" in result.stdout
-    bad = CliRunner().invoke(app, ["bench", "scale", "--tools", "200", "--embedder", "minilm"])
+    bad = CliRunner().invoke(app, ["bench", "scale", "--sizes", "200", "--embedder", "minilm"])
     assert bad.exit_code != 0

@@ -37,6 +37,19 @@ def test_demo_runs_the_demo_world() -> None:
     assert result.exit_code == 0, result.output
     assert "t01_like_song" in result.output
     assert "unambiguous tasks solved" in result.output
+    assert result.output.count("(expected)") == 4  # "blocked (expected)": the ambiguous tasks
+
+
+def test_missing_module_and_directory_sources_say_what_they_are(tmp_path: Path) -> None:
+    out = str(tmp_path / "g.json")
+    module = run_cli("graph", "build", "python:hyperplan.examples.bookstor", "-o", out)
+    assert module.returncode == 1
+    assert module.stderr.startswith("error: python:hyperplan.examples.bookstor: importing "
+                                    "module 'hyperplan.examples.bookstor' failed")
+    missing = tmp_path / "api_doc"
+    directory = run_cli("graph", "build", f"appworld:{missing}", "-o", out)
+    assert directory.returncode == 1
+    assert directory.stderr.startswith(f"error: directory {missing}: not found")
 
 
 def test_stats_json(demo_graph: Path) -> None:
@@ -256,11 +269,15 @@ def test_plan_options_are_checked(demo_graph: Path, args: tuple[str, ...], messa
      "--threshold and --sweep are link weights, in [0, 1]"),
     (("eval", "chains", "--suite", "nestools", "--top-k", "0"),
      "--top-k and --beam must be >= 1, got 0 and 4"),
-    (("eval", "mcts", "--suite", "toy", "--tasks", "0"), "--tasks must be >= 1, got 0"),
-    (("eval", "mcts", "--suite", "toy", "--methods", " ,"),
+    (("search", "run", "--suite", "toy", "--tasks", "0"), "--tasks must be >= 1, got 0"),
+    (("search", "run", "--suite", "toy", "--methods", " ,"),
      "--methods is empty; choose from hypermcts, uct, best_of_n, greedy, beam"),
-    (("eval", "mcts-sweep", "--suite", "toy", "--budgets", "0,8"),
-     "every --budgets value must be >= 1 and every --lams value >= 0"),
+    (("search", "run", "--suite", "toy", "--rollouts", "0"),
+     "--rollouts and --branching must be >= 1, --c and --lam >= 0"),
+    (("search", "bench", "--iterations", "0"),
+     "--iterations and --branching must be >= 1, --c and --lam >= 0"),
+    (("search", "sweep", "--suite", "toy", "--rollouts", "0,8"),
+     "every --rollouts value must be >= 1 and every --lams value >= 0"),
 ])
 def test_eval_options_are_checked(tmp_path: Path, args: tuple[str, ...], message: str) -> None:
     data = ("--data", str(tmp_path / "unused.jsonl")) if args[1] in ("links", "chains") else ()
@@ -273,21 +290,21 @@ def test_empty_benchmark_data_is_an_error(tmp_path: Path) -> None:
     for command in ("links", "chains"):
         assert cli_error("eval", command, "--suite", "nestools", "--data", str(empty),
                          "--embedder", "none").strip() == f"error: {empty}: no tasks to evaluate"
-    assert cli_error("eval", "retrieval", "--suite", "custom", "--tools", "demo", "--tasks",
-                     str(empty), "--embedder", "hashing").strip() == \
+    assert cli_error("eval", "retrieval", "--suite", "custom", "--catalog", "demo",
+                     "--tasks-file", str(empty), "--embedder", "hashing").strip() == \
         f"error: {empty}: no task with a request and gold tools to score"
 
 
 def test_retrieval_unknown_suite_is_named(tmp_path: Path) -> None:
-    assert cli_error("eval", "retrieval", "--suite", "nosuch", "--tools", "demo", "--tasks",
-                     str(tmp_path), "--embedder", "hashing") == \
+    assert cli_error("eval", "retrieval", "--suite", "nosuch", "--catalog", "demo",
+                     "--tasks-file", str(tmp_path), "--embedder", "hashing") == \
         "unknown retrieval suite 'nosuch'; expected appworld, stabletoolbench, nestools, " \
         "sealtools, custom"
 
 
 def test_report_does_not_create_a_missing_store(tmp_path: Path) -> None:
     store = tmp_path / "runs.sqlite"
-    assert cli_error("report", "abc", "--store", str(store)).strip() == \
+    assert cli_error("eval", "report", "abc", "--store", str(store)).strip() == \
         f"error: {store}: run store not found"
     assert not store.exists()
 

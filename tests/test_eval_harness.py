@@ -77,7 +77,7 @@ def test_killed_run_resumes_without_losing_finished_tasks(tmp_path: Path) -> Non
     store = tmp_path / "runs.sqlite"
     cmd = [sys.executable, "-c", "from hyperplan.cli import main; main()", "eval", "run",
            "--suite", "demo", "--agents", "hyperagent,hyperagent-goal,react,planexec",
-           "--llm", "scripted", "--workers", "1", "--store", str(store)]
+           "--scripted", "--workers", "1", "--store", str(store)]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 120
     while _count(store) < 8 and time.monotonic() < deadline and proc.poll() is None:

@@ -136,7 +136,7 @@ def test_cli_interpreter_options_are_checked(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.delenv("HYPERPLAN_LLM_BASE_URL", raising=False)
     tools = str(shared_path("appworld", "api_docs"))
     tasks = str(shared_path("appworld", "tasks_train.jsonl"))
-    base = ["eval", "retrieval", "--suite", "appworld", "--tools", tools, "--tasks", tasks,
+    base = ["eval", "retrieval", "--suite", "appworld", "--catalog", tools, "--tasks-file", tasks,
             "--embedder", "hashing", "--json"]
     cases = {
         ("--interpreter", "llm"): "needs --llm URL",

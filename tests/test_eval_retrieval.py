@@ -43,7 +43,7 @@ def _check_contract(doc: dict[str, Any], suite: str, budget: int) -> None:
 def test_cli_contract_appworld_hashing() -> None:
     tools = shared_path("appworld", "api_docs")
     tasks = shared_path("appworld", "tasks_train.jsonl")
-    doc = _cli("--suite", "appworld", "--tools", str(tools), "--tasks", str(tasks),
+    doc = _cli("--suite", "appworld", "--catalog", str(tools), "--tasks-file", str(tasks),
                "--embedder", "hashing", "--split", "dev")
     _check_contract(doc, "appworld", 20)
     assert doc["n_tasks"] == 18 and doc["n_tools"] == 457
@@ -53,11 +53,11 @@ def test_cli_contract_appworld_hashing() -> None:
 
 def test_cli_contract_stabletoolbench_and_nestools_hashing() -> None:
     stb = shared_path("stabletoolbench", "G1_category.json")
-    doc = _cli("--suite", "stabletoolbench", "--tools", str(stb), "--tasks", str(stb),
+    doc = _cli("--suite", "stabletoolbench", "--catalog", str(stb), "--tasks-file", str(stb),
                "--embedder", "hashing", "--budget", "10", "--split", "dev")
     _check_contract(doc, "stabletoolbench", 10)
     nes = shared_path("nestools", "test_data_dev.jsonl")
-    doc = _cli("--suite", "nestools", "--tools", str(nes), "--tasks", str(nes),
+    doc = _cli("--suite", "nestools", "--catalog", str(nes), "--tasks-file", str(nes),
                "--embedder", "hashing", "--split", "dev")
     _check_contract(doc, "nestools", 20)
     assert doc["n_tasks"] == 120
@@ -84,8 +84,8 @@ def test_errors_name_the_file(tmp_path: Any) -> None:
         evaluate_retrieval("appworld", missing, missing, embedder=get_embedder("hashing"))
     with pytest.raises(RetrievalEvalError, match="unknown retrieval suite"):
         load_retrieval_suite("nosuch", tmp_path, tmp_path)
-    result = CliRunner().invoke(app, ["eval", "retrieval", "--suite", "appworld", "--tools",
-                                      str(missing), "--tasks", str(missing), "--json"])
+    result = CliRunner().invoke(app, ["eval", "retrieval", "--suite", "appworld", "--catalog",
+                                      str(missing), "--tasks-file", str(missing), "--json"])
     assert result.exit_code != 0 and isinstance(result.exception, RetrievalEvalError)
 
 
@@ -125,14 +125,14 @@ def test_custom_suite_reads_any_catalog_source_and_labelled_requests(tmp_path: A
         {"request": "Email my friend Ann the playlist Chill",
          "tools": ["contacts.search_contacts", "mail.send_email"]},
     ]) + "\n")
-    doc = _cli("--suite", "custom", "--tools", "demo", "--tasks", str(tasks), "--embedder",
+    doc = _cli("--suite", "custom", "--catalog", "demo", "--tasks-file", str(tasks), "--embedder",
                "hashing", "--budget", "5")
     _check_contract(doc, "custom", 5)
     assert doc["n_tasks"] == 2 and doc["n_tools"] == 12
     assert doc["interpretation"]["by"] == "rules" and doc["interpretation"]["rules"] == 2
 
     details = tmp_path / "details.jsonl"
-    again = _cli("--suite", "custom", "--tools", "demo", "--tasks", str(tasks), "--embedder",
+    again = _cli("--suite", "custom", "--catalog", "demo", "--tasks-file", str(tasks), "--embedder",
                  "hashing", "--budget", "5", "--details", str(details))
     records = [json.loads(line) for line in details.read_text().splitlines()]
     assert [r["id"] for r in records] == ["like", "2"]

@@ -62,7 +62,7 @@ def test_page_corrupted_store_is_one_line_everywhere(tmp_path: Path) -> None:
     raw[page * 5: page * 9] = os.urandom(page * 4)
     store.write_bytes(bytes(raw))
     for args in (["eval", "run", "--resume", rid], ["eval", "run", "--suite", "demo",
-                 "--agents", "hyperagent-goal"], ["report", rid]):
+                 "--agents", "hyperagent-goal"], ["eval", "report", rid]):
         proc = _cli(*args, "--store", str(store))
         line = _one_error(proc)
         assert line.startswith(f"error: {store}: not a usable run store (damaged: ")
@@ -93,7 +93,7 @@ def test_a_results_table_with_other_columns_is_refused(tmp_path: Path) -> None:
                    "llm TEXT, model TEXT, command TEXT, config TEXT)")
         db.execute("CREATE TABLE results (id INTEGER, payload TEXT)")
     db.close()
-    line = _one_error(_cli("report", "some-run", "--store", str(foreign)))
+    line = _one_error(_cli("eval", "report", "some-run", "--store", str(foreign)))
     assert line == (f"error: {foreign}: not a hyperplan run store (table 'results' has columns "
                     "id, payload, not run_id, task_id, agent, status, success, metrics, trace, "
                     f"finished); {ADVICE}")
@@ -187,7 +187,7 @@ def _stored(store: Path) -> int:
 
 def _start_run(store: Path) -> subprocess.Popen[bytes]:
     cmd = [sys.executable, "-m", "hyperplan", "eval", "run", "--suite", "demo", "--agents",
-           AGENTS, "--llm", "scripted", "--workers", "2", "--store", str(store)]
+           AGENTS, "--scripted", "--workers", "2", "--store", str(store)]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 

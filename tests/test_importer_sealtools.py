@@ -276,8 +276,8 @@ def test_real_queries_and_data_flows() -> None:
 def test_real_retrieval_suite_cli_contract() -> None:
     root = shared_path("sealtools")
     result = CliRunner().invoke(app, [
-        "eval", "retrieval", "--suite", "sealtools", "--tools", str(root / "tool.jsonl"),
-        "--tasks", str(root / "dev.jsonl"), "--embedder", "hashing", "--split", "dev",
+        "eval", "retrieval", "--suite", "sealtools", "--catalog", str(root / "tool.jsonl"),
+        "--tasks-file", str(root / "dev.jsonl"), "--embedder", "hashing", "--split", "dev",
         "--json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)

@@ -229,7 +229,7 @@ def test_tree_search_with_the_real_model_as_its_policy(
     monkeypatch.setenv("HYPERPLAN_LLM_MAX_TOKENS", "96")
     model = os.environ.get("HYPERPLAN_LLM_TEST_MODEL", "smollm2")
     result = CliRunner().invoke(app, [
-        "eval", "mcts", "--suite", "shopping", "--tasks", "1", "--seed", "1", "--budget", "2",
+        "search", "run", "--suite", "shopping", "--tasks", "1", "--seed", "1", "--rollouts", "2",
         "--methods", "hypermcts,uct", "--policy", "llm", "--llm", base_url, "--model", model,
         "--max-llm-calls", "12", "--json"])
     assert result.exit_code == 0, result.output

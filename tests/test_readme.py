@@ -45,3 +45,42 @@ def test_bookstore_goal_runs_as_written() -> None:
     ambiguous = runner.invoke(app, [*args[:4], goal.replace("messiah", "dune"), "--json"])
     assert ambiguous.exit_code == 0, ambiguous.output
     assert json.loads(ambiguous.stdout)["status"] == "blocked" and bookstore.orders() == {}
+
+
+def test_cli_reference_is_generated_from_the_code() -> None:
+    """README's *Command-line reference* is what ``scripts/cli_reference.py`` prints (rewrite
+    it with ``python scripts/cli_reference.py --write`` after changing a command)."""
+    from hyperplan.cli.reference import reference, section
+
+    assert section(README.read_text("utf-8")) == reference()
+
+
+def test_readme_commands_use_current_names() -> None:
+    """Every ``hyperplan ...`` line of README's shell blocks names a command that exists and
+    only its current (not deprecated) options."""
+    import shlex
+
+    import typer.main
+
+    from hyperplan.cli import app
+
+    root = typer.main.get_command(app)
+    text = README.read_text("utf-8")
+    blocks = [b.split("```")[0] for b in text.split("```bash")[1:]]
+    lines = [line for b in blocks for line in b.replace("\\\n", " ").splitlines()
+             if line.strip().startswith("hyperplan ")]
+    assert len(lines) > 20
+    for line in lines:
+        try:
+            words = shlex.split(line, comments=True)[1:]
+        except ValueError:  # a quoted argument that goes on over the next lines
+            words = shlex.split(line.partition(" '")[0])[1:]
+        command = root
+        while getattr(command, "commands", None) is not None and words:
+            name = words.pop(0)
+            assert name in command.commands, line  # type: ignore[attr-defined]
+            command = command.commands[name]  # type: ignore[attr-defined]
+            assert not command.hidden, f"deprecated command in README: {line}"
+        options = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
+        used = {w.split("=")[0] for w in words if w.startswith("-") and w != "-"}
+        assert used <= options, f"{line}: {sorted(used - options)}"

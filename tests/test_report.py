@@ -40,7 +40,7 @@ def test_wilson_interval() -> None:
 
 def test_report_files(stored_run: tuple[Path, str], tmp_path: Path) -> None:
     store, rid = stored_run
-    result = runner.invoke(app, ["report", rid, "--store", str(store), "--out",
+    result = runner.invoke(app, ["eval", "report", rid, "--store", str(store), "--output",
                                  str(tmp_path / "r")])
     assert result.exit_code == 0, result.output
     md = (tmp_path / "r" / "report.md").read_text()

@@ -402,8 +402,8 @@ def test_cli_json_contract(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(search_runner, "load_tasks", fake_tasks)
     monkeypatch.setattr("hyperplan.cli.search_cmds.load_tasks", fake_tasks)
-    result = CliRunner().invoke(app, ["eval", "mcts", "--suite", "shopping", "--tasks", "4",
-                                      "--seed", "1000", "--budget", "8", "--branching", "2",
+    result = CliRunner().invoke(app, ["search", "run", "--suite", "shopping", "--tasks", "4",
+                                      "--seed", "1000", "--rollouts", "8", "--branching", "2",
                                       "--lam", "0.5", "--level", "1", "--agg", "min", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
@@ -416,14 +416,14 @@ def test_cli_json_contract(monkeypatch: pytest.MonkeyPatch) -> None:
         assert stats["rollouts"] <= 8
     assert data["methods"]["greedy"]["rollouts"] == 1
     assert {"diff", "ci95"} <= set(data["paired"]["hypermcts_minus_uct"])
-    bad = CliRunner().invoke(app, ["eval", "mcts", "--suite", "toy", "--agg", "nope", "--json"])
+    bad = CliRunner().invoke(app, ["search", "run", "--suite", "toy", "--agg", "nope", "--json"])
     assert bad.exit_code != 0
 
 
 def test_cli_sweep_table_and_plot(tmp_path: Path) -> None:
-    result = CliRunner().invoke(app, ["eval", "mcts-sweep", "--suite", "toy", "--tasks", "3",
-                                      "--budgets", "4,8", "--lams", "0,0.5", "--level", "1",
-                                      "--out", str(tmp_path)])
+    result = CliRunner().invoke(app, ["search", "sweep", "--suite", "toy", "--tasks", "3",
+                                      "--rollouts", "4,8", "--lams", "0,0.5", "--level", "1",
+                                      "--output", str(tmp_path)])
     assert result.exit_code == 0, result.output
     assert "| budget | λ=0 | λ=0.5 | best-of-N |" in result.stdout
     assert "| 8 |" in result.stdout

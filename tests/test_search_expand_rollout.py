@@ -176,7 +176,7 @@ def test_failed_steps_recorded_not_fatal(lam: float) -> None:
 
 
 def test_cli_runs_in_tree_rollouts() -> None:
-    args = ["eval", "mcts", "--suite", "toy", "--tasks", "2", "--budget", "6", "--seed", "1",
+    args = ["search", "run", "--suite", "toy", "--tasks", "2", "--rollouts", "6", "--seed", "1",
             "--methods", "hypermcts,uct", "--json"]
     on = CliRunner().invoke(app, [*args, "--expand-rollout", "--branch-on", "all"])
     assert on.exit_code == 0, on.output

@@ -1,5 +1,5 @@
 """The LLM policy as the benchmark runs it: one model, one shared answer cache, a call budget,
-and the ``eval mcts --policy llm`` options (the real server: tests/test_llm_server.py)."""
+and the ``search run --policy llm`` options (the real server: tests/test_llm_server.py)."""
 
 from __future__ import annotations
 
@@ -79,8 +79,8 @@ def test_every_method_of_a_benchmark_reads_the_same_cache() -> None:
 def test_mcts_policy_options_fail_with_one_line(args: list[str], message: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("HYPERPLAN_LLM_BASE_URL", raising=False)
-    result = CliRunner().invoke(app, ["eval", "mcts", "--suite", "toy", "--tasks", "1",
-                                      "--budget", "2", "--json", *args])
+    result = CliRunner().invoke(app, ["search", "run", "--suite", "toy", "--tasks", "1",
+                                      "--rollouts", "2", "--json", *args])
     assert result.exit_code == 1
     assert message in " ".join(result.output.split())
 

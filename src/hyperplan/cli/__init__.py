@@ -1,4 +1,6 @@
-"""The ``hyperplan`` command line: graph building and inspection, benchmarks, demo.
+"""The ``hyperplan`` command line, grouped by what users do (:data:`COMMANDS`); the options
+the commands share, one meaning per name, are in :mod:`hyperplan.cli.options`, and old names
+stay as hidden aliases (:data:`ALIASES`, :func:`hyperplan.cli.options.deprecated_alias`).
 
 Commands load lazily: ``hyperplan --help`` reads the one-line helps of :data:`COMMANDS` and a
 command imports only its own module, so starting the CLI does not load the numeric stack or
@@ -38,21 +40,33 @@ COMMANDS: dict[str, Entry] = {
                   "(LLM-free unless an endpoint is configured)."),
     "run": Entry("hyperplan.cli.run_cmds:run", "Run the agent: LLM-free on a structured "
                  "--goal, or the full agent on REQUEST."),
-    "report": Entry("hyperplan.cli.eval_run:report_cmd", "Write report.md, PNG plots and a "
-                    "self-contained report.html for a stored run."),
+    "serve": Entry("hyperplan.cli.serve_cmd:serve_cmd", "Serve tools as an LLM-free MCP gateway."),
     "graph": Entry("hyperplan.cli.graph_cmds:graph_app", "Build and inspect Tool-Schema "
                    "Hypergraphs.", (("learn", "hyperplan.cli.graph_learn:learn_cmd"),)),
-    "eval": Entry("hyperplan.cli.eval_cmds:eval_app", "Benchmarks with stable JSON output.",
-                  (("retrieval", "hyperplan.cli.eval_retrieval:retrieval_cmd"),
-                   ("preselect", "hyperplan.cli.eval_preselect:preselect_cmd"),
-                   ("run", "hyperplan.cli.eval_run:eval_run_cmd"))),
     "plan": Entry("hyperplan.cli.plan_cmds:plan_app", "Tool Context Graph and DOE on a saved "
                   "graph."),
+    "search": Entry("hyperplan.cli.search_cmds:search_app", "Tree search (HyperMCTS) on "
+                    "generated long-horizon tasks: runs, sweeps, benchmarks."),
+    "eval": Entry("hyperplan.cli.eval_cmds:eval_app", "Benchmarks with stable JSON output, "
+                  "agent runs and their reports.",
+                  (("retrieval", "hyperplan.cli.eval_retrieval:retrieval_cmd"),
+                   ("preselect", "hyperplan.cli.eval_preselect:preselect_cmd"),
+                   ("run", "hyperplan.cli.eval_run:eval_run_cmd"),
+                   ("report", "hyperplan.cli.eval_run:report_cmd"))),
     "bench": Entry("hyperplan.cli.bench_cmds:bench_app", "Scale benchmarks on synthetic "
                    "catalogs."),
     "trace": Entry("hyperplan.cli.run_cmds:trace_app", "Read run traces."),
-    "serve": Entry("hyperplan.cli.serve_cmd:serve_cmd", "Serve tools as an LLM-free MCP gateway."),
 }
+"""The top-level commands, grouped by what users do: run the agent (``demo``, ``run``, and
+``serve``, which runs the tools for another agent), build and read graphs (``graph``,
+``plan``), search (``search``), evaluate (``eval``, with ``eval report``), measure scale
+(``bench``), read traces (``trace``)."""
+
+ALIASES: dict[str, tuple[str, str]] = {
+    "report": ("hyperplan.cli.eval_run:report_cmd", "eval report"),
+}
+"""Old top-level names (hidden): ``name -> (module:function, new command)``; each prints
+one deprecation line and runs the new command."""
 
 
 def _resolve(target: str) -> Any:
@@ -67,10 +81,18 @@ def _unwrap(doc: str) -> str:
 
 
 def _unwrap_help(group: typer.Typer) -> None:
-    """Give every command of ``group`` and its sub-groups its docstring, unwrapped, as help."""
+    """Give every command of ``group`` and its sub-groups its docstring, unwrapped, as help,
+    and the command class that accepts its deprecated option names
+    (:func:`hyperplan.cli.options.command_class`)."""
+    from typer.core import TyperCommand
+
+    from hyperplan.cli.options import command_class
+
     for info in group.registered_commands:
         if info.help is None and info.callback is not None and info.callback.__doc__:
             info.help = _unwrap(info.callback.__doc__)
+        if info.cls in (None, TyperCommand) and info.callback is not None:
+            info.cls = command_class(info.callback) or info.cls
     for sub in group.registered_groups:
         if sub.typer_instance is not None:
             _unwrap_help(sub.typer_instance)
@@ -111,6 +133,8 @@ def _group_class() -> type:
             return list(COMMANDS)
 
         def get_command(self, ctx: Any, cmd_name: str) -> Any:
+            if cmd_name in ALIASES and not self.listing:
+                return load_command(cmd_name)
             if cmd_name not in COMMANDS:
                 return None
             if self.listing:  # the root's help: a stand-in with the static help
@@ -127,12 +151,23 @@ def _group_class() -> type:
     return LazyGroup
 
 
+def _add_alias(app: typer.Typer, name: str) -> None:
+    """Register the hidden old top-level command ``name`` (:data:`ALIASES`) on ``app``."""
+    from hyperplan.cli.options import deprecated_alias
+
+    target, new = ALIASES[name]
+    deprecated_alias(app, name, _resolve(target), name, new)
+
+
 def load_command(name: str) -> Any:
     """The command-line command of top-level command ``name`` (imports its module)."""
     import typer
 
     wrapper = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    if isinstance(_resolve(COMMANDS[name].target), typer.Typer):
+    if name in ALIASES:
+        _add_alias(wrapper, name)
+        wrapper.command("_")(lambda: None)
+    elif isinstance(_resolve(COMMANDS[name].target), typer.Typer):
         wrapper.add_typer(typer_app(name), name=name)
     else:
         wrapper.command(name)(_resolve(COMMANDS[name].target))
@@ -143,10 +178,45 @@ def load_command(name: str) -> Any:
 
 def root() -> Any:
     """The root command (:func:`_group_class`)."""
+    import typer.main
+
     group = _group_class()
+    version = typer.main.get_command(_version_app()).params[0]
     # plain help for the root (rich would cost a quarter second of start-up); the commands
     # keep Typer's rich help
-    return group(name="hyperplan", help=HELP, no_args_is_help=True, rich_markup_mode=None)
+    return group(name="hyperplan", help=HELP, no_args_is_help=True, rich_markup_mode=None,
+                 params=[version])
+
+
+def _show_version(value: bool) -> None:
+    """``--version``: ``hyperplan <version>`` on stdout, then exit."""
+    if value:
+        import typer
+
+        from hyperplan import __version__
+
+        print(f"hyperplan {__version__}")
+        raise typer.Exit()
+
+
+def _version_option() -> Any:
+    import typer
+
+    return typer.Option(False, "--version", is_eager=True, callback=_show_version,
+                        help="Show the version and exit.")
+
+
+def _version_app() -> typer.Typer:
+    """A one-command app whose only option is ``--version`` (the root takes it from here)."""
+    import typer
+
+    probe = typer.Typer(add_completion=False)
+
+    @probe.command()
+    def version(show: bool = _version_option()) -> None:  # pragma: no cover - never run
+        """Show the version."""
+
+    return probe
 
 
 def _assemble() -> typer.Typer:
@@ -155,12 +225,19 @@ def _assemble() -> typer.Typer:
 
     whole = typer.Typer(name="hyperplan", help=HELP, no_args_is_help=True,
                         pretty_exceptions_enable=False, add_completion=False)
+
+    @whole.callback()
+    def version(show: bool = _version_option()) -> None:
+        """Plan and act over Tool-Schema Hypergraphs (HyperAgent) and HyperMCTS."""
+
     for name, entry in COMMANDS.items():
         target = _resolve(entry.target)
         if isinstance(target, typer.Typer):
             whole.add_typer(typer_app(name), name=name)
         else:
             whole.command(name)(target)
+    for name in ALIASES:
+        _add_alias(whole, name)
     _unwrap_help(whole)
     return whole
 

@@ -29,6 +29,7 @@ import typer
 from rich.table import Table
 
 from hyperplan.cli.common import console, embedder_from_option, out, stage_progress
+from hyperplan.cli.options import AsJson, Sizes, embedder_option, renamed_options
 from hyperplan.eval.scale import DEFAULT_DIM, measure_scale
 from hyperplan.eval.synthetic import (
     id_inputs_with_producer,
@@ -63,7 +64,7 @@ def parse_sizes(spec: str) -> list[int]:
             raise typer.BadParameter(f"tool counts must be positive, got {value}")
         sizes.append(value)
     if not sizes:
-        raise typer.BadParameter("give at least one tool count, e.g. --tools 1000,10000")
+        raise typer.BadParameter("give at least one tool count, e.g. --sizes 1000,10000")
     return sizes
 
 
@@ -259,31 +260,31 @@ def _table(result: dict[str, Any]) -> Table:
 
 
 @bench_app.command("links")
+@renamed_options({"--tools": "--sizes"})
 def links_cmd(
-    tools: str = typer.Option("1000,10000,100000", help="catalog sizes, comma-separated"),
-    embedder: str = typer.Option(
-        "hashing",
-        help="hashing (default: lexical, no model, fast) | minilm (semantic but ~100-500 "
-        "texts/s, far too slow for 100K tools) | none | openai:MODEL"),
+    sizes: Sizes = "1000,10000,100000",
+    embedder: str = embedder_option("hashing", "minilm embeds ~100-500 texts/s, far too slow "
+                                    "for 100K tools"),
     seed: int = typer.Option(0, help="seed of the synthetic catalogs"),
     timeout: float = typer.Option(0, help="give up on a size after this many seconds (0: never)"),
     max_memory_gb: float = typer.Option(
         0, help="address-space limit of each run, so one size cannot exhaust the machine "
         "(0: none)"),
-    as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
+    as_json: AsJson = False,
 ) -> None:
     """Link-inference scale on synthetic catalogs of each size.
 
     Each size is built in a fresh process; reports nodes, links, candidate pairs, seconds and
     peak RSS."""
-    sizes = parse_sizes(tools)
+    counts = parse_sizes(sizes)
     if embedder.split(":")[0].lower() in ("minilm", "auto", "openai") and max(
-            sizes) >= _SLOW_EMBEDDER_TOOLS:
+            counts) >= _SLOW_EMBEDDER_TOOLS:
         console.print(f"[yellow]warning:[/yellow] embedder {embedder!r} embeds ~100-500 texts/s;"
-                      f" {max(sizes):,} tools have ~{8 * max(sizes):,} schema nodes. The default "
-                      "--embedder hashing is the one meant for scale runs.", highlight=False)
+                      f" {max(counts):,} tools have ~{8 * max(counts):,} schema nodes. The "
+                      "default --embedder hashing is the one meant for scale runs.",
+                      highlight=False)
     started = time.perf_counter()
-    runs = _run_sizes(sizes, seed, embedder, timeout=timeout, max_memory_gb=max_memory_gb,
+    runs = _run_sizes(counts, seed, embedder, timeout=timeout, max_memory_gb=max_memory_gb,
                       quiet=as_json)
     result = {"bench": "links", "embedder": embedder, "seed": seed, "runs": runs,
               "seconds": round(time.perf_counter() - started, 3)}
@@ -327,13 +328,13 @@ def _scale_table(result: dict[str, Any]) -> Table:
 
 
 @bench_app.command("scale")
+@renamed_options({"--tools": "--sizes"})
 def scale_cmd(
-    tools: str = typer.Option("1000,10000,100000", help="graph sizes, comma-separated"),
+    sizes: Sizes = "1000,10000,100000",
     seed: int = typer.Option(0, help="seed of the synthetic graphs, terminals and requests"),
-    embedder: str = typer.Option(
-        "words",
-        help="words (random word vectors, fast; meant for scale runs) | hashing (lexical "
-        "feature hashing, ~10K texts/s: about 12 minutes per 1M tools' 7M texts)"),
+    embedder: str = embedder_option(
+        "words", "here only words (random word vectors, fast; meant for scale runs) or "
+        "hashing (~10K texts/s: about 12 minutes per 1M tools' 7M texts)"),
     dim: int = typer.Option(
         DEFAULT_DIM, help="embedding dimension; the index holds a float32 vector per schema "
         "node (6M at 1M tools: 1.5 GB at 64 dims, 12 GB at 512)"),
@@ -349,13 +350,13 @@ def scale_cmd(
     max_memory_gb: float = typer.Option(
         0, help="address-space limit of each run, so one size cannot exhaust the machine "
         "(0: none)"),
-    as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
+    as_json: AsJson = False,
 ) -> None:
     """Planning scale: DOE and context-graph latency on synthetic hypergraphs.
 
     The hypergraphs have heavy-tailed degrees; each size is built in a fresh process. Reports
     build seconds, peak RSS, DOE and context-graph latency (p50/p99)."""
-    sizes = parse_sizes(tools)
+    counts = parse_sizes(sizes)
     if embedder not in ("words", "hashing"):
         raise typer.BadParameter(f"unknown embedder {embedder!r}: use words or hashing")
     if not 0 <= grounded <= 1:
@@ -365,7 +366,7 @@ def scale_cmd(
     options = {"dim": dim, "terminals": terminals, "requests": requests, "grounded": grounded,
                "freeze_gc": freeze_gc}
     started = time.perf_counter()
-    runs = _run_sizes(sizes, seed, embedder, timeout=timeout, max_memory_gb=max_memory_gb,
+    runs = _run_sizes(counts, seed, embedder, timeout=timeout, max_memory_gb=max_memory_gb,
                       quiet=as_json, measure=measure_scale, options=options)
     result = {"bench": "scale", "seed": seed, "embedder": embedder, "dim": dim,
               "terminals": terminals, "grounded": grounded, "requests": requests,

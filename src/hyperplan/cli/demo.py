@@ -17,6 +17,7 @@ import typer
 from rich.table import Table
 
 from hyperplan.cli.common import out
+from hyperplan.cli.options import Model, embedder_option, llm_option
 from hyperplan.cli.run_cmds import render_event, search_embedder
 from hyperplan.demo_world import DemoTask, DemoWorld, load_tasks
 from hyperplan.embed.base import Embedder
@@ -36,10 +37,10 @@ from hyperplan.retrieve.serialize import count_tokens, serialize_context_graph
 
 def demo(
     task: list[str] = typer.Option([], "--task", help="Run only these task ids (repeatable)."),
-    embedder: str = typer.Option("auto", help="auto | minilm | hashing | openai:MODEL"),
-    llm: str = typer.Option(None, help="OpenAI-compatible base URL: run the full agent on the "
-                            "natural-language requests (else HYPERPLAN_LLM_BASE_URL)."),
-    model: str = typer.Option(None, help="Model name (else HYPERPLAN_LLM_MODEL)."),
+    embedder: str = embedder_option("auto"),
+    llm: str | None = llm_option("run the full agent on the natural-language requests "
+                                 "(else HYPERPLAN_LLM_BASE_URL)"),
+    model: Model = None,
     trace_dir: Path = typer.Option(None, help="Write one JSONL trace per task here."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Only the summary table."),
     as_json: bool = typer.Option(False, "--json", help="Print per-task results as JSON."),
@@ -136,7 +137,9 @@ def _summary(rows: list[dict[str, Any]]) -> None:
     for col in ("task", "status", "checker", "tool calls", "min", "LLM calls"):
         table.add_column(col)
     for r in rows:
-        table.add_row(r["task"], r["status"], "pass" if r["check"] else "fail",
+        expected = r["ambiguous"] and r["status"] == "blocked"  # stopping is the right outcome
+        table.add_row(r["task"], f"{r['status']} (expected)" if expected else r["status"],
+                      "pass" if r["check"] else "fail",
                       str(r["tool_calls"]), str(r["min_calls"]), str(r["llm_calls"]))
     out.print(table)
     plain = [r for r in rows if not r["ambiguous"]]

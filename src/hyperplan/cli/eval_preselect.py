@@ -16,6 +16,7 @@ from pathlib import Path
 import typer
 
 from hyperplan.cli.common import console, embedder_from_option, fail, out, stage_progress
+from hyperplan.cli.options import AsJson, Split, embedder_option
 from hyperplan.embed.base import Embedder
 from hyperplan.eval.preselect import DEFAULT_BUDGETS, SUITES, PreselectError, evaluate_preselect
 
@@ -30,9 +31,9 @@ def preselect_cmd(
         "dev.jsonl; tau2: domains, comma-separated (default airline,retail,telecom)"),
     domain: str = typer.Option(None, help="tau2 domains (same as --data for tau2)"),
     budget: str = typer.Option(",".join(map(str, DEFAULT_BUDGETS)),
-                               help="budgets K, comma-separated"),
-    split: str = typer.Option("all", help="all | dev (every 5th task) | heldout"),
-    embedder: str = typer.Option("auto", help="auto | minilm | hashing | openai:MODEL"),
+                               help="tool budgets K (at most this many tools), comma-separated"),
+    split: Split = "all",
+    embedder: str = embedder_option("auto", "none is refused here (pre-selection needs vectors)"),
     replay: bool = typer.Option(False, "--replay", help="replay each task's gold calls through "
                                 "a session and score the next gold tool at each step"),
     limit: int = typer.Option(None, help="at most this many tasks per catalog (after --split)"),
@@ -43,7 +44,7 @@ def preselect_cmd(
     no_cache: bool = typer.Option(False, "--no-cache", help="build every graph anew"),
     fastmcp: bool = typer.Option(True, "--fastmcp/--no-fastmcp",
                                  help="run FastMCP's BM25SearchTransform when installed"),
-    as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
+    as_json: AsJson = False,
 ) -> None:
     """Gold-tool recall, completeness, definition tokens and latency of tool pre-selection:
     all tools, semantic and BM25 top-K, FastMCP's BM25 search, the context graph, and the

@@ -13,6 +13,15 @@ from typing import Any
 import typer
 
 from hyperplan.cli.common import embedder_from_option, fail, out, stage_progress
+from hyperplan.cli.options import (
+    AsJson,
+    Model,
+    Split,
+    ToolBudget,
+    embedder_option,
+    llm_option,
+    renamed_options,
+)
 from hyperplan.embed.base import Embedder
 from hyperplan.eval.interpretations import (
     InterpretationStore,
@@ -25,25 +34,25 @@ from hyperplan.execute.setup import llm_from_options
 from hyperplan.llm.budget import Accounting
 
 
+@renamed_options({"--tools": "--catalog", "--tasks": "--tasks-file"})
 def retrieval_cmd(
     suite: str = typer.Option(
         ..., help="appworld | stabletoolbench | nestools | sealtools | custom"),
-    tools: str = typer.Option(
-        ..., help="AppWorld api_docs dir; StableToolBench query file; NesTools *.jsonl; "
-        "Seal-Tools dir or tool.jsonl; custom: a catalog source KIND:LOCATION (as for graph "
-        "build)"),
-    tasks: Path = typer.Option(
-        ..., help="AppWorld tasks_train.jsonl; StableToolBench query file; NesTools *.jsonl; "
-        "Seal-Tools dir or dev.jsonl; "
+    catalog: str = typer.Option(
+        ..., "--catalog", help="where the suite's tools are: AppWorld api_docs dir; "
+        "StableToolBench query file; NesTools *.jsonl; Seal-Tools dir or tool.jsonl; custom: "
+        "a catalog source KIND:LOCATION (as for graph build)"),
+    tasks_file: Path = typer.Option(
+        ..., "--tasks-file", help="AppWorld tasks_train.jsonl; StableToolBench query file; "
+        "NesTools *.jsonl; Seal-Tools dir or dev.jsonl; "
         'custom: JSONL of {"id", "request", "tools"}, tools = the gold tool names'),
-    budget: int = typer.Option(20, help="at most this many tools per method and task"),
-    embedder: str = typer.Option("auto", help="auto | minilm | hashing | openai:MODEL"),
-    split: str = typer.Option("all", help="all | dev (every 5th task) | heldout"),
-    llm: str = typer.Option(None, help="OpenAI-compatible base URL: the context graph reads "
-                            "the model's task interpretation instead of the rules' (else "
-                            "HYPERPLAN_LLM_BASE_URL when --interpreter llm)"),
-    model: str = typer.Option(None, help="Model name (else HYPERPLAN_LLM_MODEL, else the "
-                              "server's first model)."),
+    budget: ToolBudget = 20,
+    embedder: str = embedder_option("auto", "none is refused here (retrieval needs vectors)"),
+    split: Split = "all",
+    llm: str | None = llm_option("the context graph reads the model's task interpretation "
+                                 "instead of the rules' (else HYPERPLAN_LLM_BASE_URL when "
+                                 "--interpreter llm)"),
+    model: Model = None,
     interpreter: str = typer.Option(None, help="rules | llm (default: llm when --llm is "
                                     "given, else rules)"),
     interpretations: Path = typer.Option(
@@ -52,7 +61,7 @@ def retrieval_cmd(
     details: Path = typer.Option(
         None, help="write one JSON line per task here: the request, its gold tools, the "
         "interpretation, and per method the tools retrieved (in rank order) and missed"),
-    as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
+    as_json: AsJson = False,
 ) -> None:
     """Recall, completeness, size and prompt tokens of retrieved tool sets."""
     chosen = embedder_from_option(embedder)
@@ -74,12 +83,13 @@ def retrieval_cmd(
             sink.flush()
 
         result = evaluate_retrieval(
-            suite, tools, tasks, budget=budget, embedder=chosen, split=split, progress=progress,
+            suite, catalog, tasks_file, budget=budget, embedder=chosen, split=split,
+            progress=progress,
             interpreter=reader, interpreter_name=name, store=store,
             on_task=write if sink else None,
         )
     if not result["n_tasks"]:
-        fail(f"{tasks}: no task with a request and gold tools to score"
+        fail(f"{tasks_file}: no task with a request and gold tools to score"
              + (f" in split {split!r}" if split != "all" else ""))
     if as_json:
         print(json.dumps(result))

@@ -7,12 +7,22 @@ import shlex
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from hyperplan.cli.common import budget_from_options, console, fail, out, print_warning
+from hyperplan.cli.options import (
+    MODEL_HELP,
+    OLD_LLM_VALUES,
+    AsJson,
+    deprecation,
+    embedder_option,
+    llm_option,
+    output_option,
+    renamed_options,
+)
 from hyperplan.errors import HyperplanError
 from hyperplan.eval.harness import (
     AGENTS,
@@ -37,10 +47,13 @@ def eval_run_cmd(
                              "appworld (default: under $HYPERPLAN_DATA or ../shared/data)."),
     agents: str = typer.Option("hyperagent,react,planexec",
                                help=f"Comma-separated: {', '.join(AGENTS)}."),
-    llm: str = typer.Option("none", help="'scripted' (test double), 'none' (LLM-free agents "
-                            "only) or an OpenAI-compatible base URL."),
-    model: str = typer.Option("", help="Model name for an endpoint."),
-    embedder: str = typer.Option("hashing", help="auto | minilm | hashing"),
+    llm: str | None = llm_option("the agents' model (default: no model, LLM-free agents "
+                                 "only; HYPERPLAN_LLM_BASE_URL is not read)"),
+    scripted: bool = typer.Option(False, "--scripted", help="Answer the agents with the "
+                                  "scripted test double (fixed answers per task): exercises "
+                                  "the harness, measures no model."),
+    model: str = typer.Option("", help=MODEL_HELP),
+    embedder: str = embedder_option("hashing"),
     workers: int = typer.Option(2, help="Worker processes (1 = in this process)."),
     backend: str = typer.Option("local", help="local (processes) | ray (extra 'ray')."),
     ray_address: str = typer.Option(None, help="Ray cluster address (default: local Ray)."),
@@ -51,9 +64,10 @@ def eval_run_cmd(
     max_tool_calls: int = typer.Option(40, help="Per-task budget: tool calls."),
     max_tokens: int = typer.Option(None, help="Per-task budget: tokens."),
     max_seconds: float = typer.Option(300.0, help="Per-task budget: wall seconds."),
-    as_json: bool = typer.Option(False, "--json", help="Print the run summary as JSON."),
+    as_json: AsJson = False,
 ) -> None:
     """Run agents on a suite; results go to the run store as each task finishes."""
+    llm = _llm_choice(llm, scripted)
     if resume and not store.exists():
         fail(f"{store}: run store not found (--resume {resume})")
     with RunStore(store) as db:
@@ -98,6 +112,17 @@ def eval_run_cmd(
         fail(str(lost))
 
 
+def _llm_choice(url: str | None, scripted: bool) -> str:
+    """What the run records as its LLM: ``none``, ``scripted`` or the endpoint URL. The old
+    spellings ``--llm none`` and ``--llm scripted`` still work, with one deprecation line."""
+    if url in OLD_LLM_VALUES:
+        deprecation(f"--llm {url}", OLD_LLM_VALUES[url])
+        scripted, url = scripted or url == "scripted", None
+    if scripted and url:
+        fail("give --llm URL or --scripted, not both")
+    return "scripted" if scripted else url or "none"
+
+
 def _resumed_config(db: RunStore, run_id: str) -> EvalConfig:
     """The configuration ``run_id`` was started with, as stored by ``eval run``."""
     config = db.run(run_id).config
@@ -120,7 +145,11 @@ def _print_summary(summary: dict[str, Any], as_json: bool, store: Path) -> None:
             out.print(f"{agent}: success {row['success']}/{row['tasks']}, tool calls "
                       f"{row['tool_calls']}, LLM calls {row['llm_calls']}, tokens "
                       f"{row['tokens']}")
-        console.print(f"report: hyperplan report {run_id} --store {store}")
+        if summary["llm"] == "scripted":  # the caveat report.md carries, beside the numbers
+            from hyperplan.eval.report import SCRIPTED_NOTE
+
+            out.print(f"note: {SCRIPTED_NOTE}", highlight=False)
+        console.print(f"report: hyperplan eval report {run_id} --store {store}")
 
 
 def _suite_options(**options: str | None) -> dict[str, str]:
@@ -163,11 +192,12 @@ def summarize_run(db: RunStore, run_id: str) -> dict[str, Any]:
             "agents": {a: dict(v) for a, v in sorted(agents.items())}}
 
 
+@renamed_options({"--out": "--output"})
 def report_cmd(
     run_id: str = typer.Argument(..., help="A run id from `hyperplan eval run`."),
     store: Path = typer.Option(DEFAULT_STORE, help="SQLite run store."),
-    out_dir: Path = typer.Option(None, "--out", help="Output directory (default "
-                                 "reports/RUN_ID)."),
+    out_dir: Annotated[Path | None, output_option(
+        "Output directory (default reports/RUN_ID).")] = None,
 ) -> None:
     """Write report.md, PNG plots and a self-contained report.html for a stored run."""
     from hyperplan.eval.report import write_report

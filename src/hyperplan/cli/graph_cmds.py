@@ -24,6 +24,7 @@ from hyperplan.cli.common import (
     printed_warnings,
     stage_progress,
 )
+from hyperplan.cli.options import AllowUnsafeTools, embedder_option
 from hyperplan.embed.cache import CachedEmbedder
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.export import neighbourhood, to_dot, to_mermaid
@@ -48,15 +49,13 @@ graph_app = typer.Typer(help="Build and inspect Tool-Schema Hypergraphs.", no_ar
 def build_cmd(
     source: str = typer.Argument(..., help="KIND:LOCATION, e.g. appworld:DIR, openai:FILE"),
     output: Path = typer.Option(..., "-o", "--output", help="graph JSON to write (+ .npz)"),
-    embedder: str = typer.Option("auto", help="auto | minilm | hashing | none | openai:MODEL"),
+    embedder: str = embedder_option("auto"),
     overrides: Path | None = typer.Option(None, help="YAML/JSON link overrides"),
     min_weight: float = typer.Option(LinkConfig.min_weight, help="keep links at least this"),
     warm: bool = typer.Option(True, "--warm/--no-warm",
                               help="embed the retrieval texts into the embedding cache now, so "
                                    "the first query on this graph is fast"),
-    allow_unsafe_tools: bool = typer.Option(False, help="Let a python: source expose a "
-                                            "module that acts on the host (refused by "
-                                            "default)."),
+    allow_unsafe_tools: AllowUnsafeTools = False,
 ) -> None:
     """Import a tool catalog, infer dependency links and save the hypergraph."""
     if not 0 < min_weight <= 1:

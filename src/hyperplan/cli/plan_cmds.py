@@ -10,6 +10,7 @@ import typer
 from rich.table import Table
 
 from hyperplan.cli.common import embedder_from_option, fail, out
+from hyperplan.cli.options import ToolBudget, embedder_option
 from hyperplan.embed.base import Embedder
 from hyperplan.graph.io import load_graph
 from hyperplan.graph.model import Hypergraph
@@ -36,8 +37,9 @@ def _split(values: str) -> list[str]:
 def context_cmd(
     path: Path = typer.Argument(..., help="graph JSON"),
     request: str = typer.Argument(..., help="the user's request, in plain words"),
-    budget: int = typer.Option(20, help="at most this many tools"),
-    embedder: str = typer.Option("auto", help="auto | minilm | hashing | openai:MODEL"),
+    budget: ToolBudget = 20,
+    embedder: str = embedder_option("auto", "none is refused here (the context graph "
+                                                    "needs vectors)"),
     prompt: bool = typer.Option(False, "--prompt", help="print the planner prompt text"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
 ) -> None:

@@ -11,6 +11,16 @@ from rich.markup import escape
 from rich.table import Table
 
 from hyperplan.cli.common import budget_from_options, console, embedder_from_option, fail, out
+from hyperplan.cli.options import (
+    AllowUnsafeTools,
+    BaseUrl,
+    Headers,
+    IdempotencyKeyHeader,
+    MaxResponseBytes,
+    Model,
+    embedder_option,
+    llm_option,
+)
 from hyperplan.embed import get_embedder
 from hyperplan.embed.base import Embedder
 from hyperplan.errors import HyperplanError
@@ -61,33 +71,28 @@ def run(
                               "any catalog source (planning only)"),
     mcp_command: str = typer.Option(None, help="Run the tools of this stdio MCP server."),
     goal: str = typer.Option(None, help="Structured goal (JSON or a file): LLM-free mode."),
-    llm: str = typer.Option(None, help="OpenAI-compatible base URL (else "
-                            "HYPERPLAN_LLM_BASE_URL); key from HYPERPLAN_LLM_API_KEY."),
-    model: str = typer.Option(None, help="Model name (else HYPERPLAN_LLM_MODEL)."),
-    embedder: str = typer.Option("auto", help="auto | minilm | hashing | openai:MODEL"),
+    llm: str | None = llm_option("the agent's model (else HYPERPLAN_LLM_BASE_URL); key from "
+                                 "HYPERPLAN_LLM_API_KEY"),
+    model: Model = None,
+    embedder: str = embedder_option("auto"),
     graph_file: Path = typer.Option(None, "--graph", help="A graph saved by `graph build` "
                                     "from the same tools (its links and overrides are used; "
                                     "nothing is rebuilt)."),
     overrides: Path = typer.Option(None, help="YAML/JSON link overrides for the graph built "
                                    "from --tools."),
-    base_url: str = typer.Option(None, help="Base URL for OpenAPI tools."),
-    header: list[str] = typer.Option([], help="HTTP header 'Name: value' ($VAR reads env)."),
+    base_url: BaseUrl = None,
+    header: Headers = [],  # noqa: B006 (typer copies it)
     trace: Path = typer.Option(None, help="Write the JSONL trace here."),
     max_llm_calls: int = typer.Option(None, help="Budget: LLM calls."),
     max_tokens: int = typer.Option(None, help="Budget: prompt + completion tokens."),
     max_tool_calls: int = typer.Option(None, help="Budget: tool calls."),
     max_seconds: float = typer.Option(None, help="Budget: wall time, a hard deadline for "
                                       "the whole run (every call gets the time left)."),
-    max_response_bytes: int = typer.Option(DEFAULT_MAX_RESPONSE_BYTES, help="Cap on an HTTP "
-                                           "response body; reading stops there (marked)."),
-    idempotency_key_header: str = typer.Option(None, help="Send a per-call idempotency key "
-                                               "in this header (e.g. Idempotency-Key) with "
-                                               "HTTP writes, which makes them safe to retry."),
+    max_response_bytes: MaxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES,
+    idempotency_key_header: IdempotencyKeyHeader = None,
     trace_max_chars: int = typer.Option(DEFAULT_MAX_CHARS, help="Longest string value a "
                                         "trace keeps (the rest is cut and marked)."),
-    allow_unsafe_tools: bool = typer.Option(False, help="Let a python: source expose a "
-                                            "module that acts on the host (os, subprocess, "
-                                            "shutil ...): refused by default."),
+    allow_unsafe_tools: AllowUnsafeTools = False,
     sandbox: Sandbox = typer.Option(Sandbox.NONE, help="subprocess: run python: tools in a "
                                     "child process without network, with CPU, memory and "
                                     "file-size limits and the run's deadline."),

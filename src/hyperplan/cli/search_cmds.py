@@ -1,4 +1,8 @@
-"""``hyperplan eval mcts``, ``eval mcts-sweep`` and ``eval mcts-bench``: HyperMCTS benchmarks.
+"""``hyperplan search run|sweep|reasoners|bench``: HyperMCTS (Algorithm 1 of the HyperMCTS
+paper) against its baselines on generated long-horizon tasks, and its bookkeeping benchmark.
+
+The old names ``hyperplan eval mcts``, ``eval mcts-sweep``, ``eval mcts-reasoners`` and
+``eval mcts-bench`` stay as hidden aliases (registered on the ``eval`` group).
 
 Defaults for c, lambda and Agg were chosen on the dev seeds 0-999 (see
 :data:`hyperplan.search.runner.DEV_SEEDS`); report results with ``--seed 1000`` or above.
@@ -14,6 +18,16 @@ from typing import Annotated, Any
 import typer
 
 from hyperplan.cli.common import console, fail, out, print_warning, stage_progress
+from hyperplan.cli.options import (
+    AsJson,
+    Iterations,
+    Model,
+    Rollouts,
+    Tasks,
+    llm_option,
+    output_option,
+    renamed_options,
+)
 from hyperplan.errors import HyperplanError
 from hyperplan.execute.setup import llm_from_options
 from hyperplan.llm.budget import Accounting
@@ -24,6 +38,9 @@ from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG
 from hyperplan.search.policies import LLM_ROLLOUTS, POLICIES, LLMPolicyFactory, Policy
 from hyperplan.search.runner import METHODS, evaluate, load_tasks, sweep, sweep_plot, sweep_table
 
+search_app = typer.Typer(help="Tree search (HyperMCTS) on generated long-horizon tasks: runs, "
+                         "sweeps, benchmarks.", no_args_is_help=True)
+
 DEFAULT_C = 0.5
 DEFAULT_LAM = 0.5
 
@@ -33,7 +50,6 @@ WIDEN_HELP = ("progressive widening w of commit decision points (0 = off, Algori
 
 # Options the commands share (typer reads the Annotated metadata).
 Suite = Annotated[str, typer.Option(help="shopping | travel | toy")]
-Tasks = Annotated[int, typer.Option(help="number of generated tasks")]
 Seed = Annotated[int, typer.Option(help="task/search seed (0-999 is the dev range)")]
 Branching = Annotated[int, typer.Option(help="children per expansion b")]
 Level = Annotated[int | None, typer.Option(help="difficulty level (suite-defined)")]
@@ -42,10 +58,6 @@ PolicyName = Annotated[str, typer.Option(help=" | ".join(POLICIES))]
 SearchPolicy = Annotated[str, typer.Option(
     "--policy", help=" | ".join((*POLICIES, "llm")) + " (llm: the model at --llm proposes "
     "and scores candidates)")]
-LLMUrl = Annotated[str | None, typer.Option(
-    "--llm", help="OpenAI-compatible base URL for --policy llm (else HYPERPLAN_LLM_BASE_URL)")]
-LLMModel = Annotated[str | None, typer.Option(
-    help="model name for --policy llm (else HYPERPLAN_LLM_MODEL, else the server's first)")]
 LLMRollouts = Annotated[str, typer.Option(
     help="--policy llm: who simulates rollouts, heuristic (the model only proposes the "
     "children of expanded histories) or llm (the model at every rollout step too)")]
@@ -59,23 +71,24 @@ Guidance = Annotated[bool, typer.Option(
 BranchOn = Annotated[str, typer.Option(
     help="branch at commit decision points only (commit) or on every action (all)")]
 Widen = Annotated[float, typer.Option(help=WIDEN_HELP)]
-Budget = Annotated[int, typer.Option(help="rollout budget B per task and method")]
 Lam = Annotated[float, typer.Option(help="hypergraph prior weight lambda")]
 ExpandRollout = Annotated[bool, typer.Option(
     "--expand-rollout/--no-expand-rollout",
     help="run each rollout inside the tree, expanding every history it passes (llm-reasoners' "
     "tree shape; off in Algorithm 1)")]
-AsJson = Annotated[bool, typer.Option("--json", help="print only the JSON object")]
 
 
 def _config(
     budget: int, branching: int, lam: float, c: float, agg: str, rollout_guidance: bool = True,
     branch_on: str = "commit", widen: float = DEFAULT_WIDEN, expand_rollout: bool = False,
+    budget_option: str = "--rollouts",
 ) -> MCTSConfig:
+    """The search configuration of the options (``budget`` is the value of
+    ``budget_option``: ``--rollouts`` or ``--iterations``), each checked."""
     if agg not in AGGREGATORS:
         fail(f"unknown --agg {agg!r}; choose one of {', '.join(sorted(AGGREGATORS))}")
     if budget < 1 or branching < 1 or c < 0 or lam < 0:
-        fail("--budget and --branching must be >= 1, --c and --lam >= 0")
+        fail(f"{budget_option} and --branching must be >= 1, --c and --lam >= 0")
     if branch_on not in BRANCH_ON:
         fail(f"unknown --branch-on {branch_on!r}; choose one of {', '.join(BRANCH_ON)}")
     if widen < 0:
@@ -96,11 +109,13 @@ def _tasks(suite: str, n: int, seed: int, level: int | None) -> list[SearchEnv]:
         fail(f"cannot make tasks for suite {suite!r}: {exc}")
 
 
+@search_app.command("run")
+@renamed_options({"--budget": "--rollouts"})
 def mcts_cmd(
     suite: Suite,
     tasks: Tasks = 50,
     seed: Seed = 1000,
-    budget: Budget = 32,
+    rollouts: Rollouts = 32,
     branching: Branching = 3,
     lam: Lam = DEFAULT_LAM,
     c: float = typer.Option(DEFAULT_C, help="UCT exploration constant c"),
@@ -112,8 +127,8 @@ def mcts_cmd(
     branch_on: BranchOn = "commit",
     widen: Widen = DEFAULT_WIDEN,
     expand_rollout: ExpandRollout = False,
-    llm: LLMUrl = None,
-    model: LLMModel = None,
+    llm: str | None = llm_option("the model for --policy llm (else HYPERPLAN_LLM_BASE_URL)"),
+    model: Model = None,
     llm_rollouts: LLMRollouts = "heuristic",
     max_llm_calls: MaxLLMCalls = None,
     as_json: AsJson = False,
@@ -124,7 +139,7 @@ def mcts_cmd(
     two methods reach costs one call); the JSON's "llm" object counts the histories the model
     was asked about, the requests sent (re-asks included), the answers that gave no valid
     decision (fallbacks), tokens and model seconds."""
-    config = _config(budget, branching, lam, c, agg, rollout_guidance, branch_on, widen,
+    config = _config(rollouts, branching, lam, c, agg, rollout_guidance, branch_on, widen,
                      expand_rollout)
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
     unknown = [m for m in chosen if m not in METHODS]
@@ -205,37 +220,40 @@ def _emit(payload: dict[str, Any], as_json: bool) -> None:
     out.print_json(json.dumps(payload))
 
 
+@search_app.command("sweep")
+@renamed_options({"--budgets": "--rollouts", "--out": "--output"})
 def mcts_sweep_cmd(
     suite: Suite,
     tasks: Tasks = 50,
     seed: Seed = 1000,
-    budgets: str = typer.Option("8,16,32,64", help="comma-separated rollout budgets"),
+    rollouts: str = typer.Option("8,16,32,64", "--rollouts",
+                                 help="rollout budgets B, comma-separated"),
     lams: str = typer.Option("0,0.3,0.7,1.0", help="comma-separated lambda values (0 = UCT)"),
     branching: Branching = 3,
     c: float = typer.Option(DEFAULT_C, help="UCT exploration constant c"),
     level: Level = None,
     agg: Agg = DEFAULT_AGG,
     policy: PolicyName = "heuristic",
-    out_dir: Path = typer.Option(Path("docs/figures"), "--out", help="directory for the PNG"),
+    out_dir: Annotated[Path, output_option("directory for the PNG")] = Path("docs/figures"),
     rollout_guidance: Guidance = True,
     branch_on: BranchOn = "commit",
     widen: Widen = DEFAULT_WIDEN,
-    as_json: bool = typer.Option(False, "--json", help="print the JSON grid instead"),
+    as_json: AsJson = False,
 ) -> None:
     """Case accuracy vs budget and vs lambda: a Markdown table and a matplotlib PNG."""
     try:
-        budget_list = [int(x) for x in budgets.split(",") if x.strip()]
+        budget_list = [int(x) for x in rollouts.split(",") if x.strip()]
         lam_list = [float(x) for x in lams.split(",") if x.strip()]
     except ValueError:
-        fail("--budgets takes integers and --lams numbers, comma-separated")
+        fail("--rollouts takes integers and --lams numbers, comma-separated")
     if not budget_list or not lam_list:
-        fail("--budgets and --lams must not be empty")
+        fail("--rollouts and --lams must not be empty")
     if min(budget_list) < 1 or min(lam_list) < 0:
-        fail("every --budgets value must be >= 1 and every --lams value >= 0")
+        fail("every --rollouts value must be >= 1 and every --lams value >= 0")
     config = _config(max(budget_list), branching, max(lam_list), c, agg, rollout_guidance,
                      branch_on, widen)
     envs = _tasks(suite, tasks, seed, level)
-    out_dir.mkdir(parents=True, exist_ok=True)  # before the sweep, so a bad --out fails fast
+    out_dir.mkdir(parents=True, exist_ok=True)  # before the sweep: a bad --output fails fast
     with stage_progress() as progress:
         result = sweep(envs, config, budget_list, lam_list, policy=policy, seed=seed,
                        progress=progress)
@@ -259,12 +277,14 @@ def mcts_sweep_cmd(
         print(f"\nfigure: {result['figure']}")
 
 
+@search_app.command("bench")
+@renamed_options({"--budget": "--iterations"})
 def mcts_bench_cmd(
     suite: str = typer.Option("toy", help="toy (synthetic, random policy), shopping or travel "
                               "(generated, heuristic policy)"),
-    tasks: int = typer.Option(20, help="tasks"),
+    tasks: Tasks = 20,
     seed: Seed = 1,
-    budget: int = typer.Option(256, help="iterations per task"),
+    iterations: Iterations = 256,
     branching: Branching = 3,
     lam: Lam = DEFAULT_LAM,
     agg: Agg = DEFAULT_AGG,
@@ -282,19 +302,22 @@ def mcts_bench_cmd(
 
     if suite not in BENCH_SUITES:
         fail(f"--suite must be one of {', '.join(BENCH_SUITES)}")
-    _config(budget, branching, lam, DEFAULT_C, agg, widen=widen)  # the mcts commands' checks
+    _config(iterations, branching, lam, DEFAULT_C, agg, widen=widen,  # the searches' checks
+            budget_option="--iterations")
     if repeat < 1 or tasks < 1:
         fail("--repeat and --tasks must be >= 1")
-    print(json.dumps(bench_bookkeeping(tasks=tasks, budget=budget, branching=branching,
+    print(json.dumps(bench_bookkeeping(tasks=tasks, budget=iterations, branching=branching,
                                        lam=lam, agg=agg, widen=widen, suite=suite, seed=seed,
                                        repeat=repeat, isolate=isolate)))
 
 
+@search_app.command("reasoners")
+@renamed_options({"--budget": "--rollouts"})
 def mcts_reasoners_cmd(
     suite: Suite,
     tasks: Tasks = 50,
     seed: Seed = 1000,
-    budget: Budget = 32,
+    rollouts: Rollouts = 32,
     branching: Branching = 3,
     lam: Lam = DEFAULT_LAM,
     c: float = typer.Option(DEFAULT_C, help="exploration constant (llm-reasoners' w_exp)"),
@@ -305,7 +328,7 @@ def mcts_reasoners_cmd(
     rollouts, with the heuristic policy."""
     from hyperplan.search.reasoners_bridge import compare
 
-    config = _config(budget, branching, lam, c, DEFAULT_AGG, True, "commit", widen)
+    config = _config(rollouts, branching, lam, c, DEFAULT_AGG, True, "commit", widen)
     envs = _tasks(suite, tasks, seed, None)
     try:
         with stage_progress() as progress:

@@ -11,6 +11,14 @@ from pathlib import Path
 
 import typer
 
+from hyperplan.cli.options import (
+    AllowUnsafeTools,
+    BaseUrl,
+    Headers,
+    IdempotencyKeyHeader,
+    MaxResponseBytes,
+    embedder_option,
+)
 from hyperplan.integrations.mcp_gateway.config import (
     DEFAULT_BUDGET,
     DEFAULT_CALL_TIMEOUT,
@@ -43,26 +51,22 @@ def serve_cmd(
                              "instead of stdio."),
     allow_remote: bool = typer.Option(False, help="Let --http listen on a host that is not "
                                       "loopback (anyone who reaches it can call the tools)."),
-    budget: int = typer.Option(DEFAULT_BUDGET, help="Tools per selection."),
+    budget: int = typer.Option(DEFAULT_BUDGET, "--budget", help="at most this many tools "
+                               "per selection"),
     call_timeout: float = typer.Option(DEFAULT_CALL_TIMEOUT, help="Hard deadline of every "
                                        "forwarded call, in seconds."),
-    embedder: str = typer.Option("auto", help="auto | minilm | hashing | openai:MODEL"),
+    embedder: str = embedder_option("auto"),
     cache_dir: Path = typer.Option(None, help="Where the built graph is kept (default: "
                                    "$HYPERPLAN_CACHE_DIR/selectors or ~/.cache/hyperplan)."),
     no_cache: bool = typer.Option(False, "--no-cache", help="Build the graph anew, keep "
                                   "nothing."),
-    allow_unsafe_tools: bool = typer.Option(False, help="Let a python: source expose a "
-                                            "module that acts on the host (os, subprocess, "
-                                            "shutil ...): refused by default."),
+    allow_unsafe_tools: AllowUnsafeTools = False,
     sandbox: Sandbox = typer.Option(Sandbox.NONE, help="subprocess: run python: tools in a "
                                     "child process without network, with resource limits."),
-    base_url: str = typer.Option(None, help="Base URL for OpenAPI tools."),
-    header: list[str] = typer.Option([], help="HTTP header 'Name: value' for OpenAPI tools "
-                                     "($VAR reads env; redacted by value)."),
-    max_response_bytes: int = typer.Option(_MAX_RESPONSE_BYTES, help="Cap on an HTTP "
-                                           "response body of an OpenAPI tool."),
-    idempotency_key_header: str = typer.Option(None, help="Send a per-call idempotency key "
-                                               "in this header with HTTP writes."),
+    base_url: BaseUrl = None,
+    header: Headers = [],  # noqa: B006 (typer copies it)
+    max_response_bytes: MaxResponseBytes = _MAX_RESPONSE_BYTES,
+    idempotency_key_header: IdempotencyKeyHeader = None,
     max_request_chars: int = typer.Option(DEFAULT_MAX_REQUEST_CHARS, help="Longest "
                                           "find_tools request (characters)."),
     max_argument_bytes: int = typer.Option(DEFAULT_MAX_ARGUMENT_BYTES, help="Largest "

@@ -68,8 +68,8 @@ class EvalConfig:
             raise HyperplanError(f"unknown backend {self.backend!r}; expected local or ray")
         needs_llm = [a for a in self.agents if a not in LLM_FREE_AGENTS]
         if needs_llm and self.llm == "none":
-            raise HyperplanError(f"agents {needs_llm} need --llm (an endpoint URL or "
-                                 "'scripted')")
+            raise HyperplanError(f"agents {needs_llm} need --llm URL (an endpoint) or "
+                                 "--scripted")
 
 
 @dataclass(frozen=True)

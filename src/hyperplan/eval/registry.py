@@ -8,7 +8,7 @@ interface and one command:
 * ``retrieval`` — tool pool plus gold tools per request, ``hyperplan eval retrieval``;
 * ``chains`` — gold call chains for producer discovery, ``hyperplan eval chains``;
 * ``links`` — gold data flows for link inference, ``hyperplan eval links``;
-* ``search`` — generated long-horizon tasks with verifiers, ``hyperplan eval mcts``.
+* ``search`` — generated long-horizon tasks with verifiers, ``hyperplan search run``.
 
 The tests check that this table and the per-kind registries name the same suites.
 """
@@ -31,7 +31,7 @@ KIND_COMMANDS = {
     "retrieval": "hyperplan eval retrieval --suite {name}",
     "chains": "hyperplan eval chains --suite {name}",
     "links": "hyperplan eval links --suite {name}",
-    "search": "hyperplan eval mcts --suite {name}",
+    "search": "hyperplan search run --suite {name}",
 }
 
 SUITE_TABLE: tuple[SuiteInfo, ...] = (
@@ -57,7 +57,7 @@ SUITE_TABLE: tuple[SuiteInfo, ...] = (
     SuiteInfo("stabletoolbench", ("retrieval",), "../shared/data/stabletoolbench/*.json",
               "relevant APIs (no arguments or outputs in the data, so no agent runs)"),
     SuiteInfo("custom", ("retrieval",),
-              "your tools (--tools KIND:LOCATION) and requests (--tasks JSONL of "
+              "your tools (--catalog KIND:LOCATION) and requests (--tasks-file JSONL of "
               "{id, request, tools})",
               "the tool names each request lists"),
     SuiteInfo("shopping", ("search",), "generated per seed (DeepPlanning-style)",

@@ -29,7 +29,7 @@ RUN_ALLOWANCE_S = 180.0  # an `eval run` of the whole suite on a busy machine
 
 
 def _eval(store: Path) -> tuple[str, ...]:
-    return ("eval", "run", "--suite", "demo", "--agents", AGENTS, "--llm", "scripted",
+    return ("eval", "run", "--suite", "demo", "--agents", AGENTS, "--scripted",
             "--workers", "2", "--store", str(store.name))
 
 
@@ -93,7 +93,7 @@ def store_page_corrupted(ctx: CaseContext) -> Check:
                            ADVICE)
               for args in (("eval", "run", "--resume", run_id),
                            ("eval", "run", "--suite", "demo", "--agents", "hyperagent-goal"),
-                           ("report", run_id))]
+                           ("eval", "report", run_id))]
     counted = any("to do" in s.stderr for s in ctx.steps)
     same = store.read_bytes() == before
     bad = [c.detail for c in checks if not c.ok]

@@ -38,6 +38,9 @@ class AppWorldTask:
 def load_appworld(path: str | Path) -> Catalog:
     """Read one AppWorld api-docs file, or every ``*.json`` of a directory (sorted by name)."""
     root = Path(path)
+    if not root.exists():
+        raise CatalogError(f"directory {root}: not found (appworld: reads the api_docs "
+                           "directory or one API doc file)")
     files = sorted(root.glob("*.json")) if root.is_dir() else [root]
     if not files:
         raise CatalogError("no *.json API doc files in directory", file=str(root))

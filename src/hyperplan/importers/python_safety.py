@@ -190,9 +190,8 @@ def import_with_limit(module: str, source: str, limit: float | None = None) -> M
     wait = import_timeout(limit)
     with _STILL_LOCK:
         if module in _STILL_IMPORTING:
-            raise CatalogError(f"importing module {module!r} did not finish earlier and may "
-                               "still be running; not waited for again", file=source,
-                               field="module")
+            raise CatalogError(f"{source}: importing module {module!r} did not finish "
+                               "earlier and may still be running; not waited for again")
     box: dict[str, Any] = {}
 
     def work() -> None:
@@ -210,12 +209,12 @@ def import_with_limit(module: str, source: str, limit: float | None = None) -> M
     thread.start()
     thread.join(wait)
     if thread.is_alive():
-        raise CatalogError(f"importing module {module!r} did not finish within {wait:g} s (it "
-                           "may loop at import)", file=source, field="module")
+        raise CatalogError(f"{source}: importing module {module!r} did not finish within "
+                           f"{wait:g} s (it may loop at import)")
     error = box.get("error")
     if error is not None:
-        raise CatalogError(f"importing module {module!r} failed: {import_problem(error)}",
-                           file=source, field="module")
+        raise CatalogError(f"{source}: importing module {module!r} failed: "
+                           f"{import_problem(error)}")
     found: ModuleType = box["module"]
     return found
 
