@@ -30,12 +30,12 @@ from rich.table import Table
 
 from hyperplan.cli.common import console, embedder_from_option, out, stage_progress
 from hyperplan.eval.scale import DEFAULT_DIM, measure_scale
-from hyperplan.eval.synthetic import (
+from hyperplan.graph.build import build_graph
+from hyperplan.synthetic import (
     id_inputs_with_producer,
     synthetic_catalog,
     synthetic_expectations,
 )
-from hyperplan.graph.build import build_graph
 
 bench_app = typer.Typer(help="Scale benchmarks on synthetic catalogs.", no_args_is_help=True)
 
