@@ -12,7 +12,7 @@ CORE = (
     "hyperplan.llm", "hyperplan.llm.types", "hyperplan.llm.budget", "hyperplan.llm.scripted",
     "hyperplan.graph.build", "hyperplan.retrieve.context_graph", "hyperplan.plan",
     "hyperplan.plan.doe", "hyperplan.plan.planner", "hyperplan.execute",
-    "hyperplan.execute.agent", "hyperplan.execute.setup", "hyperplan.search.mcts",
+    "hyperplan.execute.agent", "hyperplan.connect", "hyperplan.search.mcts",
     "hyperplan.eval.chains", "hyperplan.eval.harness", "hyperplan.demo_world",
 )
 

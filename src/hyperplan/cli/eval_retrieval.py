@@ -13,6 +13,7 @@ from typing import Any
 import typer
 
 from hyperplan.cli.common import embedder_from_option, fail, out, stage_progress
+from hyperplan.connect import llm_from_options
 from hyperplan.embed.base import Embedder
 from hyperplan.eval.interpretations import (
     InterpretationStore,
@@ -21,7 +22,6 @@ from hyperplan.eval.interpretations import (
     rules_interpreter,
 )
 from hyperplan.eval.retrieval import RetrievalEvalError, evaluate_retrieval
-from hyperplan.execute.setup import llm_from_options
 from hyperplan.llm.budget import Accounting
 
 

@@ -13,6 +13,7 @@ import typer
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
 from hyperplan.cli.common import budget_from_options, console, fail, out, print_warning
+from hyperplan.connect import llm_from_options
 from hyperplan.errors import HyperplanError
 from hyperplan.eval.harness import (
     AGENTS,
@@ -23,7 +24,6 @@ from hyperplan.eval.harness import (
     run_eval,
 )
 from hyperplan.eval.store import RunStore
-from hyperplan.execute.setup import llm_from_options
 from hyperplan.llm.budget import Accounting, Budget
 
 DEFAULT_STORE = Path(".hyperplan") / "runs.sqlite"

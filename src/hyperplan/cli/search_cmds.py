@@ -14,8 +14,8 @@ from typing import Annotated, Any
 import typer
 
 from hyperplan.cli.common import console, fail, out, print_warning, stage_progress
+from hyperplan.connect import llm_from_options
 from hyperplan.errors import HyperplanError
-from hyperplan.execute.setup import llm_from_options
 from hyperplan.llm.budget import Accounting
 from hyperplan.llm.budget import Budget as LLMBudget
 from hyperplan.search.common import BRANCH_ON, DEFAULT_WIDEN, MCTSConfig

@@ -116,6 +116,6 @@ def _headers(items: list[str]) -> dict[str, str]:
     there are some: that module loads the OpenAI SDK)."""
     if not items:
         return {}
-    from hyperplan.execute.setup import parse_headers
+    from hyperplan.connect import parse_headers
 
     return parse_headers(items)

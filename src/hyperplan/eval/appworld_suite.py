@@ -31,7 +31,7 @@ from typing import Any
 from hyperplan.catalog import ToolSpec
 from hyperplan.embed import get_embedder
 from hyperplan.errors import HyperplanError
-from hyperplan.eval.agent_suites import EvalTask, SuiteSession, data_root
+from hyperplan.eval.suite_api import EvalTask, SuiteSession, data_root
 from hyperplan.execute.results import ErrorKind, ToolResult, ToolRuntime
 from hyperplan.execute.runtimes.base import (
     Clock,

@@ -99,7 +99,7 @@ def _llm(cfg: EvalConfig, task: EvalTask, accounting: Accounting) -> LLM | None:
         from hyperplan.eval.scripted import scripted_llm
 
         return scripted_llm(task, accounting)
-    from hyperplan.execute.setup import llm_from_options
+    from hyperplan.connect import llm_from_options
 
     return llm_from_options(cfg.llm, cfg.model or None, accounting)
 

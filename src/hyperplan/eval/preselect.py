@@ -55,6 +55,7 @@ from hyperplan.catalog import Catalog
 from hyperplan.embed.base import Embedder, FloatMatrix, check_texts, l2_normalize
 from hyperplan.errors import HyperplanError
 from hyperplan.eval.links import split_tasks
+from hyperplan.eval.registry import PRESELECT_REPLAY_SUITES, PRESELECT_SUITES
 from hyperplan.importers.gold import GoldTask, unique
 
 __all__ = [
@@ -69,8 +70,8 @@ __all__ = [
     "load_preselect_suite",
 ]
 
-SUITES = ("appworld", "nestools", "nestful", "stabletoolbench", "tau2", "sealtools")
-REPLAY_SUITES = ("nestools", "nestful", "tau2", "sealtools")
+SUITES = PRESELECT_SUITES  # the registry's table
+REPLAY_SUITES = PRESELECT_REPLAY_SUITES
 TEXT_METHODS = ("semantic", "bm25", "fastmcp_bm25")
 SELECTOR_METHODS = ("context_graph", "context_graph_doe")
 METHODS = ("all_tools", *TEXT_METHODS, *SELECTOR_METHODS)

@@ -45,6 +45,7 @@ from hyperplan.eval.interpretations import (
     rules_interpreter,
 )
 from hyperplan.eval.links import split_tasks
+from hyperplan.eval.registry import suites_of_kind
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.model import Hypergraph
 from hyperplan.importers.gold import GoldTask, unique
@@ -68,7 +69,7 @@ __all__ = [
     "load_retrieval_suite",
 ]
 
-SUITES = ("appworld", "stabletoolbench", "nestools", "sealtools", "custom")
+SUITES = tuple(suites_of_kind("retrieval"))
 METHODS = ("context_graph", "semantic", "bm25", "one_hop")
 # Calls every AppWorld gold solution makes regardless of the request.
 APPWORLD_EXCLUDED = frozenset(

@@ -1,4 +1,5 @@
-"""Turning command-line style options into a catalog, a runtime and an LLM client.
+"""Turning command-line style options into a catalog, a runtime and an LLM client (the wiring
+above :mod:`hyperplan.execute`, :mod:`hyperplan.sources` and the demo world).
 
 Tool sources (``--tools``):
 
