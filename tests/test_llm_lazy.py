@@ -36,3 +36,16 @@ def test_package_names_load_lazily_and_the_client_loads_the_sdk():
 
     assert set(llm.__all__) == set(dir(llm))
     assert all(getattr(llm, name) is not None for name in llm.__all__)
+
+
+def test_the_complete_signature_is_written_once():
+    import inspect
+
+    from hyperplan.execute.traced_llm import TracedLLM
+    from hyperplan.llm import LLM, BaseLLM, OpenAICompatibleLLM, ScriptedLLM
+
+    for cls in (OpenAICompatibleLLM, ScriptedLLM, TracedLLM):
+        assert cls.complete is BaseLLM.complete and cls.acomplete is BaseLLM.acomplete
+    assert inspect.signature(BaseLLM.complete) == inspect.signature(LLM.complete)
+    assert inspect.signature(BaseLLM.acomplete) == inspect.signature(LLM.acomplete)
+    assert isinstance(ScriptedLLM([]), LLM)

@@ -19,9 +19,11 @@ if TYPE_CHECKING:
     from hyperplan.llm.scripted import ScriptedCall, ScriptedLLM, ScriptedRule
     from hyperplan.llm.types import (
         LLM,
+        BaseLLM,
         ContextLengthError,
         JSONSchema,
         LLMError,
+        LLMRequest,
         LLMResponse,
         Message,
         StructuredOutputError,
@@ -34,12 +36,14 @@ if TYPE_CHECKING:
 _EXPORTS = {
     "LLM": "types",
     "Accounting": "budget",
+    "BaseLLM": "types",
     "Budget": "budget",
     "BudgetExceeded": "budget",
     "ComponentStats": "budget",
     "ContextLengthError": "types",
     "JSONSchema": "types",
     "LLMError": "types",
+    "LLMRequest": "types",
     "LLMResponse": "types",
     "Message": "types",
     "OpenAICompatibleLLM": "openai_client",
@@ -55,8 +59,8 @@ _EXPORTS = {
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = [
-    "LLM", "Accounting", "Budget", "BudgetExceeded", "ComponentStats", "ContextLengthError",
-    "JSONSchema", "LLMError", "LLMResponse", "Message", "OpenAICompatibleLLM", "ScriptedCall",
-    "ScriptedLLM", "ScriptedRule", "StructuredMode", "StructuredOutputError", "ToolCall",
-    "ToolChoice", "ToolSpec", "Usage",
+    "LLM", "Accounting", "BaseLLM", "Budget", "BudgetExceeded", "ComponentStats",
+    "ContextLengthError", "JSONSchema", "LLMError", "LLMRequest", "LLMResponse", "Message",
+    "OpenAICompatibleLLM", "ScriptedCall", "ScriptedLLM", "ScriptedRule", "StructuredMode",
+    "StructuredOutputError", "ToolCall", "ToolChoice", "ToolSpec", "Usage",
 ]
