@@ -19,14 +19,14 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from hyperplan.embed.base import l2_normalize
 from hyperplan.errors import HyperplanError
 from hyperplan.eval.agent_suites import EvalTask, SuiteSession, get_suite
 from hyperplan.eval.store import RunStore
 from hyperplan.eval.workers import Finished, WorkerLost, WorkersKeptDying, run_jobs
-from hyperplan.execute.agent import RunResult
+from hyperplan.execute.agent import RunResult, RunStatus
 from hyperplan.execute.subtask import AgentConfig, RunContext
 from hyperplan.execute.trace import TraceWriter
 from hyperplan.execute.traced_llm import TracedLLM
@@ -72,11 +72,14 @@ class EvalConfig:
                                  "'scripted')")
 
 
+OutcomeStatus = RunStatus | Literal["error"]  # "error": the agent raised
+
+
 @dataclass(frozen=True)
 class TaskOutcome:
     task_id: str
     agent: str
-    status: str
+    status: OutcomeStatus
     success: bool
     metrics: dict[str, Any]
     trace: list[dict[str, Any]]
@@ -111,6 +114,7 @@ def run_one(cfg: EvalConfig, task: EvalTask, agent: str) -> TaskOutcome:
     accounting = Accounting(cfg.budget)
     tracer = TraceWriter()
     started = time.perf_counter()
+    status: OutcomeStatus
     try:
         client = None if agent in LLM_FREE_AGENTS else _llm(cfg, task, accounting)
         ctx = RunContext(graph=session.graph, catalog=session.catalog, runtime=runtime,
@@ -185,7 +189,7 @@ def _metrics(result: RunResult | None, accounting: Accounting, events: list[dict
     }
 
 
-def _category(status: str, success: bool, message: str) -> str:
+def _category(status: OutcomeStatus, success: bool, message: str) -> str:
     """Failure category of a finished task (``ok`` when the checker passed)."""
     if success:
         return "ok"

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from hyperplan.graph.model import Hypergraph
 from hyperplan.llm.types import LLM, ContextLengthError, LLMError, Message
@@ -57,7 +57,7 @@ class Interpretation:
 
     task: TaskInterpretation
     values: Mapping[str, Any] = field(default_factory=dict)
-    source: str = "llm"  # "llm" or "rules" (the deterministic fallback)
+    source: Literal["llm", "rules"] = "llm"  # "rules": the deterministic fallback
 
 
 def interpret(llm: LLM | None, request: str, apps: Sequence[str] = ()) -> Interpretation:
