@@ -1,4 +1,4 @@
-"""The AppWorld agent suite (issue 6): AppWorld's own task worlds and evaluator, for users who
+"""The AppWorld agent suite: AppWorld's own task worlds and evaluator, for users who
 have installed AppWorld and its data.
 
 * tasks: ``tasks_train.jsonl`` beside the API docs (``$HYPERPLAN_DATA/appworld`` by default,

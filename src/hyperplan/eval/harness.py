@@ -1,4 +1,4 @@
-"""Agent evaluation runs that survive (issue 6): every (task, agent) pair runs in a worker
+"""Agent evaluation runs that survive: every (task, agent) pair runs in a worker
 process with a fresh environment, its own budget, accounting and trace; the result is written
 to the :class:`~hyperplan.eval.store.RunStore` as soon as it finishes; a resumed run skips the
 pairs already stored.
@@ -39,8 +39,16 @@ LLM_FREE_AGENTS = frozenset({"hyperagent-goal"})
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """One evaluation: suite, agents, LLM (``scripted``, ``none`` or a base URL), model,
-    embedder, per-task budget, worker processes."""
+    """One evaluation.
+
+    suite, agents: the suite (:mod:`hyperplan.eval.registry`) and the agents run on it.
+    llm, model: ``none``, ``scripted`` or an endpoint's base URL, and its model.
+    embedder: the embedder of the suite's graph and retrieval index.
+    budget: per-task budget; workers: worker processes; limit: tasks at most.
+    suite_options: passed to the suite (e.g. ``{"domain": "retail"}``).
+    backend, ray_address: ``local`` (worker processes) or ``ray``; Ray's address (None: a
+        local instance).
+    """
 
     suite: str
     agents: tuple[str, ...]

@@ -1,4 +1,4 @@
-"""Pre-selection benchmark (issue 23 item 5): hyperplan's selection against what users of agent
+"""Pre-selection benchmark: hyperplan's selection against what users of agent
 frameworks pick instead, side by side on the same tool texts, embedder and token counts.
 
 For every task the request text goes to each method, capped at a budget of K tools:

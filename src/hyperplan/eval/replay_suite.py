@@ -1,4 +1,4 @@
-"""Gold-call suites (issue 6): NesTools and NESTFUL tasks as agent tasks, checked against their
+"""Gold-call suites: NesTools and NESTFUL tasks as agent tasks, checked against their
 gold calls on a symbolic environment.
 
 Neither benchmark ships an environment that runs offline (NesTools has none; NESTFUL's

@@ -1,4 +1,4 @@
-"""Tool-retrieval benchmark: Tool Context Graph (seed 000, Task-Level Planning) vs. baselines.
+"""Tool-retrieval benchmark: Tool Context Graph (HyperAgent, Task-Level Planning) vs. baselines.
 
 For every task the request text is sent to four retrievers, each capped at ``budget`` tools:
 ``context_graph`` (:func:`hyperplan.retrieve.extract_context_graph` on the deterministic

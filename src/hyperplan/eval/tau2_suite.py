@@ -1,4 +1,4 @@
-"""The τ² agent suite (issue 6): airline, retail or telecom tasks on τ²'s own environments,
+"""The τ² agent suite: airline, retail or telecom tasks on τ²'s own environments,
 scored by τ²'s evaluator (optional extra: ``pip install 'hyperplan[tau2]'``).
 
 * tasks: τ²'s ``base`` split of the domain; ``request`` is the user scenario (reason for the

@@ -1,4 +1,4 @@
-"""The HyperAgent loop (seed 000, "Task Execution": topological execution, verification,
+"""The HyperAgent loop (the paper's "Task Execution": topological execution, verification,
 refinement).
 
 * :func:`run_goal` — LLM-free mode: a structured goal becomes the Task DAG directly; DOE and

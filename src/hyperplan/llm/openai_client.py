@@ -273,7 +273,7 @@ class OpenAICompatibleLLM(BaseLLM):
             return completion, self._on_success(completion, component, start)
 
     def _request_timeout(self) -> float:
-        """The client timeout, cut to the time left in the run's wall budget (issue 22: a
+        """The client timeout, cut to the time left in the run's wall budget (a
         request never outlives ``--max-seconds``; the next ``check`` then stops the run)."""
         if self.accounting is None:
             return self.timeout

@@ -1,4 +1,4 @@
-"""Deficit-Oriented Expansion (seed 000, "Tool-Level Planning", Definitions 5–6, Eq. 3–5).
+"""Deficit-Oriented Expansion (HyperAgent, "Tool-Level Planning", Definitions 5–6, Eq. 3–5).
 
 For a candidate terminal tool e_t, DOE beam-searches the hypergraph for a *Tool Support
 Subgraph*: a set of tools whose outputs, together with the agent state, supply every required
@@ -57,25 +57,24 @@ OPEN_WORLD_WEIGHT = 0.4
 
 @dataclass(frozen=True)
 class DOEConfig:
-    """Top-K producers per expansion, beam width B, maximum expansion depth, and whether
-    optional inputs count as deficits. K = 5 and B = 4 were chosen on the NesTools dev split
-    (docs/benchmarks.md).
+    """Parameters of Deficit-Oriented Expansion (module doc); how the defaults were chosen:
+    docs/benchmarks.md, "Configuration history".
 
-    ``prune_dead_ends`` / ``scan_limit``: skip producers whose expansion is a dead end, looking
-    at most at ``scan_limit`` producers per candidate for K viable ones. With a relevance
-    (module doc): ``relevance_weight`` scales it, ``extra_depth`` more depths are searched
-    after the first complete graph, ``size_cost`` prices each tool in selection (None: fewest
-    tools first). ``min_link_weight`` / ``fallback_link_weight``: links trusted first, and the
-    weaker ones tried for an otherwise unsatisfiable terminal (0 / None: every link, no
-    retry). relevance_weight 1, extra_depth 1 and size_cost 2 were chosen on the dev splits
-    (every 5th task) of NesTools and NESTFUL, maximising their mean ``exact``.
-    ``open_world_weight``: offer weight of open-world producers in that retry (None: none;
-    needs a relevance). Keep it below ``min_link_weight`` so an offer never outweighs a
-    trusted link; the chains benchmark uses 0.4, chosen on the NESTFUL dev split (0.4-0.5
-    tied, 0.6 and up override real links) with NesTools dev unchanged.
-    ``open_world_reads_only``: open-world offers come only from tools without the
-    state-change effect ``<tool>.done`` (:func:`hyperplan.graph.effects.write_tools`): an agent
-    that acts calls no writing tool on no link evidence. Links are unaffected.
+    top_k: producers branched on per expansion (K).
+    beam_width: candidates kept per depth (B).
+    max_depth: expansions at most.
+    include_optional: optional inputs count as deficits too.
+    relevance_weight: scale of a tool's relevance, added to Ω and to a candidate's support.
+    prune_dead_ends: a producer whose expansion is a dead end is skipped for the next best.
+    scan_limit: producers looked at per candidate for K viable ones (with prune_dead_ends).
+    extra_depth: depths searched past the first complete graph (with a relevance).
+    size_cost: price of each tool in Support Graph Selection (None: fewest tools first).
+    min_link_weight: links trusted in the first search (0: every link).
+    fallback_link_weight: weaker links retried for an unsatisfiable terminal (None: no retry).
+    open_world_weight: open-world offer weight in that retry (None: none; needs a relevance;
+        keep it below min_link_weight, so an offer never outweighs a trusted link).
+    open_world_reads_only: offers only from tools without the effect ``<tool>.done``
+        (:func:`hyperplan.graph.effects.write_tools`).
     """
 
     top_k: int = 5
@@ -542,7 +541,7 @@ def _search(graph: Hypergraph, terminal: int, grounding: Grounding | None, cfg: 
 
 def goal_relevance(relevance: np.ndarray, goals: Sequence[int], goal: int) -> np.ndarray:
     """The relevance DOE uses for ``goal`` when it is one of several independent ``goals`` of
-    one request (tool ids; our design, issue 3): a copy of ``relevance`` with every other
+    one request (tool ids; our design, not the paper's): a copy of ``relevance`` with every other
     goal's entry set to 0. The request text that makes another goal relevant is explained by
     that goal's own role in the plan, so it is no evidence that the goal also produces this
     goal's inputs; a link can still make it a producer, only the relevance bonus is gone."""

@@ -1,4 +1,4 @@
-"""The LLM planner (seed 000, "Task-Level Planning" and "Task Execution: refinement").
+"""The LLM planner (HyperAgent, "Task-Level Planning" and "Task Execution: refinement").
 
 * :func:`interpret` — task interpretation d_t = (d_op, d_sch) plus the values the request
   states; falls back to the deterministic :func:`~hyperplan.retrieve.interpret_request` when
