@@ -16,19 +16,21 @@ from typer.testing import CliRunner
 from hyperplan.cli import app
 from hyperplan.cli.bench_cmds import measure_links, parse_sizes
 from hyperplan.errors import GraphError
-from hyperplan.eval.scale import RandomWordEmbedder, degree_stats
-from hyperplan.eval.scale_graph import MAX_IN_DEGREE, synthetic_hypergraph
-from hyperplan.eval.synthetic import (
-    TOOLS_PER_APP,
-    id_inputs_with_producer,
-    synthetic_catalog,
-    synthetic_expectations,
-)
+from hyperplan.eval.scale import degree_stats
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.effects import namespace
 from hyperplan.graph.model import Hypergraph, Link, NodeKind, SchemaNode, ToolEdge
 from hyperplan.graph.schema_paths import input_fields, output_fields
 from hyperplan.graph.text import name_tokens
+from hyperplan.synthetic import (
+    MAX_IN_DEGREE,
+    TOOLS_PER_APP,
+    RandomWordEmbedder,
+    id_inputs_with_producer,
+    synthetic_catalog,
+    synthetic_expectations,
+    synthetic_hypergraph,
+)
 
 
 def _dump(catalog):
@@ -41,7 +43,7 @@ def test_same_seed_same_catalog_other_seed_other_catalog():
 
 
 def test_catalog_is_identical_across_hash_seeds():
-    code = ("import hashlib, json; from hyperplan.eval.synthetic import synthetic_catalog; "
+    code = ("import hashlib, json; from hyperplan.synthetic import synthetic_catalog; "
             "c = synthetic_catalog(250, seed=1); print(hashlib.sha256(json.dumps("
             "[t.model_dump() for t in c.tools], sort_keys=True).encode()).hexdigest())")
     digests = {

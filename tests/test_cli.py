@@ -298,8 +298,8 @@ def test_empty_benchmark_data_is_an_error(tmp_path: Path) -> None:
 def test_retrieval_unknown_suite_is_named(tmp_path: Path) -> None:
     assert cli_error("eval", "retrieval", "--suite", "nosuch", "--catalog", "demo",
                      "--tasks-file", str(tmp_path), "--embedder", "hashing") == \
-        "unknown retrieval suite 'nosuch'; expected appworld, stabletoolbench, nestools, " \
-        "sealtools, custom"
+        "unknown retrieval suite 'nosuch'; expected appworld, nestools, sealtools, " \
+        "stabletoolbench, custom"
 
 
 def test_report_does_not_create_a_missing_store(tmp_path: Path) -> None:

@@ -226,13 +226,20 @@ def test_demo_tasks_carry_scenarios() -> None:
 
 
 def test_suite_table_matches_every_registry() -> None:
+    from hyperplan.eval import links, preselect, replay_suite
     from hyperplan.eval.retrieval import SUITES as RETRIEVAL
-    from hyperplan.search.suites import SUITES as SEARCH
+    from hyperplan.search.suites import SUITES as SEARCH  # tree search: named in the table only
 
     assert set(registry.suites_of_kind("agent")) == set(SUITES)
     assert set(registry.suites_of_kind("retrieval")) == set(RETRIEVAL)
     assert set(registry.suites_of_kind("search")) == set(SEARCH)
     assert set(registry.suites_of_kind("chains")) == {"nestools", "nestful", "sealtools", "tau2"}
+    assert set(links.SUITES) == {"nestools", "nestful", "sealtools", "tau2"}
+    assert set(preselect.SUITES) == {"appworld", "nestools", "nestful", "stabletoolbench",
+                                     "tau2", "sealtools"}
+    assert set(preselect.REPLAY_SUITES) == {"nestools", "nestful", "tau2", "sealtools"}
+    assert replay_suite.REPLAY_SUITES == {"nestools": "nestools/test_data_dev.jsonl",
+                                          "nestful": "nestful/data"}
     result = CliRunner().invoke(app, ["eval", "suites", "--json"])
     assert result.exit_code == 0, result.output
     names = [s["name"] for s in json.loads(result.output)]

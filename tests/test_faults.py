@@ -287,7 +287,7 @@ def test_silently_ignored_catalog_parts_are_warned(tmp_path: Path) -> None:
 
 
 def test_tools_and_mcp_command_are_both_used() -> None:
-    from hyperplan.execute.setup import tools_from_source
+    from hyperplan.connect import tools_from_source
 
     server = Path(__file__).parent / "data" / "runtimes" / "mcp_server.py"
     setup = tools_from_source("python:hyperplan.examples.bookstore",

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 
 from hyperplan.catalog import Catalog
+from hyperplan.connect import tools_from_source
 from hyperplan.errors import CatalogError, HyperplanError
 from hyperplan.execute.results import ErrorKind
 from hyperplan.execute.runtimes.sandbox import SandboxLimits, SubprocessPythonRuntime
-from hyperplan.execute.setup import tools_from_source
 from hyperplan.importers.python_callables import load_python_callables, load_python_target
 
 pytestmark = pytest.mark.skipif(os.name != "posix", reason="the sandbox needs POSIX")

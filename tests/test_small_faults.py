@@ -29,9 +29,9 @@ import pytest
 from conftest import shared_path
 from hyperplan.catalog import CONTROL_CHARS, CatalogWarning, make_tool, merge_catalogs
 from hyperplan.cli.run_cmds import check_graph_tools
+from hyperplan.connect import tools_from_source
 from hyperplan.errors import CatalogError, HyperplanError
 from hyperplan.execute.runtimes import CompositeRuntime
-from hyperplan.execute.setup import tools_from_source
 from hyperplan.graph import build_graph
 from hyperplan.graph.export import to_dot, to_mermaid
 from hyperplan.graph.model import Hypergraph, Link, NodeKind, SchemaNode, ToolEdge

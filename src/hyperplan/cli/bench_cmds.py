@@ -1,11 +1,11 @@
 """``hyperplan bench ...``: scale benchmarks on synthetic catalogs and graphs.
 
-``bench links`` builds the hypergraph of :func:`~hyperplan.eval.synthetic.synthetic_catalog`
+``bench links`` builds the hypergraph of :func:`~hyperplan.synthetic.synthetic_catalog`
 at several sizes, each in a fresh (spawned) process so that its peak RSS is its own, and
 reports nodes, links, candidate pairs, build time, peak memory and how many required id
 inputs got a link from a producer of their own app.
 
-``bench scale`` does the same for :func:`~hyperplan.eval.scale_graph.synthetic_hypergraph` (drawn
+``bench scale`` does the same for :func:`~hyperplan.synthetic.synthetic_hypergraph` (drawn
 directly as arrays, no link inference, up to millions of tools) and reports build time,
 memory, DOE latency and Tool Context Graph latency (:func:`~hyperplan.eval.scale.measure_scale`).
 
@@ -31,12 +31,12 @@ from rich.table import Table
 from hyperplan.cli.common import console, embedder_from_option, out, stage_progress
 from hyperplan.cli.options import AsJson, Sizes, embedder_option, renamed_options
 from hyperplan.eval.scale import DEFAULT_DIM, measure_scale
-from hyperplan.eval.synthetic import (
+from hyperplan.graph.build import build_graph
+from hyperplan.synthetic import (
     id_inputs_with_producer,
     synthetic_catalog,
     synthetic_expectations,
 )
-from hyperplan.graph.build import build_graph
 
 bench_app = typer.Typer(help="Scale benchmarks on synthetic catalogs.", no_args_is_help=True)
 

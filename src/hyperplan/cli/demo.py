@@ -19,12 +19,12 @@ from rich.table import Table
 from hyperplan.cli.common import out
 from hyperplan.cli.options import Model, embedder_option, llm_option
 from hyperplan.cli.run_cmds import render_event, search_embedder
+from hyperplan.connect import llm_from_options
 from hyperplan.demo_world import DemoTask, DemoWorld, load_tasks
 from hyperplan.embed.base import Embedder
 from hyperplan.errors import HyperplanError
 from hyperplan.execute.agent import RunResult, namespaces, run_goal, run_request, tool_links
 from hyperplan.execute.runtimes import PythonRuntime
-from hyperplan.execute.setup import llm_from_options
 from hyperplan.execute.subtask import RunContext
 from hyperplan.execute.trace import TraceWriter
 from hyperplan.execute.traced_llm import TracedLLM

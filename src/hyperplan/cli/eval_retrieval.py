@@ -22,6 +22,7 @@ from hyperplan.cli.options import (
     llm_option,
     renamed_options,
 )
+from hyperplan.connect import llm_from_options
 from hyperplan.embed.base import Embedder
 from hyperplan.eval.interpretations import (
     InterpretationStore,
@@ -30,7 +31,6 @@ from hyperplan.eval.interpretations import (
     rules_interpreter,
 )
 from hyperplan.eval.retrieval import RetrievalEvalError, evaluate_retrieval
-from hyperplan.execute.setup import llm_from_options
 from hyperplan.llm.budget import Accounting
 
 

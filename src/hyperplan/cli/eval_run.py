@@ -23,6 +23,7 @@ from hyperplan.cli.options import (
     output_option,
     renamed_options,
 )
+from hyperplan.connect import llm_from_options
 from hyperplan.errors import HyperplanError
 from hyperplan.eval.harness import (
     AGENTS,
@@ -33,7 +34,6 @@ from hyperplan.eval.harness import (
     run_eval,
 )
 from hyperplan.eval.store import RunStore
-from hyperplan.execute.setup import llm_from_options
 from hyperplan.llm.budget import Accounting, Budget
 
 DEFAULT_STORE = Path(".hyperplan") / "runs.sqlite"

@@ -21,6 +21,7 @@ from hyperplan.cli.options import (
     embedder_option,
     llm_option,
 )
+from hyperplan.connect import llm_from_options, parse_headers, tools_from_source
 from hyperplan.embed import get_embedder
 from hyperplan.embed.base import Embedder
 from hyperplan.errors import HyperplanError
@@ -28,7 +29,6 @@ from hyperplan.execute.agent import RunResult, run_goal, run_request
 from hyperplan.execute.goal import StructuredGoal
 from hyperplan.execute.runtimes.http import DEFAULT_MAX_RESPONSE_BYTES
 from hyperplan.execute.runtimes.sandbox import Sandbox
-from hyperplan.execute.setup import llm_from_options, parse_headers, tools_from_source
 from hyperplan.execute.subtask import AgentConfig, RunContext
 from hyperplan.execute.trace import DEFAULT_MAX_CHARS, TraceWriter, read_trace, summarize
 from hyperplan.execute.traced_llm import TracedLLM

@@ -28,8 +28,8 @@ from hyperplan.cli.options import (
     output_option,
     renamed_options,
 )
+from hyperplan.connect import llm_from_options
 from hyperplan.errors import HyperplanError
-from hyperplan.execute.setup import llm_from_options
 from hyperplan.llm.budget import Accounting
 from hyperplan.llm.budget import Budget as LLMBudget
 from hyperplan.search.common import BRANCH_ON, DEFAULT_WIDEN, MCTSConfig

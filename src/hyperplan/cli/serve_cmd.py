@@ -116,10 +116,10 @@ def serve_cmd(
 
 
 def _headers(items: list[str]) -> dict[str, str]:
-    """``--header`` values (:func:`hyperplan.execute.setup.parse_headers`, imported only when
+    """``--header`` values (:func:`hyperplan.connect.parse_headers`, imported only when
     there are some: that module loads the OpenAI SDK)."""
     if not items:
         return {}
-    from hyperplan.execute.setup import parse_headers
+    from hyperplan.connect import parse_headers
 
     return parse_headers(items)

@@ -1,4 +1,4 @@
-"""A small executable world for running the agent without an LLM (issue 4).
+"""A small executable world for running the agent without an LLM.
 
 Seven apps over one SQLite database - profile, contacts, music, notes, payments, messaging and
 calendar - exposed as a tool catalog (:meth:`DemoWorld.catalog`) and bound callables

@@ -1,70 +1,35 @@
 """Agent suites: tasks with an executable environment and a checker, behind one interface
-(issue 6, "Suites registry").
+(:mod:`.suite_api`).
 
 A :class:`AgentSuite` lists its :class:`EvalTask` s and opens a :class:`SuiteSession` per worker
 process; a session owns the catalog, the hypergraph and its retrieval index (built once) and,
 for each task, resets the environment, hands out a tool runtime, and checks the end state.
-Registered suites: ``demo`` (the shipped demo world), ``tau2`` (:mod:`.tau2_suite`),
-``nestools`` and ``nestful`` (gold calls on a symbolic environment, :mod:`.replay_suite`) and
-``appworld`` (:mod:`.appworld_suite`, needs AppWorld's own package and data).
+The suites with agent runs and the class behind each are rows of
+:data:`hyperplan.eval.registry.REGISTRY`: ``demo`` (the shipped demo world, below), ``tau2``
+(:mod:`.tau2_suite`), ``nestools`` and ``nestful`` (gold calls on a symbolic environment,
+:mod:`.replay_suite`) and ``appworld`` (:mod:`.appworld_suite`, needs AppWorld's own package and
+data). :data:`SUITES` is derived from that table; a suite module is imported when its suite is
+first made.
 """
 
 from __future__ import annotations
 
-import os
+import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from hyperplan.catalog import Catalog
 from hyperplan.embed import get_embedder
-from hyperplan.embed.base import Embedder
 from hyperplan.errors import HyperplanError
-from hyperplan.execute.goal import StructuredGoal
+from hyperplan.eval.registry import REGISTRY, Suite
+from hyperplan.eval.suite_api import AgentSuite, EvalTask, SuiteSession, data_root
 from hyperplan.execute.results import ToolRuntime
 from hyperplan.graph.build import build_graph
-from hyperplan.graph.model import Hypergraph
 from hyperplan.retrieve.context_graph import GraphIndex
 
-
-def data_root() -> Path:
-    """Where suites read benchmark data by default: ``$HYPERPLAN_DATA``, else
-    ``../shared/data`` (relative to the working directory)."""
-    return Path(os.environ.get("HYPERPLAN_DATA", "../shared/data"))
-
-
-@dataclass(frozen=True)
-class EvalTask:
-    id: str
-    request: str
-    goal: StructuredGoal | None = None
-    min_calls: int | None = None
-    scenario: str = ""  # tasks of one scenario count together for SGC
-    ambiguous: bool = False
-
-
-class SuiteSession(Protocol):
-    catalog: Catalog
-    graph: Hypergraph
-    embedder: Embedder
-    index: GraphIndex
-
-    def start(self, task: EvalTask) -> ToolRuntime:
-        """Reset the environment for ``task`` and return the runtime its tools run on."""
-        ...
-
-    def check(self, task: EvalTask) -> bool:
-        """Whether the environment's end state satisfies ``task``."""
-        ...
-
-
-class AgentSuite(Protocol):
-    name: str
-
-    def tasks(self) -> list[EvalTask]: ...
-
-    def open(self, embedder: str) -> SuiteSession: ...
+__all__ = [
+    "SUITES", "AgentSuite", "DemoSession", "DemoSuite", "EvalTask", "SuiteSession",
+    "data_root", "get_suite",
+]
 
 
 class DemoSession:
@@ -103,36 +68,19 @@ class DemoSuite:
         return DemoSession(embedder)
 
 
-SUITES: dict[str, Callable[[], Any]] = {"demo": DemoSuite}
+def _factory(suite: Suite) -> Callable[..., Any]:
+    """A callable making ``suite`` from its row's ``agent`` (``module:attr``), imported on
+    first use; gold-call replay suites get their name first."""
+    module, _, attr = suite.agent.partition(":")
+
+    def make(**options: Any) -> Any:
+        target = getattr(importlib.import_module(module), attr)
+        return target(suite.name, **options) if suite.replay_data else target(**options)
+
+    return make
 
 
-def _tau2_suite(domain: str = "retail", solo: bool | None = None) -> Any:
-    from hyperplan.eval.tau2_suite import Tau2Suite
-
-    return Tau2Suite(domain=domain, solo=solo)
-
-
-SUITES["tau2"] = _tau2_suite
-
-
-def _replay_suite(name: str) -> Callable[..., Any]:
-    def factory(data: str | None = None) -> Any:
-        from hyperplan.eval.replay_suite import ReplaySuite
-
-        return ReplaySuite(name, data)
-
-    return factory
-
-
-def _appworld_suite(data: str | None = None) -> Any:
-    from hyperplan.eval.appworld_suite import AppWorldSuite
-
-    return AppWorldSuite(data)
-
-
-SUITES["appworld"] = _appworld_suite
-SUITES["nestools"] = _replay_suite("nestools")
-SUITES["nestful"] = _replay_suite("nestful")
+SUITES: dict[str, Callable[..., Any]] = {s.name: _factory(s) for s in REGISTRY if s.agent}
 
 
 def get_suite(name: str, **options: Any) -> AgentSuite:

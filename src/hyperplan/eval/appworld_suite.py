@@ -1,4 +1,4 @@
-"""The AppWorld agent suite (issue 6): AppWorld's own task worlds and evaluator, for users who
+"""The AppWorld agent suite: AppWorld's own task worlds and evaluator, for users who
 have installed AppWorld and its data.
 
 * tasks: ``tasks_train.jsonl`` beside the API docs (``$HYPERPLAN_DATA/appworld`` by default,
@@ -31,7 +31,7 @@ from typing import Any
 from hyperplan.catalog import ToolSpec
 from hyperplan.embed import get_embedder
 from hyperplan.errors import HyperplanError
-from hyperplan.eval.agent_suites import EvalTask, SuiteSession, data_root
+from hyperplan.eval.suite_api import EvalTask, SuiteSession, data_root
 from hyperplan.execute.results import ErrorKind, ToolResult, ToolRuntime
 from hyperplan.execute.runtimes.base import (
     Clock,

@@ -1,4 +1,4 @@
-"""Agent evaluation runs that survive (issue 6): every (task, agent) pair runs in a worker
+"""Agent evaluation runs that survive: every (task, agent) pair runs in a worker
 process with a fresh environment, its own budget, accounting and trace; the result is written
 to the :class:`~hyperplan.eval.store.RunStore` as soon as it finishes; a resumed run skips the
 pairs already stored.
@@ -19,14 +19,14 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from hyperplan.embed.base import l2_normalize
 from hyperplan.errors import HyperplanError
 from hyperplan.eval.agent_suites import EvalTask, SuiteSession, get_suite
 from hyperplan.eval.store import RunStore
 from hyperplan.eval.workers import Finished, WorkerLost, WorkersKeptDying, run_jobs
-from hyperplan.execute.agent import RunResult
+from hyperplan.execute.agent import RunResult, RunStatus
 from hyperplan.execute.subtask import AgentConfig, RunContext
 from hyperplan.execute.trace import TraceWriter
 from hyperplan.execute.traced_llm import TracedLLM
@@ -39,8 +39,16 @@ LLM_FREE_AGENTS = frozenset({"hyperagent-goal"})
 
 @dataclass(frozen=True)
 class EvalConfig:
-    """One evaluation: suite, agents, LLM (``scripted``, ``none`` or a base URL), model,
-    embedder, per-task budget, worker processes."""
+    """One evaluation.
+
+    suite, agents: the suite (:mod:`hyperplan.eval.registry`) and the agents run on it.
+    llm, model: ``none``, ``scripted`` or an endpoint's base URL, and its model.
+    embedder: the embedder of the suite's graph and retrieval index.
+    budget: per-task budget; workers: worker processes; limit: tasks at most.
+    suite_options: passed to the suite (e.g. ``{"domain": "retail"}``).
+    backend, ray_address: ``local`` (worker processes) or ``ray``; Ray's address (None: a
+        local instance).
+    """
 
     suite: str
     agents: tuple[str, ...]
@@ -72,11 +80,14 @@ class EvalConfig:
                                  "--scripted")
 
 
+OutcomeStatus = RunStatus | Literal["error"]  # "error": the agent raised
+
+
 @dataclass(frozen=True)
 class TaskOutcome:
     task_id: str
     agent: str
-    status: str
+    status: OutcomeStatus
     success: bool
     metrics: dict[str, Any]
     trace: list[dict[str, Any]]
@@ -99,7 +110,7 @@ def _llm(cfg: EvalConfig, task: EvalTask, accounting: Accounting) -> LLM | None:
         from hyperplan.eval.scripted import scripted_llm
 
         return scripted_llm(task, accounting)
-    from hyperplan.execute.setup import llm_from_options
+    from hyperplan.connect import llm_from_options
 
     return llm_from_options(cfg.llm, cfg.model or None, accounting)
 
@@ -111,6 +122,7 @@ def run_one(cfg: EvalConfig, task: EvalTask, agent: str) -> TaskOutcome:
     accounting = Accounting(cfg.budget)
     tracer = TraceWriter()
     started = time.perf_counter()
+    status: OutcomeStatus
     try:
         client = None if agent in LLM_FREE_AGENTS else _llm(cfg, task, accounting)
         ctx = RunContext(graph=session.graph, catalog=session.catalog, runtime=runtime,
@@ -185,7 +197,7 @@ def _metrics(result: RunResult | None, accounting: Accounting, events: list[dict
     }
 
 
-def _category(status: str, success: bool, message: str) -> str:
+def _category(status: OutcomeStatus, success: bool, message: str) -> str:
     """Failure category of a finished task (``ok`` when the checker passed)."""
     if success:
         return "ok"

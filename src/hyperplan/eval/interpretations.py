@@ -1,6 +1,6 @@
 """Task interpretations for the retrieval benchmark: the deterministic rules, or an LLM.
 
-The Tool Context Graph (seed 000, "Task-Level Planning") starts from a task interpretation
+The Tool Context Graph (HyperAgent, "Task-Level Planning") starts from a task interpretation
 d_t = (d_op, d_sch) that the paper obtains from an LLM. ``hyperplan eval retrieval`` uses the
 rule-based :func:`~hyperplan.retrieve.interpret_request` by default; with an endpoint it asks
 the model through :func:`hyperplan.plan.planner.interpret` instead (an unusable answer falls

@@ -18,6 +18,7 @@ from typing import Any
 
 from hyperplan.catalog import Catalog
 from hyperplan.errors import HyperplanError
+from hyperplan.eval.registry import GOLD_FLOW_SUITES
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.links import LinkConfig, TextEmbedder
 from hyperplan.graph.model import Hypergraph, NodeKind
@@ -27,7 +28,7 @@ from hyperplan.importers.gold import GoldFlow, GoldTask
 Port = tuple[str, str, str, str]  # producer, output path, consumer, input param
 
 #: The suites :func:`load_suite` reads (``eval links`` and ``eval chains``).
-SUITES = ("nestful", "nestools", "sealtools", "tau2")
+SUITES = GOLD_FLOW_SUITES  # the chains and links suites (the registry's table)
 
 # Weight at which an inferred link counts as predicted; chosen on the NesTools dev split
 # (every 5th task), see docs/benchmarks.md.

@@ -27,16 +27,14 @@ from __future__ import annotations
 import json
 import zlib
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from hyperplan.catalog import ToolSpec
+from hyperplan.eval.preselect_bench import PartBench, ReplayCall, Row, Tally, Timed, timed
 from hyperplan.execute.state import values_at
 from hyperplan.importers.gold import GoldTask
-
-if TYPE_CHECKING:
-    from hyperplan.eval.preselect import PartBench, ReplayCall, Row, Tally, Timed
 
 MAX_DEPTH = 6  # nesting of a synthetic result
 
@@ -88,8 +86,6 @@ def _first_scalar(value: Any) -> Any:
 def synthetic_calls(specs: dict[str, ToolSpec], task: GoldTask) -> tuple[ReplayCall, ...]:
     """The task's gold calls with their literal arguments, synthetic results and, for each
     argument a gold flow feeds, the value the producing call's result holds there."""
-    from hyperplan.eval.preselect import ReplayCall
-
     calls: list[ReplayCall] = []
     for number, call in enumerate(task.calls):
         args: dict[str, Any] = {}
@@ -162,8 +158,6 @@ def replay_part(bench: PartBench, tasks: Sequence[GoldTask], tally: Tally) -> in
 
 
 def _session_select(bench: PartBench, session: Any, k: int) -> Timed:
-    from hyperplan.eval.preselect import timed
-
     return timed(lambda: [bench.graph.tool_index[n] for n in session.select(budget=k).names])
 
 

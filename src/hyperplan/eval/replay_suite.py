@@ -1,4 +1,4 @@
-"""Gold-call suites (issue 6): NesTools and NESTFUL tasks as agent tasks, checked against their
+"""Gold-call suites: NesTools and NESTFUL tasks as agent tasks, checked against their
 gold calls on a symbolic environment.
 
 Neither benchmark ships an environment that runs offline (NesTools has none; NESTFUL's
@@ -48,8 +48,9 @@ from typing import Any
 from hyperplan.catalog import Catalog, ToolSpec
 from hyperplan.embed import get_embedder
 from hyperplan.errors import HyperplanError
-from hyperplan.eval.agent_suites import EvalTask, SuiteSession, data_root
 from hyperplan.eval.chains import terminals_of
+from hyperplan.eval.registry import REPLAY_DATA
+from hyperplan.eval.suite_api import EvalTask, SuiteSession, data_root
 from hyperplan.execute.goal import StructuredGoal, SubGoal
 from hyperplan.execute.results import ErrorKind, ToolResult, ToolRuntime
 from hyperplan.execute.runtimes.base import Clock, ClosingRuntime, fail_result, ok_result
@@ -57,7 +58,7 @@ from hyperplan.graph.build import build_graph
 from hyperplan.importers.gold import GoldCall, GoldTask
 from hyperplan.retrieve.context_graph import GraphIndex
 
-REPLAY_SUITES = {"nestools": "nestools/test_data_dev.jsonl", "nestful": "nestful/data"}
+REPLAY_SUITES = REPLAY_DATA  # suite -> default data under data_root() (the registry's rows)
 _TOKEN = re.compile(r"⟨([^⟨⟩#]+)#(\d+):([^⟨⟩]*)⟩")
 _MAX_DEPTH = 4
 

@@ -1,4 +1,4 @@
-"""Reports of stored evaluation runs (issue 6, "Reports"): a Markdown table, matplotlib plots
+"""Reports of stored evaluation runs: a Markdown table, matplotlib plots
 and one self-contained HTML file with a trace viewer per task.
 
 Per agent: tasks, task success (the checker's verdict) with a 95% Wilson interval, TGC (task

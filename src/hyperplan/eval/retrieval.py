@@ -1,4 +1,4 @@
-"""Tool-retrieval benchmark: Tool Context Graph (seed 000, Task-Level Planning) vs. baselines.
+"""Tool-retrieval benchmark: Tool Context Graph (HyperAgent, Task-Level Planning) vs. baselines.
 
 For every task the request text is sent to four retrievers, each capped at ``budget`` tools:
 ``context_graph`` (:func:`hyperplan.retrieve.extract_context_graph` on the deterministic
@@ -45,6 +45,7 @@ from hyperplan.eval.interpretations import (
     rules_interpreter,
 )
 from hyperplan.eval.links import split_tasks
+from hyperplan.eval.registry import suites_of_kind
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.model import Hypergraph
 from hyperplan.importers.gold import GoldTask, unique
@@ -68,7 +69,7 @@ __all__ = [
     "load_retrieval_suite",
 ]
 
-SUITES = ("appworld", "stabletoolbench", "nestools", "sealtools", "custom")
+SUITES = tuple(suites_of_kind("retrieval"))
 METHODS = ("context_graph", "semantic", "bm25", "one_hop")
 # Calls every AppWorld gold solution makes regardless of the request.
 APPWORLD_EXCLUDED = frozenset(

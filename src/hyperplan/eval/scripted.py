@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyperplan.eval.agent_suites import EvalTask
+from hyperplan.eval.suite_api import EvalTask
 from hyperplan.llm.budget import Accounting
 from hyperplan.llm.scripted import ScriptedLLM, ScriptedRule
 from hyperplan.retrieve.interpret import interpret_request

@@ -1,4 +1,4 @@
-"""The τ² agent suite (issue 6): airline, retail or telecom tasks on τ²'s own environments,
+"""The τ² agent suite: airline, retail or telecom tasks on τ²'s own environments,
 scored by τ²'s evaluator (optional extra: ``pip install 'hyperplan[tau2]'``).
 
 * tasks: τ²'s ``base`` split of the domain; ``request`` is the user scenario (reason for the
@@ -30,7 +30,7 @@ from typing import Any
 from hyperplan.catalog import ToolSpec
 from hyperplan.embed import get_embedder
 from hyperplan.errors import HyperplanError
-from hyperplan.eval.agent_suites import EvalTask, SuiteSession
+from hyperplan.eval.suite_api import EvalTask, SuiteSession
 from hyperplan.execute.goal import StructuredGoal, SubGoal
 from hyperplan.execute.results import ErrorKind, ToolResult, ToolRuntime
 from hyperplan.execute.runtimes.base import Clock, ClosingRuntime, fail_result, ok_result

@@ -1,4 +1,4 @@
-"""The HyperAgent loop (seed 000, "Task Execution": topological execution, verification,
+"""The HyperAgent loop (the paper's "Task Execution": topological execution, verification,
 refinement).
 
 * :func:`run_goal` — LLM-free mode: a structured goal becomes the Task DAG directly; DOE and
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from hyperplan.embed.base import Embedder
 from hyperplan.execute.fit import MAX_FITS, Render, shrink_to_window
@@ -48,12 +48,16 @@ _SETTLED = (SubtaskStatus.DONE, SubtaskStatus.FAILED, SubtaskStatus.BLOCKED,
             SubtaskStatus.SKIPPED)
 
 
+RunStatus = Literal["success", "partial", "blocked", "failed", "budget_exhausted"]
+"""How a run ended (:class:`RunResult`); the strings are what JSON output and traces carry."""
+
+
 @dataclass(frozen=True)
 class RunResult:
     """How a run ended: ``success`` (every subtask done), ``partial`` (some done),
     ``blocked`` (a choice the agent may not guess), ``failed`` or ``budget_exhausted``."""
 
-    status: str
+    status: RunStatus
     state: AgentState
     dag: TaskDAG | None
     blocked: tuple[BlockedChoice, ...] = ()
@@ -295,7 +299,7 @@ def _skip_dependants(dag: TaskDAG, state: AgentState, ctx: RunContext) -> AgentS
     return state
 
 
-def _overall(dag: TaskDAG, state: AgentState) -> str:
+def _overall(dag: TaskDAG, state: AgentState) -> RunStatus:
     statuses = [state.status.get(s.id) for s in dag.subtasks]
     if all(s is SubtaskStatus.DONE for s in statuses):
         return "success"

@@ -1,4 +1,4 @@
-"""Deterministic argument binding for the tools of a support graph (seed 000, "Task
+"""Deterministic argument binding for the tools of a support graph (HyperAgent, "Task
 Execution": runtime binding is a deterministic module; the LLM is asked only when semantic
 ambiguity remains).
 

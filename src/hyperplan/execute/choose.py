@@ -1,4 +1,4 @@
-"""The one LLM call per tool that fills what deterministic binding left open (seed 000,
+"""The one LLM call per tool that fills what deterministic binding left open (HyperAgent,
 "Agent Implementation": the LLM is invoked only when semantic ambiguity remains).
 
 Ambiguous parameters are answered with the number of a listed candidate (so the model can only

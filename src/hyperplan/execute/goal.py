@@ -1,6 +1,6 @@
-"""Structured goals: what the LLM-free agent is asked to achieve (issue 4, "LLM-free mode").
+"""Structured goals: what the LLM-free agent is asked to achieve (LLM-free mode).
 
-A structured goal is a Task DAG written by hand instead of by the planner (seed 000,
+A structured goal is a Task DAG written by hand instead of by the planner (HyperAgent,
 Definition 3): each :class:`SubGoal` names the candidate terminal tools (any one achieves it)
 or target effect predicates, the values the user supplies for it, and the sub-goals it depends
 on. ``values`` of the goal are known to every sub-goal; a sub-goal's own values take precedence.

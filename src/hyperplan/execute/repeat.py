@@ -1,4 +1,4 @@
-"""Which tool calls may be sent again after a timeout or a lost connection (issue 22, item 1).
+"""Which tool calls may be sent again after a timeout or a lost connection.
 
 A call that timed out may still have run: the server may have charged the card, the message
 may have gone out. Repeating it automatically would do it twice. So a call is repeated only

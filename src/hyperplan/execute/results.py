@@ -3,7 +3,7 @@
 A runtime never raises for a failing tool: schema-invalid arguments, tool exceptions, HTTP
 errors, timeouts, calls whose outcome is unknown and transport failures all come back as a
 :class:`ToolResult` with ``ok=False``, an :class:`ErrorKind` and a readable ``error``; the
-agent records it as an observation in its state (seed 000, "Task Execution": observations
+agent records it as an observation in its state (HyperAgent, "Task Execution": observations
 feed refinement).
 """
 
@@ -25,7 +25,7 @@ class ErrorKind(StrEnum):
     TOOL_ERROR = "tool_error"  # the tool ran and reported an error (exception, HTTP 4xx/5xx)
     TIMEOUT = "timeout"  # no answer in time; the call is safe to repeat (idempotent)
     # the call may have run (a write that timed out or lost its connection after it was sent):
-    # never repeated automatically, reported as "outcome unknown" (issue 22, item 1)
+    # never repeated automatically, reported as "outcome unknown"
     OUTCOME_UNKNOWN = "outcome_unknown"
     TRANSPORT = "transport"  # connection / process / protocol failure
 

@@ -1,4 +1,4 @@
-"""The agent state S = (C, R, I) of Definition 4 (seed 000, "Task Execution").
+"""The agent state S = (C, R, I) of Definition 4 (HyperAgent, "Task Execution").
 
 * C, the execution history: every tool call with its observation (:class:`CallRecord`).
 * R, the subtask status: :class:`SubtaskStatus` per Task DAG node.

@@ -1,4 +1,4 @@
-"""Executing one subtask (seed 000, "Task Execution" and "Tool-Level Planning"):
+"""Executing one subtask (HyperAgent, "Task Execution" and "Tool-Level Planning"):
 
 1. DOE over the current state: the grounding comes from the state's known values, bound output
    nodes and achieved effects; Support Graph Selection picks among the candidate terminals.
@@ -20,7 +20,7 @@
 4. Local refinement, bounded: after a tool error the failing tool is excluded and DOE runs
    again (timeouts and transport errors are retried as they are).
 
-Calls are never repeated where repeating could do something twice (issue 22, item 1): a call
+Calls are never repeated where repeating could do something twice: a call
 whose outcome is unknown (``OUTCOME_UNKNOWN``: it was sent and did not finish, and the tool is
 not safe to repeat, :mod:`hyperplan.execute.repeat`) ends the subtask with no retry and no
 re-planning; a write that already succeeded in this subtask with the same arguments is not sent
@@ -68,11 +68,17 @@ from hyperplan.plan.taskdag import Subtask
 
 @dataclass(frozen=True)
 class AgentConfig:
-    """Knobs of the runtime: DOE parameters, the minimum link weight used for grounding and
-    binding, local retries per subtask, DAG refinements (LLM mode), tool timeout, the
-    tool budget of the context graph (LLM mode) and the model tokens its planner prompt must
-    leave for the plan when the context graph is cut to the model's window
-    (:mod:`hyperplan.execute.fit`)."""
+    """Parameters of the runtime (HyperAgent, "Task Execution").
+
+    doe: Deficit-Oriented Expansion's parameters.
+    min_weight: minimum link weight used for grounding and binding.
+    max_retries: local retries per subtask.
+    max_refinements: Task DAG refinements (LLM mode).
+    tool_timeout: seconds per tool call.
+    context_budget: tools in the Tool Context Graph (LLM mode).
+    plan_room: model tokens the planner prompt leaves for the plan when the context graph is
+        cut to the model's window (:mod:`hyperplan.execute.fit`).
+    """
 
     doe: DOEConfig = field(default_factory=DOEConfig)
     min_weight: float = 0.5

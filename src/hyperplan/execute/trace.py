@@ -11,7 +11,7 @@ arguments and in results, and every value registered in :data:`hyperplan.secrets
 (headers from the environment, goal values marked secret, the LLM key ...) is replaced by value
 in every string of every event, whatever its key.
 
-Traces stay bounded (issue 22, item 4): a string longer than ``max_chars`` (default
+Traces stay bounded: a string longer than ``max_chars`` (default
 :data:`DEFAULT_MAX_CHARS`) keeps its first ``max_chars`` characters and a marker
 ``... [N more chars]``; a list longer than ``max_items`` keeps its first items and a marker
 string ``... [N more items]``.

@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from hyperplan.execute.trace import TraceWriter
-from hyperplan.llm.types import LLM, JSONSchema, LLMResponse, Message, ToolChoice, ToolSpec
+from hyperplan.llm.types import LLM, BaseLLM, LLMRequest, LLMResponse, Message, ToolSpec
 
 
-class TracedLLM:
+class TracedLLM(BaseLLM):
     """Delegates to ``inner`` and emits one ``llm_call`` event per completion (component,
     tokens, latency, the messages and the answer); failures are traced and re-raised."""
 
@@ -19,25 +19,19 @@ class TracedLLM:
         self.tracer = tracer
         self._doc_tokens: dict[tuple[str, ...], int] = {}  # offered tool names -> tokens
 
-    def complete(self, messages: Sequence[Message], *, schema: JSONSchema | None = None,
-                 tools: Sequence[ToolSpec] | None = None, tool_choice: ToolChoice = None,
-                 component: str = "") -> LLMResponse:
+    def _complete(self, request: LLMRequest) -> LLMResponse:
         try:
-            resp = self.inner.complete(messages, schema=schema, tools=tools,
-                                       tool_choice=tool_choice, component=component)
+            resp = self.inner.complete(request.messages, **request.options())
         except Exception as exc:
-            self.tracer.emit("llm_call", component=component, ok=False, error=str(exc),
-                             messages=_messages(messages))
+            self.tracer.emit("llm_call", component=request.component, ok=False, error=str(exc),
+                             messages=_messages(request.messages))
             raise
-        self._emit(component, messages, resp, tools)
+        self._emit(request.component, request.messages, resp, request.tools)
         return resp
 
-    async def acomplete(self, messages: Sequence[Message], *, schema: JSONSchema | None = None,
-                        tools: Sequence[ToolSpec] | None = None,
-                        tool_choice: ToolChoice = None, component: str = "") -> LLMResponse:
-        resp = await self.inner.acomplete(messages, schema=schema, tools=tools,
-                                          tool_choice=tool_choice, component=component)
-        self._emit(component, messages, resp, tools)
+    async def _acomplete(self, request: LLMRequest) -> LLMResponse:
+        resp = await self.inner.acomplete(request.messages, **request.options())
+        self._emit(request.component, request.messages, resp, request.tools)
         return resp
 
     def _tool_tokens(self, tools: Sequence[ToolSpec] | None) -> int:

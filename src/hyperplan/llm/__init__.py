@@ -1,61 +1,66 @@
 """The LLM layer: one small protocol, a real OpenAI-compatible client, budgets and a test double.
 
 Messages go in; text, parsed structured output, tool calls and usage come out (`LLMResponse`).
-This package is *optional* for the deterministic core: graph/, retrieve/ and plan/doe must never
-import it. The OpenAI SDK behind :class:`OpenAICompatibleLLM` loads on first use of that name
-(PEP 562), so importing the protocol, budgets or the test double stays cheap.
+This package is *optional* for the deterministic core: graph/, retrieve/, plan/doe and search/
+never import it. Every name below loads on first use (PEP 562, :mod:`hyperplan._lazy`), so
+``import hyperplan.llm.types`` (or this package) does not load the OpenAI SDK; only
+:class:`OpenAICompatibleLLM` and :class:`StructuredMode` do.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from hyperplan.llm.budget import Accounting, Budget, BudgetExceeded, ComponentStats
-from hyperplan.llm.scripted import ScriptedCall, ScriptedLLM, ScriptedRule
-from hyperplan.llm.types import (
-    LLM,
-    ContextLengthError,
-    JSONSchema,
-    LLMError,
-    LLMResponse,
-    Message,
-    StructuredOutputError,
-    ToolCall,
-    ToolChoice,
-    ToolSpec,
-    Usage,
-)
+from hyperplan._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from hyperplan.llm.budget import Accounting, Budget, BudgetExceeded, ComponentStats
     from hyperplan.llm.openai_client import OpenAICompatibleLLM, StructuredMode
+    from hyperplan.llm.scripted import ScriptedCall, ScriptedLLM, ScriptedRule
+    from hyperplan.llm.types import (
+        LLM,
+        BaseLLM,
+        ContextLengthError,
+        JSONSchema,
+        LLMError,
+        LLMRequest,
+        LLMResponse,
+        Message,
+        StructuredOutputError,
+        ToolCall,
+        ToolChoice,
+        ToolSpec,
+        Usage,
+    )
 
+_EXPORTS = {
+    "LLM": "types",
+    "Accounting": "budget",
+    "BaseLLM": "types",
+    "Budget": "budget",
+    "BudgetExceeded": "budget",
+    "ComponentStats": "budget",
+    "ContextLengthError": "types",
+    "JSONSchema": "types",
+    "LLMError": "types",
+    "LLMRequest": "types",
+    "LLMResponse": "types",
+    "Message": "types",
+    "OpenAICompatibleLLM": "openai_client",
+    "ScriptedCall": "scripted",
+    "ScriptedLLM": "scripted",
+    "ScriptedRule": "scripted",
+    "StructuredMode": "openai_client",
+    "StructuredOutputError": "types",
+    "ToolCall": "types",
+    "ToolChoice": "types",
+    "ToolSpec": "types",
+    "Usage": "types",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = [
-    "LLM",
-    "Accounting",
-    "Budget",
-    "BudgetExceeded",
-    "ComponentStats",
-    "ContextLengthError",
-    "JSONSchema",
-    "LLMError",
-    "LLMResponse",
-    "Message",
-    "OpenAICompatibleLLM",
-    "ScriptedCall",
-    "ScriptedLLM",
-    "ScriptedRule",
-    "StructuredMode",
-    "StructuredOutputError",
-    "ToolCall",
-    "ToolChoice",
-    "ToolSpec",
-    "Usage",
+    "LLM", "Accounting", "BaseLLM", "Budget", "BudgetExceeded", "ComponentStats",
+    "ContextLengthError", "JSONSchema", "LLMError", "LLMRequest", "LLMResponse", "Message",
+    "OpenAICompatibleLLM", "ScriptedCall", "ScriptedLLM", "ScriptedRule", "StructuredMode",
+    "StructuredOutputError", "ToolCall", "ToolChoice", "ToolSpec", "Usage",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    if name in ("OpenAICompatibleLLM", "StructuredMode"):
-        from hyperplan.llm import openai_client
-
-        return getattr(openai_client, name)
-    raise AttributeError(f"module 'hyperplan.llm' has no attribute {name!r}")

@@ -42,9 +42,11 @@ from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolC
 from hyperplan.llm.budget import Accounting
 from hyperplan.llm.structured import parse_and_validate, reask_message, with_schema_instruction
 from hyperplan.llm.types import (
+    BaseLLM,
     ContextLengthError,
     JSONSchema,
     LLMError,
+    LLMRequest,
     LLMResponse,
     Message,
     StructuredOutputError,
@@ -117,7 +119,7 @@ def _env(*names: str) -> str | None:
     return None
 
 
-class OpenAICompatibleLLM:
+class OpenAICompatibleLLM(BaseLLM):
     """A thread-safe `LLM` for OpenAI-compatible ``/v1/chat/completions`` endpoints."""
 
     def __init__(
@@ -172,20 +174,13 @@ class OpenAICompatibleLLM:
         )
 
     # -- public API ----------------------------------------------------------------------------
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        schema: JSONSchema | None = None,
-        tools: Sequence[ToolSpec] | None = None,
-        tool_choice: ToolChoice = None,
-        component: str = "",
-    ) -> LLMResponse:
+    def _complete(self, request: LLMRequest) -> LLMResponse:
         """Complete a chat; see the module docstring for retries, fallbacks and re-asks."""
-        ex = self._exchange(messages, schema, tools, tool_choice)
+        ex = self._exchange(request.messages, request.schema, request.tools, request.tool_choice)
         while True:
             try:
-                completion, dt = self._send(self._request(*ex.args()), component, ex.mode)
+                completion, dt = self._send(self._request(*ex.args()), request.component,
+                                            ex.mode)
             except _ModeRejected:
                 ex.mode = self._downgrade(cast(StructuredMode, ex.mode))
                 continue
@@ -196,20 +191,13 @@ class OpenAICompatibleLLM:
             if done is not None:
                 return done
 
-    async def acomplete(
-        self,
-        messages: Sequence[Message],
-        *,
-        schema: JSONSchema | None = None,
-        tools: Sequence[ToolSpec] | None = None,
-        tool_choice: ToolChoice = None,
-        component: str = "",
-    ) -> LLMResponse:
+    async def _acomplete(self, request: LLMRequest) -> LLMResponse:
         """Async variant of `complete` (uses `openai.AsyncOpenAI`)."""
-        ex = self._exchange(messages, schema, tools, tool_choice)
+        ex = self._exchange(request.messages, request.schema, request.tools, request.tool_choice)
         while True:
             try:
-                completion, dt = await self._asend(self._request(*ex.args()), component, ex.mode)
+                completion, dt = await self._asend(self._request(*ex.args()), request.component,
+                                                   ex.mode)
             except _ModeRejected:
                 ex.mode = self._downgrade(cast(StructuredMode, ex.mode))
                 continue
@@ -285,7 +273,7 @@ class OpenAICompatibleLLM:
             return completion, self._on_success(completion, component, start)
 
     def _request_timeout(self) -> float:
-        """The client timeout, cut to the time left in the run's wall budget (issue 22: a
+        """The client timeout, cut to the time left in the run's wall budget (a
         request never outlives ``--max-seconds``; the next ``check`` then stops the run)."""
         if self.accounting is None:
             return self.timeout

@@ -18,9 +18,11 @@ from typing import Any
 from hyperplan.llm.budget import Accounting
 from hyperplan.llm.structured import parse_and_validate
 from hyperplan.llm.types import (
+    BaseLLM,
     ContextLengthError,
     JSONSchema,
     LLMError,
+    LLMRequest,
     LLMResponse,
     Message,
     StructuredOutputError,
@@ -87,7 +89,7 @@ class ScriptedCall:
 
 
 @dataclass
-class ScriptedLLM:
+class ScriptedLLM(BaseLLM):
     """Deterministic `LLM` double. Token usage is estimated as ceil(chars / 4) unless scripted.
     With ``context_window``, messages estimated longer than it raise `ContextLengthError`, as a
     server with that window would (counted as a failed call, no rule consumed)."""
@@ -102,16 +104,9 @@ class ScriptedLLM:
         self._lock = threading.Lock()
         self._used = [0] * len(self.rules)
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        schema: JSONSchema | None = None,
-        tools: Sequence[ToolSpec] | None = None,
-        tool_choice: ToolChoice = None,
-        component: str = "",
-    ) -> LLMResponse:
+    def _complete(self, request: LLMRequest) -> LLMResponse:
         """Return the first matching rule's response (see `ScriptedRule`)."""
+        messages, component = request.messages, request.component
         if self.accounting is not None:
             self.accounting.check(component)
         prompt_tokens = -(-sum(len(m.content) for m in messages) // 4)
@@ -125,20 +120,25 @@ class ScriptedLLM:
         with self._lock:
             index = self._pick(messages, component)
             self._used[index] += 1
-            self.calls.append(
-                ScriptedCall(
-                    tuple(messages), schema, tuple(tools or ()), tool_choice, component, index
-                )
-            )
+            self.calls.append(ScriptedCall(tuple(messages), request.schema,
+                                           tuple(request.tools or ()), request.tool_choice,
+                                           component, index))
+        return self._reply(index, prompt_tokens, request)
+
+    async def _acomplete(self, request: LLMRequest) -> LLMResponse:
+        """Async variant of `complete` (same rules, same recording)."""
+        return self.complete(request.messages, **request.options())
+
+    def _reply(self, index: int, prompt_tokens: int, request: LLMRequest) -> LLMResponse:
         rule = self.rules[index]
         text = rule.reply_text()
         usage = rule.usage or Usage(prompt_tokens=prompt_tokens,
                                     completion_tokens=-(-len(text) // 4))
         if self.accounting is not None:
-            self.accounting.record_call(component, usage, 0.0)
+            self.accounting.record_call(request.component, usage, 0.0)
         parsed: Any = None
-        if schema is not None and not rule.tool_calls:
-            parsed, error = parse_and_validate(text, schema)
+        if request.schema is not None and not rule.tool_calls:
+            parsed, error = parse_and_validate(text, request.schema)
             if error is not None:
                 raise StructuredOutputError(
                     f"scripted reply for rule {index} does not validate: {error}",
@@ -147,20 +147,6 @@ class ScriptedLLM:
                 )
         return LLMResponse(
             text=text, parsed=parsed, tool_calls=rule.tool_calls, usage=usage, model=self.model
-        )
-
-    async def acomplete(
-        self,
-        messages: Sequence[Message],
-        *,
-        schema: JSONSchema | None = None,
-        tools: Sequence[ToolSpec] | None = None,
-        tool_choice: ToolChoice = None,
-        component: str = "",
-    ) -> LLMResponse:
-        """Async variant of `complete` (same rules, same recording)."""
-        return self.complete(
-            messages, schema=schema, tools=tools, tool_choice=tool_choice, component=component
         )
 
     def _pick(self, messages: Sequence[Message], component: str) -> int:

@@ -1,4 +1,4 @@
-"""Provider-neutral value types and the `LLM` protocol.
+"""Provider-neutral value types, the `LLM` protocol and `BaseLLM`, which implements it once.
 
 Messages go in; an `LLMResponse` (text, parsed structured output, tool calls, usage, latency)
 comes out. Everything here is a frozen dataclass so responses can be cached, compared and logged.
@@ -8,6 +8,7 @@ The deterministic core (graph/, retrieve/, plan/doe) must never import this pack
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
@@ -163,3 +164,56 @@ class LLM(Protocol):
     ) -> LLMResponse:
         """Async variant of `complete`."""
         ...
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    """The arguments of one `LLM.complete` / `LLM.acomplete` call."""
+
+    messages: Sequence[Message]
+    schema: JSONSchema | None = None
+    tools: Sequence[ToolSpec] | None = None
+    tool_choice: ToolChoice = None
+    component: str = ""
+
+    def options(self) -> dict[str, Any]:
+        """The keyword arguments, to hand the request to another `LLM`."""
+        return {"schema": self.schema, "tools": self.tools, "tool_choice": self.tool_choice,
+                "component": self.component}
+
+
+class BaseLLM(ABC):
+    """`LLM`'s two methods, written once for every implementation: they pack their arguments
+    into an `LLMRequest` for `_complete` (and `_acomplete`, which by default runs
+    `_complete`)."""
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: JSONSchema | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: ToolChoice = None,
+        component: str = "",
+    ) -> LLMResponse:
+        """Complete a chat; `component` names the caller for accounting (e.g. "planner")."""
+        return self._complete(LLMRequest(messages, schema, tools, tool_choice, component))
+
+    async def acomplete(
+        self,
+        messages: Sequence[Message],
+        *,
+        schema: JSONSchema | None = None,
+        tools: Sequence[ToolSpec] | None = None,
+        tool_choice: ToolChoice = None,
+        component: str = "",
+    ) -> LLMResponse:
+        """Async variant of `complete`."""
+        return await self._acomplete(LLMRequest(messages, schema, tools, tool_choice, component))
+
+    @abstractmethod
+    def _complete(self, request: LLMRequest) -> LLMResponse:
+        """One completion of ``request``."""
+
+    async def _acomplete(self, request: LLMRequest) -> LLMResponse:
+        return self._complete(request)

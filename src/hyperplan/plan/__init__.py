@@ -1,4 +1,4 @@
-"""Planning (seed 000): the Task DAG a planner proposes ("Task-Level Planning"), Deficit-Oriented
+"""Planning (HyperAgent): the Task DAG a planner proposes ("Task-Level Planning"), Deficit-Oriented
 Expansion over the hypergraph ("Tool-Level Planning", Definitions 5-6) and the grounding of
 the agent state (Definition 4)."""
 

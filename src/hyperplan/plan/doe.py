@@ -1,4 +1,4 @@
-"""Deficit-Oriented Expansion (seed 000, "Tool-Level Planning", Definitions 5–6, Eq. 3–5).
+"""Deficit-Oriented Expansion (HyperAgent, "Tool-Level Planning", Definitions 5–6, Eq. 3–5).
 
 For a candidate terminal tool e_t, DOE beam-searches the hypergraph for a *Tool Support
 Subgraph*: a set of tools whose outputs, together with the agent state, supply every required
@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -56,25 +57,24 @@ OPEN_WORLD_WEIGHT = 0.4
 
 @dataclass(frozen=True)
 class DOEConfig:
-    """Top-K producers per expansion, beam width B, maximum expansion depth, and whether
-    optional inputs count as deficits. K = 5 and B = 4 were chosen on the NesTools dev split
-    (docs/benchmarks.md).
+    """Parameters of Deficit-Oriented Expansion (module doc); how the defaults were chosen:
+    docs/benchmarks.md, "Configuration history".
 
-    ``prune_dead_ends`` / ``scan_limit``: skip producers whose expansion is a dead end, looking
-    at most at ``scan_limit`` producers per candidate for K viable ones. With a relevance
-    (module doc): ``relevance_weight`` scales it, ``extra_depth`` more depths are searched
-    after the first complete graph, ``size_cost`` prices each tool in selection (None: fewest
-    tools first). ``min_link_weight`` / ``fallback_link_weight``: links trusted first, and the
-    weaker ones tried for an otherwise unsatisfiable terminal (0 / None: every link, no
-    retry). relevance_weight 1, extra_depth 1 and size_cost 2 were chosen on the dev splits
-    (every 5th task) of NesTools and NESTFUL, maximising their mean ``exact``.
-    ``open_world_weight``: offer weight of open-world producers in that retry (None: none;
-    needs a relevance). Keep it below ``min_link_weight`` so an offer never outweighs a
-    trusted link; the chains benchmark uses 0.4, chosen on the NESTFUL dev split (0.4-0.5
-    tied, 0.6 and up override real links) with NesTools dev unchanged.
-    ``open_world_reads_only``: open-world offers come only from tools without the
-    state-change effect ``<tool>.done`` (:func:`hyperplan.graph.effects.write_tools`): an agent
-    that acts calls no writing tool on no link evidence. Links are unaffected.
+    top_k: producers branched on per expansion (K).
+    beam_width: candidates kept per depth (B).
+    max_depth: expansions at most.
+    include_optional: optional inputs count as deficits too.
+    relevance_weight: scale of a tool's relevance, added to Ω and to a candidate's support.
+    prune_dead_ends: a producer whose expansion is a dead end is skipped for the next best.
+    scan_limit: producers looked at per candidate for K viable ones (with prune_dead_ends).
+    extra_depth: depths searched past the first complete graph (with a relevance).
+    size_cost: price of each tool in Support Graph Selection (None: fewest tools first).
+    min_link_weight: links trusted in the first search (0: every link).
+    fallback_link_weight: weaker links retried for an unsatisfiable terminal (None: no retry).
+    open_world_weight: open-world offer weight in that retry (None: none; needs a relevance;
+        keep it below min_link_weight, so an offer never outweighs a trusted link).
+    open_world_reads_only: offers only from tools without the effect ``<tool>.done``
+        (:func:`hyperplan.graph.effects.write_tools`).
     """
 
     top_k: int = 5
@@ -132,6 +132,16 @@ class DOEResult:
         return bool(self.complete)
 
 
+class _Rank(NamedTuple):
+    """How a candidate ranks in the beam, best first: fewest deficits |M|, then fewest
+    tools, then highest support plus relevance (negated), then the sorted tool ids."""
+
+    deficits: int
+    tools: int
+    neg_score: float
+    ids: tuple[int, ...]
+
+
 @dataclass(frozen=True)
 class _Candidate:
     tools: frozenset[int]
@@ -145,9 +155,48 @@ class _Candidate:
     def support(self) -> float:
         return float(sum(r.weight for r in self.resolutions))
 
-    def rank(self) -> tuple[int, int, float, tuple[int, ...]]:
-        return (len(self.deficits), len(self.tools), -(self.support + self.relevance),
-                tuple(sorted(self.tools)))
+    def rank(self) -> _Rank:
+        return _Rank(len(self.deficits), len(self.tools), -(self.support + self.relevance),
+                     tuple(sorted(self.tools)))
+
+
+@dataclass(frozen=True, order=True)
+class _Blocked:
+    """A dead end met during the search: its blocking deficits (no producer outside the
+    candidate), how many, and the rank of the candidate it was met at. Ordered as the dead
+    end reported when nothing completes: fewest blocking deficits, then the best rank."""
+
+    n_blocking: int
+    rank: _Rank
+    deficits: frozenset[int]
+
+
+@dataclass(frozen=True)
+class _Context:
+    """What every expansion of one search reads: the graph, the agent state's grounding, the
+    configuration, the rows of A_prod in use and the per-tool relevance bonus (None: no
+    relevance)."""
+
+    graph: Hypergraph
+    grounding: Grounding
+    cfg: DOEConfig
+    rows: _Rows
+    bonus: np.ndarray | None
+
+    def needs(self, tool: int) -> list[int]:
+        return _needs(self.graph, tool, self.grounding, self.cfg)
+
+    def bonus_of(self, tool: int) -> float:
+        return 0.0 if self.bonus is None else float(self.bonus[tool])
+
+
+@dataclass(frozen=True)
+class _Children:
+    """A candidate's expansions kept for the next beam, and the dead ends skipped on the way
+    (their blocking deficits)."""
+
+    kept: list[_Candidate]
+    dead_ends: list[frozenset[int]]
 
 
 class _Rows:
@@ -296,8 +345,11 @@ def _dependants(cand: _Candidate, tool: int) -> set[int]:
     return seen
 
 
-def _expand(graph: Hypergraph, cand: _Candidate, producer: int, grounding: Grounding,
-            cfg: DOEConfig, rows: _Rows, bonus: float = 0.0) -> _Candidate:
+def _expand(ctx: _Context, cand: _Candidate, producer: int) -> _Candidate:
+    """``cand`` with ``producer`` added (module doc): the deficits it supports resolved, its
+    own required inputs supplied by a selected tool that does not depend on it, or added as
+    deficits."""
+    graph, rows = ctx.graph, ctx.rows
     resolved = [r for r in cand.deficits if producer in rows(r)]
     resolutions = [rows.resolution(graph, producer, r) for r in resolved]
     deps = {c: set(d) for c, d in cand.producers_of}
@@ -307,7 +359,7 @@ def _expand(graph: Hypergraph, cand: _Candidate, producer: int, grounding: Groun
                        tuple((c, frozenset(d)) for c, d in deps.items()))
     forbidden = _dependants(grown, producer) | {producer}
     new_deficits = []
-    for r in _needs(graph, producer, grounding, cfg):
+    for r in ctx.needs(producer):
         row = rows(r)
         helpers = [e for e in cand.tools - forbidden if e in row]
         if helpers:
@@ -321,7 +373,7 @@ def _expand(graph: Hypergraph, cand: _Candidate, producer: int, grounding: Groun
         deficits=(cand.deficits - set(resolved)) | frozenset(new_deficits),
         resolutions=tuple(sorted((*cand.resolutions, *resolutions))),
         producers_of=tuple(sorted((c, frozenset(d)) for c, d in deps.items())),
-        relevance=cand.relevance + bonus,
+        relevance=cand.relevance + ctx.bonus_of(producer),
     )
 
 
@@ -334,19 +386,17 @@ def _blocking(cand: _Candidate, rows: _Rows) -> frozenset[int]:
 TIE_SCAN = 256
 
 
-def _ranked_producers(graph: Hypergraph, cand: _Candidate, k: int, rows: _Rows,
-                      bonus: np.ndarray | None, grounding: Grounding,
-                      cfg: DOEConfig) -> list[int]:
+def _ranked_producers(ctx: _Context, cand: _Candidate, k: int) -> list[int]:
     """The k best tools outside the candidate by Ω(e, M) (plus ``bonus[e]``, the weighted
     relevance of e to the subtask, when given). Ties go to the producer with fewer inputs of
     its own still to supply (required inputs not grounded: fewer new deficits, so a smaller
     support graph), then to the lower tool id. Only the first max(k, :data:`TIE_SCAN`) tools
     scoring at least the k-th score are counted."""
-    tools, scores = rows.omega(graph, cand.deficits)
+    tools, scores = ctx.rows.omega(ctx.graph, cand.deficits)
     outside = np.array([int(e) not in cand.tools for e in tools], dtype=bool)
     tools, scores = tools[outside], scores[outside]
-    if bonus is not None:
-        scores = scores + bonus[tools]
+    if ctx.bonus is not None:
+        scores = scores + ctx.bonus[tools]
     order = np.lexsort((tools, -scores))
     if order.size == 0:
         return []
@@ -354,34 +404,30 @@ def _ranked_producers(graph: Hypergraph, cand: _Candidate, k: int, rows: _Rows,
     head = order[: min(int((scores >= kth).sum()), max(k, TIE_SCAN))]
     if np.unique(scores[head]).size == head.size:  # no tie: Ω alone orders them
         return [int(e) for e in tools[head[:k]]]
-    needs = np.array([len(_needs(graph, int(e), grounding, cfg)) for e in tools[head]])
+    needs = np.array([len(ctx.needs(int(e))) for e in tools[head]])
     ranked = head[np.lexsort((tools[head], needs, -scores[head]))][:k]
     return [int(e) for e in tools[ranked]]
 
 
-def _children(graph: Hypergraph, cand: _Candidate, grounding: Grounding, cfg: DOEConfig,
-              rows: _Rows, bonus: np.ndarray | None,
-              dead: list[frozenset[int]]) -> list[_Candidate]:
+def _children(ctx: _Context, cand: _Candidate) -> _Children:
     """The candidate expanded by each of its top-K producers. With ``prune_dead_ends``,
     producers whose expansion leaves a deficit no tool outside the candidate supports (a
     dead end: an input nobody produces, or a cycle) are skipped and the next best producer
     taken instead, scanning at most ``scan_limit`` producers; the dead ends' blocking deficits
-    are appended to ``dead``."""
+    are returned with the kept children."""
+    cfg = ctx.cfg
     if not cfg.prune_dead_ends:
-        return [_expand(graph, cand, p, grounding, cfg, rows,
-                        0.0 if bonus is None else float(bonus[p]))
-                for p in _ranked_producers(graph, cand, cfg.top_k, rows, bonus, grounding, cfg)]
-    out: list[_Candidate] = []
-    for p in _ranked_producers(graph, cand, max(cfg.scan_limit, cfg.top_k), rows, bonus,
-                               grounding, cfg):
-        child = _expand(graph, cand, p, grounding, cfg, rows,
-                        0.0 if bonus is None else float(bonus[p]))
-        blocking = _blocking(child, rows)
+        return _Children([_expand(ctx, cand, p)
+                          for p in _ranked_producers(ctx, cand, cfg.top_k)], [])
+    out = _Children([], [])
+    for p in _ranked_producers(ctx, cand, max(cfg.scan_limit, cfg.top_k)):
+        child = _expand(ctx, cand, p)
+        blocking = _blocking(child, ctx.rows)
         if blocking:
-            dead.append(blocking)
+            out.dead_ends.append(blocking)
             continue
-        out.append(child)
-        if len(out) == cfg.top_k:
+        out.kept.append(child)
+        if len(out.kept) == cfg.top_k:
             break
     return out
 
@@ -452,22 +498,22 @@ def _search(graph: Hypergraph, terminal: int, grounding: Grounding | None, cfg: 
     bonus = None
     if relevance is not None and cfg.relevance_weight:
         bonus = cfg.relevance_weight * np.maximum(np.asarray(relevance, dtype=np.float64), 0.0)
+    ctx = _Context(graph, state, cfg, rows, bonus)
     beam, expansions = [start], 0
     found: list[_Candidate] = []
     seen_complete: set[frozenset[int]] = set()
     depth_left: int | None = None  # depths still searched once a complete graph was found
-    blocked: list[tuple[int, tuple[int, int, float, tuple[int, ...]], frozenset[int]]] = []
+    blocked: list[_Blocked] = []
     for _ in range(cfg.max_depth):
         children: dict[frozenset[int], _Candidate] = {}
         for cand in beam:
             blocking = _blocking(cand, rows)
             if blocking:
-                blocked.append((len(blocking), cand.rank(), blocking))
+                blocked.append(_Blocked(len(blocking), cand.rank(), blocking))
                 continue
-            dead: list[frozenset[int]] = []
-            kids = _children(graph, cand, state, cfg, rows, bonus, dead)
-            blocked += [(len(d), cand.rank(), d) for d in dead]
-            for child in kids:
+            kids = _children(ctx, cand)
+            blocked += [_Blocked(len(d), cand.rank(), d) for d in kids.dead_ends]
+            for child in kids.kept:
                 expansions += 1
                 if child.tools not in children or child.rank() < children[child.tools].rank():
                     children[child.tools] = child
@@ -489,13 +535,13 @@ def _search(graph: Hypergraph, terminal: int, grounding: Grounding | None, cfg: 
         graphs = tuple(SupportGraph(terminal, _execution_order(c), c.resolutions) for c in found)
         return DOEResult(terminal, graphs, expansions=expansions)
     # the blocked candidate with the fewest blocking deficits, else the best of the last beam
-    missing = min(blocked)[2] if blocked else beam[0].deficits
+    missing = min(blocked).deficits if blocked else beam[0].deficits
     return DOEResult(terminal, (), unsatisfiable=missing, expansions=expansions)
 
 
 def goal_relevance(relevance: np.ndarray, goals: Sequence[int], goal: int) -> np.ndarray:
     """The relevance DOE uses for ``goal`` when it is one of several independent ``goals`` of
-    one request (tool ids; our design, issue 3): a copy of ``relevance`` with every other
+    one request (tool ids; our design, not the paper's): a copy of ``relevance`` with every other
     goal's entry set to 0. The request text that makes another goal relevant is explained by
     that goal's own role in the plan, so it is no evidence that the goal also produces this
     goal's inputs; a link can still make it a producer, only the relevance bonus is gone."""

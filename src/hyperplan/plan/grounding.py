@@ -1,6 +1,6 @@
 """Grounding: which input-schema nodes the current agent state already satisfies.
 
-The agent state S = (C, R, I) of Definition 4 (seed 000) binds schema nodes to values and
+The agent state S = (C, R, I) of Definition 4 (HyperAgent) binds schema nodes to values and
 records achieved effects. DOE only needs to know which input-side nodes are grounded; this
 module derives that as a boolean vector over V_I from plain bindings, so the deterministic core
 does not depend on the runtime's state class.

@@ -1,4 +1,4 @@
-"""The LLM planner (seed 000, "Task-Level Planning" and "Task Execution: refinement").
+"""The LLM planner (HyperAgent, "Task-Level Planning" and "Task Execution: refinement").
 
 * :func:`interpret` — task interpretation d_t = (d_op, d_sch) plus the values the request
   states; falls back to the deterministic :func:`~hyperplan.retrieve.interpret_request` when
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Literal
 
 from hyperplan.graph.model import Hypergraph
 from hyperplan.llm.types import LLM, ContextLengthError, LLMError, Message
@@ -57,7 +57,7 @@ class Interpretation:
 
     task: TaskInterpretation
     values: Mapping[str, Any] = field(default_factory=dict)
-    source: str = "llm"  # "llm" or "rules" (the deterministic fallback)
+    source: Literal["llm", "rules"] = "llm"  # "rules": the deterministic fallback
 
 
 def interpret(llm: LLM | None, request: str, apps: Sequence[str] = ()) -> Interpretation:

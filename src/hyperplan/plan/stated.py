@@ -1,4 +1,4 @@
-"""Stated values are there to be used (our design, issue 3).
+"""Stated values are there to be used (our design; the paper does not cover it).
 
 A value the user states without saying which call it is for (a known value given as a bare
 parameter name, grounding rule 2 of :mod:`hyperplan.plan.grounding`) is normally meant for

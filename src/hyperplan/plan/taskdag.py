@@ -1,4 +1,4 @@
-"""The Task DAG of Definition 3 (seed 000, "Task-Level Planning"): subtasks
+"""The Task DAG of Definition 3 (HyperAgent, "Task-Level Planning"): subtasks
 q_i = (g_i, τ_i, Ê_i, φ_i) and dependency edges grounded in schema-level links.
 
 * :class:`Subtask` holds the local goal g_i, the targets τ_i (output node keys

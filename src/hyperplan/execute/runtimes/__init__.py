@@ -1,5 +1,5 @@
 """Tool runtimes: execute the tools of a :class:`~hyperplan.catalog.Catalog` and return
-:class:`~hyperplan.execute.results.ToolResult` observations (issue 4).
+:class:`~hyperplan.execute.results.ToolResult` observations.
 
 * :class:`PythonRuntime` - Python callables (in a worker thread, with a timeout).
 * :class:`SubprocessPythonRuntime` - Python callables in a child process without network,

@@ -33,7 +33,7 @@ they would appear, e.g. echoed in a response body. Values shorter than 4 charact
 redacted. Every such value is also registered in :data:`hyperplan.secrets.SECRETS`, so traces
 and output redact it by value wherever it comes back.
 
-Trust (issue 22):
+Trust:
 
 * **Deadline.** ``timeout`` (per call: the smaller of the runtime's and the caller's, which the
   agent sets to the time left in the run) is a total wall-clock deadline for the whole

@@ -22,7 +22,7 @@ with a 5 s safety margin on the wait) -> ``TIMEOUT``; a server that cannot start
 closes the connection -> ``TRANSPORT`` with the stderr tail, after which the next call starts
 a fresh server.
 
-Trust (issue 22): the caller waits at most the call's timeout (the smaller of the runtime's and
+Trust: the caller waits at most the call's timeout (the smaller of the runtime's and
 the caller's, which the agent sets to the time left in the run) plus
 :data:`_WAIT_MARGIN`; the first call of a session also spends its handshake inside that
 deadline. A call that did not finish (timeout, lost connection) is ``OUTCOME_UNKNOWN`` and is

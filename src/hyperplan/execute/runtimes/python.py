@@ -17,7 +17,7 @@ result is discarded. Being a daemon thread, it does not keep the interpreter ali
 ``timeout=None`` on the runtime (and no per-call timeout) calls the function directly in the
 caller's thread.
 
-A tool cannot end the run (issue 22, item 6): every exception it raises - ``SystemExit``,
+A tool cannot end the run: every exception it raises - ``SystemExit``,
 ``KeyboardInterrupt``, ``GeneratorExit`` and other ``BaseException`` subclasses included -
 is a ``TOOL_ERROR`` observation ``"SystemExit: 3"``. (The exception is handed back as a
 value, never re-raised, so a real Ctrl-C while the caller waits still interrupts the run;

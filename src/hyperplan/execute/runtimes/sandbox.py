@@ -1,4 +1,4 @@
-"""``--sandbox subprocess``: Python tools run in a child process with limits (issue 22, item 5).
+"""``--sandbox subprocess``: Python tools run in a child process with limits.
 
 :class:`SubprocessPythonRuntime` is a :class:`~hyperplan.execute.results.ToolRuntime` for the
 tools of a ``python:`` source that runs every call in one child interpreter per runtime

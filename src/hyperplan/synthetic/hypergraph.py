@@ -4,10 +4,10 @@
 :meth:`Hypergraph.from_arrays` -- there is no catalog and no link inference (inference at 1M
 tools does not fit this machine; ``bench links`` measures it up to 100K tools). Shape, per tool:
 
-* apps of :data:`~hyperplan.eval.synthetic.TOOLS_PER_APP` tools (brand names from syllables),
+* apps of :data:`~hyperplan.synthetic.words.TOOLS_PER_APP` tools (brand names from syllables),
   each with a ``login`` (two optional inputs, an ``access_token`` output and the effect
   ``<brand>.authenticated``) and tools ``<brand>.<verb>_<entity>`` over 5 entities of the app
-  drawn Zipf-like from the entity words of :mod:`hyperplan.eval.synthetic`;
+  drawn Zipf-like from the entity words of :mod:`hyperplan.synthetic.words`;
 * 0-4 required inputs (mean 2.05), 0-2 optional inputs (mean 0.85), 1-6 outputs (mean 3.0);
   12% of tools have a precondition and 12% an effect, on one of 4 states of their app, and
   every effect links to every precondition of the same app and state (weight 1);
@@ -41,8 +41,8 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from hyperplan.eval.synthetic import ADJECTIVES, BASE_ENTITIES, MODIFIERS, TOOLS_PER_APP
 from hyperplan.graph.model import Hypergraph
+from hyperplan.synthetic.words import SYLLABLES, TOOLS_PER_APP, entity_names, plural
 
 __all__ = ["MAX_IN_DEGREE", "synthetic_hypergraph"]
 
@@ -55,10 +55,6 @@ _ENTITIES_PER_APP = 5
 _VERBS = ("search", "show", "create", "update", "delete", "list", "export", "share")
 _PLURAL_VERBS = frozenset({"search", "list"})
 _STATES = ("authenticated", "verified", "connected", "checkout_open")
-_SYLLABLES = (
-    "zen", "tri", "lo", "qua", "vex", "mar", "nor", "pix", "cal", "dro", "fin", "ly", "sto",
-    "ra", "bel", "kin", "tor", "vi", "sa", "mo", "plu", "ex", "gra", "ni",
-)
 # (field, JSON type); inputs use the bare field, outputs "<entity>.<field>"
 _ATTRIBUTES = (
     ("name", "string"), ("title", "string"), ("status", "string"), ("amount", "number"),
@@ -85,26 +81,13 @@ _IN_DEGREE_EXPONENT = 1.6
 _LOCAL = 0.75
 
 
-def _plural(word: str) -> str:
-    if word.endswith("y") and word[-2:-1] not in ("a", "e", "o", "u"):
-        return word[:-1] + "ies"
-    return word + "es" if word.endswith(("s", "x", "ch", "sh")) else word + "s"
-
-
 def _brand(app: int) -> str:
     """A unique pronounceable app name per index: base-24 syllables, at least two."""
-    parts, k = [], app + len(_SYLLABLES)  # k >= 24: two syllables or more
+    parts, k = [], app + len(SYLLABLES)  # k >= 24: two syllables or more
     while k:
-        k, digit = divmod(k, len(_SYLLABLES))
-        parts.append(_SYLLABLES[digit])
+        k, digit = divmod(k, len(SYLLABLES))
+        parts.append(SYLLABLES[digit])
     return "".join(reversed(parts))
-
-
-def _entity_pool() -> list[str]:
-    """Entity names (snake_case) from common to rare."""
-    combos = [f"{b}_{m}" for b in BASE_ENTITIES for m in MODIFIERS if b != m]
-    combos += [f"{a}_{b}" for a in ADJECTIVES for b in BASE_ENTITIES]
-    return list(BASE_ENTITIES) + combos
 
 
 def _ranges(starts: IntArray, counts: IntArray) -> IntArray:
@@ -305,7 +288,7 @@ def _output_path(code: int, pool: Sequence[str]) -> str:
     ent, many = divmod(rest, 2)
     word = pool[ent]
     field = f"{word}_id" if attr == n_attr else _ATTRIBUTES[attr][0]
-    return f"{_plural(word)}[].{field}" if many else f"{word}.{field}"
+    return f"{plural(word)}[].{field}" if many else f"{word}.{field}"
 
 
 def _output_text(code: int, pool: Sequence[str]) -> str:
@@ -371,10 +354,10 @@ def _tool_names_and_descriptions(tools: _ToolLayout, brands: Sequence[str],
             tool_text.append(f"Log in to {brand} and get an access token.")
             continue
         word = pool[e]
-        name = _plural(word) if _VERBS[v] in _PLURAL_VERBS else word
+        name = plural(word) if _VERBS[v] in _PLURAL_VERBS else word
         tool_name.append(f"{brand}.{_VERBS[v]}_{name}")
         tool_text.append(_TOOL_DESCRIPTIONS[_VERBS[v]].format(
-            w=word.replace("_", " "), p=_plural(word).replace("_", " "), b=brand))
+            w=word.replace("_", " "), p=plural(word).replace("_", " "), b=brand))
     return tool_name, tool_text
 
 
@@ -463,7 +446,7 @@ def synthetic_hypergraph(n_tools: int, seed: int = 0) -> Hypergraph:
     if n_tools < 0:
         raise ValueError(f"n_tools must be >= 0, got {n_tools}")
     rng = np.random.default_rng([seed, 0x5CA1E])
-    pool = _entity_pool()
+    pool = entity_names()
     tools = _draw_tool_layout(rng, n_tools, pool)
     ports = _draw_port_counts(rng, n_tools, tools.login)
     nodes = _node_columns(tools.ids, ports)

@@ -1,4 +1,5 @@
-"""Turning command-line style options into a catalog, a runtime and an LLM client.
+"""Turning command-line style options into a catalog, a runtime and an LLM client (the wiring
+above :mod:`hyperplan.execute`, :mod:`hyperplan.sources` and the demo world).
 
 Tool sources (``--tools``):
 
@@ -21,7 +22,7 @@ import shlex
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hyperplan.catalog import Catalog, ToolSpec, merge_catalogs
 from hyperplan.errors import HyperplanError
@@ -35,9 +36,11 @@ from hyperplan.execute.runtimes import (
 from hyperplan.execute.runtimes.http import DEFAULT_MAX_RESPONSE_BYTES
 from hyperplan.execute.runtimes.sandbox import Sandbox, SubprocessPythonRuntime
 from hyperplan.llm.budget import Accounting
-from hyperplan.llm.openai_client import OpenAICompatibleLLM
 from hyperplan.secrets import register_secret
 from hyperplan.sources import load_source
+
+if TYPE_CHECKING:
+    from hyperplan.llm.openai_client import OpenAICompatibleLLM
 
 
 @dataclass(frozen=True)
@@ -154,6 +157,8 @@ def llm_from_options(url: str | None, model: str | None, accounting: Accounting,
     chosen = _model(base, model or os.environ.get("HYPERPLAN_LLM_MODEL"), check,
                     accounting.deadline(MODEL_LIST_TIMEOUT) or MODEL_LIST_TIMEOUT)
     cap = max_tokens or int(os.environ.get("HYPERPLAN_LLM_MAX_TOKENS") or 1024)
+    from hyperplan.llm.openai_client import OpenAICompatibleLLM  # the SDK, only for a client
+
     return OpenAICompatibleLLM(chosen, base_url=base, accounting=accounting, max_tokens=cap,
                                temperature=0.0)
 
