@@ -251,3 +251,26 @@ def test_fill_leaves_out_producers_whose_outputs_are_held() -> None:
     after = session.select(budget=10)
     assert "login" not in after.names
     assert {"add_to_cart", "search_books", "checkout"} <= set(after.names)
+
+
+def test_the_consumer_of_a_result_goes_first_and_called_tools_last() -> None:
+    """After a call, the best consumer of its result leads the selection (``follows``, with
+    the called tool and the input it feeds) and the called tool itself goes to the end."""
+    from hyperplan.select import build_selector
+
+    selector = build_selector(["python:hyperplan.examples.bookstore"], embedder="hashing",
+                              cache_dir=None)
+    session = selector.session("find the book Dune and buy it")
+    assert session.select(budget=4).tools[0].reason is not Reason.FOLLOWS
+    session.observe("search_books", {"query": "Dune"}, [{"book_id": "b1", "title": "Dune"}])
+    assert session.called == ["search_books"]
+    picked = session.select(budget=4)
+    first = picked.tools[0]
+    assert first.name == "add_to_cart" and first.reason is Reason.FOLLOWS
+    assert (first.for_tool, first.for_input) == ("search_books", "book_id")
+    assert first.why() == "follows search_books: takes book_id from its result"
+    assert picked.names[-1] == "search_books"
+    assert "search_books" not in session.select(budget=2).names
+    failed = selector.session("find the book Dune and buy it")
+    failed.observe("search_books", {"query": "Dune"}, None, ok=False)
+    assert failed.called == [] and failed.select(budget=4).tools[0].reason is not Reason.FOLLOWS

@@ -227,10 +227,11 @@ class PartBench:
 
     def selector_method(self, text: str, k: int, chain: bool,
                         known: frozenset[str] = frozenset(),
-                        effects: frozenset[str] = frozenset()) -> Timed:
+                        effects: frozenset[str] = frozenset(),
+                        called: tuple[str, ...] = ()) -> Timed:
         def call() -> list[int]:
             picked = self.selector.select(text, known=known, effects=effects, budget=k,
-                                          chain=chain)
+                                          chain=chain, called=called)
             return [self.graph.tool_index[n] for n in picked.names]
 
         return timed(call)

@@ -5,9 +5,9 @@ Each task's gold calls are replayed in order through a :class:`~hyperplan.select
 call i the methods select K tools, and the step scores whether call i's tool is among them
 (``next_hit``); then the session observes call i (its arguments and result). The selector's two
 methods see the state the session holds (``context_graph``: :meth:`Selector.select` with the
-session's held values and ``chain=False``; ``context_graph_doe``: :meth:`Session.select`); the
-text-only methods see the same request at every step, so they select the same tools throughout:
-they cannot use state, which is exactly the comparison.
+session's held values, its calls and ``chain=False``; ``context_graph_doe``:
+:meth:`Session.select`); the text-only methods see the same request at every step, so they
+select the same tools throughout: they cannot use state, which is exactly the comparison.
 
 Values: τ²'s calls carry the arguments of its gold actions and the responses its environment
 gave them. The other suites' gold data has no result values (NesTools and Seal-Tools name them
@@ -146,7 +146,8 @@ def replay_part(bench: PartBench, tasks: Sequence[GoldTask], tally: Tally) -> in
                 results = dict(fixed[k])
                 with single_thread_blas():
                     results["context_graph"] = bench.selector_method(
-                        task.text, k, False, frozenset(session.held), frozenset(session.effects))
+                        task.text, k, False, frozenset(session.held), frozenset(session.effects),
+                        tuple(session.called))
                     results["context_graph_doe"] = _session_select(bench, session, k)
                 tally.add("all_tools", k, (1.0, step == 0, step, task_no, 0.0, 0.0), ())
                 for method, (ids, ms, cpu) in results.items():

@@ -18,13 +18,16 @@ class Reason(StrEnum):
     * ``chain``: Deficit-Oriented Expansion (Definition 6) put it in the support graph of an
       anchored tool: it supplies a value the state does not hold yet;
     * ``similar``: a place of the budget the context graph left, filled by the tool's
-      similarity to the request alone.
+      similarity to the request alone;
+    * ``follows``: it takes a value a call of the session returned (a link out of that
+      call's outputs): the likely next step of the chain the agent is walking.
     """
 
     ANCHORED = "anchored"
     PRODUCER = "producer"
     CHAIN = "chain"
     SIMILAR = "similar"
+    FOLLOWS = "follows"
 
 
 @dataclass(frozen=True)
@@ -32,7 +35,8 @@ class SelectedTool:
     """One selected tool, in rank order.
 
     ``for_tool`` / ``for_input``: for a ``producer`` or ``chain`` tool, the tool whose input it
-    supplies and that input's name (empty when unknown); ``tokens``: the token count of its
+    supplies and that input's name (empty when unknown); for a ``follows`` tool, the called
+    tool whose result it takes and its own input that takes it; ``tokens``: the token count of its
     definition as an OpenAI-style function (name, description, JSON-schema parameters);
     ``score``: the context graph's priority (0 for a tool only DOE proposed)."""
 
@@ -50,6 +54,9 @@ class SelectedTool:
             return "anchored by the request"
         if self.reason is Reason.SIMILAR:
             return "similar to the request"
+        if self.reason is Reason.FOLLOWS:
+            what = self.for_input or "an input"
+            return f"follows {self.for_tool}: takes {what} from its result"
         what = self.for_input or "an input"
         verb = "chain" if self.reason is Reason.CHAIN else "producer"
         return f"{verb}: supplies {what} for {self.for_tool}" if self.for_tool else verb

@@ -22,7 +22,7 @@ import numpy as np
 from hyperplan.graph.model import Hypergraph
 from hyperplan.plan.doe import DOEConfig, SupportGraph, best_support_graph, expand
 from hyperplan.plan.grounding import Grounding
-from hyperplan.retrieve.context_graph import ContextGraph, RetrievedTool
+from hyperplan.retrieve.context_graph import ContextGraph, GraphIndex, RetrievedTool
 from hyperplan.select.model import ChainStep, Reason
 
 ANCHOR_REASONS = frozenset({"seed", "consumer-of", "producer-of"})
@@ -118,6 +118,43 @@ def merge(cg: ContextGraph, chains: Chains, budget: int,
     for tool in similar:  # the places left, by similarity alone
         put(_from_context(cg.graph, tool))
     return out
+
+
+def follow_calls(index: GraphIndex, called: Sequence[int],
+                 relevance: np.ndarray) -> Ranked | None:
+    """The tool most likely to come next after the calls made: among the consumers of the
+    called tools' outputs (links of A_prod out of a called tool) that were not called
+    themselves, the one with the highest w(v_o, v_i) * max(q(e), 0); None when there is none.
+    """
+    if not called:
+        return None
+    entries = np.flatnonzero(np.isin(index.prod_tool, np.asarray(called, dtype=np.int64)))
+    rows = index.prod_row[entries]
+    consumers = index.node_tool[rows]
+    keep = ~np.isin(consumers, np.asarray(called, dtype=np.int64))
+    if not keep.any():
+        return None
+    entries, rows, consumers = entries[keep], rows[keep], consumers[keep]
+    scores = index.prod_w[entries] * np.maximum(relevance[consumers], 0.0)
+    best = int(np.argmax(scores))
+    if scores[best] <= 0:
+        return None
+    return Ranked(int(consumers[best]), Reason.FOLLOWS, float(scores[best]),
+                  int(index.prod_tool[entries[best]]), int(rows[best]))
+
+
+def place_follow(ranked: list[Ranked], follow: Ranked | None, called: Sequence[int],
+                 budget: int) -> list[Ranked]:
+    """``follow`` first, then the ranking without the called tools, then the called tools
+    (a tool may be called again, but a new one is likelier next), cut at ``budget``."""
+    if follow is None and not called:
+        return ranked
+    done = set(called)
+    first = [follow] if follow is not None else []
+    skip = {follow.tool} if follow is not None else set()
+    fresh = [r for r in ranked if r.tool not in skip and r.tool not in done]
+    again = [r for r in ranked if r.tool not in skip and r.tool in done]
+    return (first + fresh + again)[:budget]
 
 
 def chain_items(graph: Hypergraph, support: SupportGraph) -> list[Ranked]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -161,9 +161,13 @@ class Selector:
     def select(self, request: str, *, known: Collection[str] = (),
                effects: Collection[str] = (), budget: int | None = None,
                chain: bool | None = None,
-               placement: rank.ChainPlacement | None = None) -> Selection:
+               placement: rank.ChainPlacement | None = None,
+               called: Sequence[str] = ()) -> Selection:
         """The tools for ``request`` given what the agent holds, best first (at most
-        ``budget``), each with why it is there, the chain DOE proposes and token costs."""
+        ``budget``), each with why it is there, the chain DOE proposes and token costs.
+        ``called``: the tools the agent has called successfully, in order (the calls C of
+        the state, Definition 4): the best consumer of their results goes first
+        (:func:`~hyperplan.select.rank.follow_calls`) and they go last."""
         started = time.perf_counter()
         cfg = self.config
         k = cfg.budget if budget is None else budget
@@ -181,6 +185,10 @@ class Selector:
         chains = rank.plan_chains(self.graph, terminals, grounding,
                                   relevance.astype(np.float64), cfg.doe)
         ranked = rank.merge(cg, chains, k, cfg.placement if placement is None else placement)
+        if called:
+            done = [self.graph.tool_index[n] for n in called if n in self.graph.tool_index]
+            follow = rank.follow_calls(self.index, done, relevance.astype(np.float64))
+            ranked = rank.place_follow(ranked, follow, done, k)
         return self._selection(request, ranked, chains, known, started)
 
     def session(self, request: str = "", *, known: Collection[str] = ()) -> Session:

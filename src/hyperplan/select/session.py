@@ -5,7 +5,8 @@ After each tool result the session records what is now held: the result's values
 tool's output nodes (as :func:`~hyperplan.execute.state.materialise` finds them), its
 effects, and the names of the arguments the agent passed (a value it passed is a value it
 has). The next :meth:`Session.select` grounds those, so the context graph and DOE stop
-proposing producers of values already known and turn to what the new deficit needs.
+proposing producers of values already known and turn to what the new deficit needs; the best
+consumer of the results goes first, the tools already called last.
 
 The session also records the data flows it observes, a value returned by one call and passed
 as an argument to a later one (:class:`~hyperplan.graph.overrides.ObservedFlow`), which
@@ -54,7 +55,7 @@ class Session:
         if request:
             self.request = request
         self.last = self.selector.select(self.request, known=self.held, effects=self.effects,
-                                         budget=budget)
+                                         budget=budget, called=self.called)
         return self.last
 
     def observe(self, tool: str, arguments: Mapping[str, Any] | None, result: Any = None, *,
@@ -68,6 +69,11 @@ class Session:
         held, effects = self.recorder.observe(tool, args, result, ok=ok)
         self.held.update(held)
         self.effects.update(effects)
+
+    @property
+    def called(self) -> list[str]:
+        """The tools called successfully so far, in order."""
+        return [c.tool for c in self.calls if c.ok]
 
     @property
     def flows(self) -> list[ObservedFlow]:
