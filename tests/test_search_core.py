@@ -13,16 +13,16 @@ import pytest
 from typer.testing import CliRunner
 
 from hyperplan.cli import app
+from hyperplan.eval.treesearch import runner as search_runner
+from hyperplan.eval.treesearch.bench import bench_bookkeeping
+from hyperplan.eval.treesearch.runner import paired_diff, wilson
+from hyperplan.eval.treesearch.toy import ToyShopEnv, make_toy_tasks
 from hyperplan.llm.scripted import ScriptedLLM, ScriptedRule
-from hyperplan.search import runner as search_runner
 from hyperplan.search.baselines import beam, best_of_n, greedy, uct
-from hyperplan.search.bench import bench_bookkeeping
 from hyperplan.search.env import Action, ActionKind, Objective, SearchEnv, Verdict
 from hyperplan.search.hypergraph import AGGREGATORS, GLOBAL, Hypergraph, Observation, extract
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, hypermcts
 from hyperplan.search.policies import HeuristicPolicy, LLMPolicy, Policy, RandomPolicy
-from hyperplan.search.runner import paired_diff, wilson
-from hyperplan.search.toy import ToyShopEnv, make_toy_tasks
 from hyperplan.search.tree import HistoryTree, TreeError
 from search_reference import RefNode, ref_backup, ref_children, ref_descend
 

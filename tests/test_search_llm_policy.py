@@ -9,13 +9,13 @@ import pytest
 from typer.testing import CliRunner
 
 from hyperplan.cli import app
+from hyperplan.eval.treesearch.runner import evaluate
+from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.llm.budget import Accounting, Budget
 from hyperplan.llm.scripted import ScriptedLLM, ScriptedRule
 from hyperplan.search.common import MCTSConfig
 from hyperplan.search.mcts import hypermcts
 from hyperplan.search.policies import HeuristicPolicy, LLMPolicyFactory
-from hyperplan.search.runner import evaluate
-from hyperplan.search.toy import ToyShopEnv
 
 REPLY = {"candidates": [{"key": "P1.2", "score": 0.9}, {"key": "P0.0", "score": 0.5}]}
 
@@ -142,8 +142,8 @@ def test_a_long_decision_list_shows_the_most_promising_by_hint() -> None:
 
 
 def test_the_prompt_states_the_query_once() -> None:
+    from hyperplan.eval.treesearch.runner import load_tasks
     from hyperplan.search.policies import LLMPolicy
-    from hyperplan.search.runner import load_tasks
 
     env = load_tasks("shopping", 1, 1)[0]
     env.reset()

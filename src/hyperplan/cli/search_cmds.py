@@ -1,7 +1,7 @@
 """``hyperplan eval mcts``, ``eval mcts-sweep`` and ``eval mcts-bench``: HyperMCTS benchmarks.
 
 Defaults for c, lambda and Agg were chosen on the dev seeds 0-999 (see
-:data:`hyperplan.search.runner.DEV_SEEDS`); report results with ``--seed 1000`` or above.
+:data:`hyperplan.eval.treesearch.runner.DEV_SEEDS`); report results with ``--seed 1000`` or above.
 """
 
 from __future__ import annotations
@@ -15,6 +15,14 @@ import typer
 
 from hyperplan.cli.common import console, fail, out, print_warning, stage_progress
 from hyperplan.errors import HyperplanError
+from hyperplan.eval.treesearch.runner import (
+    METHODS,
+    evaluate,
+    load_tasks,
+    sweep,
+    sweep_plot,
+    sweep_table,
+)
 from hyperplan.execute.setup import llm_from_options
 from hyperplan.llm.budget import Accounting
 from hyperplan.llm.budget import Budget as LLMBudget
@@ -22,7 +30,6 @@ from hyperplan.search.common import BRANCH_ON, DEFAULT_WIDEN, MCTSConfig
 from hyperplan.search.env import SearchEnv
 from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG
 from hyperplan.search.policies import LLM_ROLLOUTS, POLICIES, LLMPolicyFactory, Policy
-from hyperplan.search.runner import METHODS, evaluate, load_tasks, sweep, sweep_plot, sweep_table
 
 DEFAULT_C = 0.5
 DEFAULT_LAM = 0.5
@@ -278,7 +285,7 @@ def mcts_bench_cmd(
 
     The JSON says whether the compiled search core ran (built by
     `HYPERPLAN_COMPILE=1 pip install .`)."""
-    from hyperplan.search.bench import BENCH_SUITES, bench_bookkeeping
+    from hyperplan.eval.treesearch.bench import BENCH_SUITES, bench_bookkeeping
 
     if suite not in BENCH_SUITES:
         fail(f"--suite must be one of {', '.join(BENCH_SUITES)}")
@@ -303,7 +310,7 @@ def mcts_reasoners_cmd(
 ) -> None:
     """HyperMCTS and UCT beside llm-reasoners' MCTS (optional package 'reasoners') at equal
     rollouts, with the heuristic policy."""
-    from hyperplan.search.reasoners_bridge import compare
+    from hyperplan.eval.treesearch.reasoners_bridge import compare
 
     config = _config(budget, branching, lam, c, DEFAULT_AGG, True, "commit", widen)
     envs = _tasks(suite, tasks, seed, None)

@@ -47,8 +47,9 @@ class MCTSConfig:
 
     ``widen`` -- progressive widening of commit decision points (our design; Algorithm 1 expands
     each node once with at most b children, and the seed names no widening). 0 is off
-    (Algorithm 1); the default 0.25 was chosen on dev seeds 1-3 (:mod:`hyperplan.search.runner`
-    doc). With w > 0, an expanded node whose children are commits gets one more child, a commit
+    (Algorithm 1); the default 0.25 was chosen on dev seeds 1-3
+    (:mod:`hyperplan.eval.treesearch.runner` doc). With w > 0, an expanded node whose
+    children are commits gets one more child, a commit
     decision of A_dec(h) not yet among them, each time N(h) >= w * (j + 1)^2 where j children
     were added so far: b + floor(sqrt(N(h) / w)) children, the square-root schedule of
     progressive widening (Coulom 2007; Chaslot et al. 2008). Which decision

@@ -79,13 +79,13 @@ def task_seed(seed: int, index: int) -> int:
 
 
 def load_tasks(suite: str, n: int, seed: int, level: int | None = None) -> list[SearchEnv]:
-    """``toy`` is built in (:mod:`hyperplan.search.toy`); every other suite comes from
-    :func:`hyperplan.search.suites.make_tasks`, imported lazily."""
+    """``toy`` is built in (:mod:`hyperplan.eval.treesearch.toy`); every other suite comes from
+    :func:`hyperplan.eval.treesearch.suites.make_tasks`, imported lazily."""
     if suite == "toy":
-        from hyperplan.search.toy import make_toy_tasks
+        from hyperplan.eval.treesearch.toy import make_toy_tasks
 
         return list(make_toy_tasks(n, seed, level))
-    suites = importlib.import_module("hyperplan.search.suites")  # lazy: optional until it lands
+    suites = importlib.import_module("hyperplan.eval.treesearch.suites")  # lazy
     return list(suites.make_tasks(suite, n, seed, level))
 
 
