@@ -21,8 +21,9 @@ from hyperplan.llm.scripted import ScriptedLLM, ScriptedRule
 from hyperplan.search.baselines import beam, best_of_n, greedy, uct
 from hyperplan.search.env import Action, ActionKind, Objective, SearchEnv, Verdict
 from hyperplan.search.hypergraph import AGGREGATORS, GLOBAL, Hypergraph, Observation, extract
+from hyperplan.search.llm_policy import LLMPolicy
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, hypermcts
-from hyperplan.search.policies import HeuristicPolicy, LLMPolicy, Policy, RandomPolicy
+from hyperplan.search.policies import HeuristicPolicy, Policy, RandomPolicy
 from hyperplan.search.tree import HistoryTree, TreeError
 from search_reference import RefNode, ref_backup, ref_children, ref_descend
 

@@ -29,7 +29,8 @@ from hyperplan.llm.budget import Budget as LLMBudget
 from hyperplan.search.common import BRANCH_ON, DEFAULT_WIDEN, MCTSConfig
 from hyperplan.search.env import SearchEnv
 from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG
-from hyperplan.search.policies import LLM_ROLLOUTS, POLICIES, LLMPolicyFactory, Policy
+from hyperplan.search.llm_policy import LLM_ROLLOUTS, LLMPolicyFactory
+from hyperplan.search.policies import POLICIES, Policy
 
 DEFAULT_C = 0.5
 DEFAULT_LAM = 0.5

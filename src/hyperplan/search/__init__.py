@@ -11,8 +11,9 @@ if TYPE_CHECKING:
     from hyperplan.search.baselines import beam, best_of_n, greedy, uct
     from hyperplan.search.common import MCTSConfig, SearchResult
     from hyperplan.search.env import Action, Objective, SearchEnv, Verdict
+    from hyperplan.search.llm_policy import LLMPolicy
     from hyperplan.search.mcts import HyperMCTS, hypermcts
-    from hyperplan.search.policies import HeuristicPolicy, LLMPolicy, Policy, RandomPolicy
+    from hyperplan.search.policies import HeuristicPolicy, Policy, RandomPolicy
 
 COMPILED_MODULES = ("tree", "hypergraph", "common", "mcts", "baselines")
 """The bookkeeping modules ``HYPERPLAN_COMPILE=1 pip install .`` compiles with mypyc."""
@@ -29,7 +30,7 @@ def compiled_core() -> bool:
 
 
 _EXPORTS = {
-    "Action": "env", "HeuristicPolicy": "policies", "HyperMCTS": "mcts", "LLMPolicy": "policies",
+    "Action": "env", "HeuristicPolicy": "policies", "HyperMCTS": "mcts", "LLMPolicy": "llm_policy",
     "MCTSConfig": "common", "Objective": "env", "Policy": "policies",
     "RandomPolicy": "policies", "SearchEnv": "env", "SearchResult": "common", "Verdict": "env",
     "beam": "baselines", "best_of_n": "baselines", "greedy": "baselines", "hypermcts": "mcts",
