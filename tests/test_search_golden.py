@@ -25,7 +25,7 @@ import pytest
 from hyperplan.eval.treesearch.runner import load_tasks, task_seed
 from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.search.env import Objective, Verdict
-from hyperplan.search.hypergraph import AGGREGATORS, GLOBAL, Hypergraph
+from hyperplan.search.hypergraph import AGGREGATORS, GLOBAL, TrajectoryHypergraph
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig
 from hyperplan.search.policies import HeuristicPolicy
 
@@ -138,7 +138,7 @@ def test_priors_match_an_eager_reference_after_every_rollout(suite: str, agg: st
     ref = ReferenceHypergraph(agg)
     checked = 0
 
-    class Checked(Hypergraph):
+    class Checked(TrajectoryHypergraph):
         __slots__ = ()
 
         def observe(self, recorded: Iterable[Hashable], verdict: Verdict,

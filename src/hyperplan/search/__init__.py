@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from hyperplan.search.baselines import beam, best_of_n, greedy, uct
     from hyperplan.search.common import MCTSConfig, SearchResult
     from hyperplan.search.env import Action, Objective, SearchEnv, Verdict
+    from hyperplan.search.hypergraph import TrajectoryHypergraph
     from hyperplan.search.llm_policy import LLMPolicy
     from hyperplan.search.mcts import HyperMCTS, hypermcts
     from hyperplan.search.policies import HeuristicPolicy, Policy, RandomPolicy
@@ -30,11 +31,11 @@ def compiled_core() -> bool:
 
 
 _EXPORTS = {
-    "Action": "env", "HeuristicPolicy": "policies", "HyperMCTS": "mcts", "LLMPolicy": "llm_policy",
-    "MCTSConfig": "common", "Objective": "env", "Policy": "policies",
-    "RandomPolicy": "policies", "SearchEnv": "env", "SearchResult": "common", "Verdict": "env",
-    "beam": "baselines", "best_of_n": "baselines", "greedy": "baselines", "hypermcts": "mcts",
-    "uct": "baselines",
+    "Action": "env", "HeuristicPolicy": "policies", "HyperMCTS": "mcts",
+    "LLMPolicy": "llm_policy", "MCTSConfig": "common", "Objective": "env", "Policy": "policies",
+    "RandomPolicy": "policies", "SearchEnv": "env", "SearchResult": "common",
+    "TrajectoryHypergraph": "hypergraph", "Verdict": "env", "beam": "baselines",
+    "best_of_n": "baselines", "greedy": "baselines", "hypermcts": "mcts", "uct": "baselines",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = [
@@ -49,6 +50,7 @@ __all__ = [
     "RandomPolicy",
     "SearchEnv",
     "SearchResult",
+    "TrajectoryHypergraph",
     "Verdict",
     "beam",
     "best_of_n",

@@ -37,17 +37,16 @@ Agg (the seed defers it to an appendix we do not have) is selectable by name -- 
 ``pooled``
     The count-weighted mean over all incident edges regardless of label.
 
-Bookkeeping (issue 5, <= 50 us per iteration): :meth:`Hypergraph.observe` fuses Psi and the
-update (no :class:`Observation` objects on the search's path; the verdict's decision sets key
-their edges as they are, not copied); each observation updates its edge and, per decision v in
-S, v's :class:`Pooled` record under y, found in v's :class:`NodeStats` (``nodes[v]``, then
-``by_label[y]``, keyed by the label string). An edge keeps only N and Q -- most edges are
+Bookkeeping (<= 50 us per iteration, docs/benchmarks.md): :meth:`TrajectoryHypergraph.observe`
+fuses Psi and the update (no :class:`Observation` objects on the search's path; the verdict's
+decision sets key their edges as they are, not copied); each observation updates its edge and, per
+decision v in S, v's :class:`Pooled` record under y, found in v's :class:`NodeStats` (``nodes[v]``,
+then ``by_label[y]``, keyed by the label string). An edge keeps only N and Q -- most edges are
 observed once, so a new edge allocates nothing per decision but the records of (v, y) pairs not
-seen before. prior(v) is not recomputed for every touched node after a rollout but when it is
-read, and cached until an observation touches v. All of this applies the same float operations
-in the same order as the plain update, so statistics, priors and search decisions are
-bit-for-bit the same (``tests/test_search_golden.py``,
-``tests/test_search_hypergraph_perf.py``).
+seen before. prior(v) is not recomputed for every touched node after a rollout but when it is read,
+and cached until an observation touches v. All of this applies the same float operations in the
+same order as the plain update, so statistics, priors and search decisions are bit-for-bit the same
+(``tests/test_search_golden.py``, ``tests/test_search_hypergraph_perf.py``).
 """
 
 from __future__ import annotations
@@ -113,7 +112,7 @@ class NodeStats:
     ``obj_mean_sum`` / ``obj_labels`` keep the sum and number of the per-objective-label pooled
     means incrementally (for ``balanced``). ``value`` caches prior(v) (Agg, clipped; ``None``
     when stale). ``incident`` (E_k(v) as statistics) is kept only for the ``max`` aggregator,
-    the one that reads it; :meth:`Hypergraph.incident` lists E_k(v) for any aggregator."""
+    the one that reads it; :meth:`TrajectoryHypergraph.incident` lists E_k(v) for any aggregator."""
 
     __slots__ = ("by_label", "incident", "obj_labels", "obj_mean_sum", "value")
 
@@ -203,8 +202,8 @@ def _observe_edge(
     e = (S, y) (a new edge: N = 1 and Q = 0 + (r - 0)), then the pooled records of S under y
     (:func:`_pool_score`). Edges are found by label, then by decision set, so no (S, y) key
     is built or hashed per observation. Module-level functions, not methods:
-    :class:`Hypergraph` allows interpreted subclasses, so the compiled build would dispatch its
-    method calls generically."""
+    :class:`TrajectoryHypergraph` allows interpreted subclasses, so the compiled build would
+    dispatch its method calls generically."""
     edges = by_label.get(label)
     if edges is None:
         edges = by_label[label] = {}
@@ -255,7 +254,7 @@ def _pool_score(
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
-class Hypergraph:
+class TrajectoryHypergraph:
     """E_k with pooled per-label statistics per decision node (module doc); prior(v) is
     computed when read and cached on the node until an observation touches it."""
 

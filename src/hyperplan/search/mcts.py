@@ -79,7 +79,7 @@ from hyperplan.search.common import (
     Timing,
 )
 from hyperplan.search.env import Action, SearchEnv, Verdict
-from hyperplan.search.hypergraph import Hypergraph
+from hyperplan.search.hypergraph import TrajectoryHypergraph
 from hyperplan.search.policies import Policy
 from hyperplan.search.tree import Edge, HistoryTree, Node, Pending, backup
 
@@ -173,7 +173,8 @@ class HyperMCTS(SearchBase):
         self, env: SearchEnv, policy: Policy, config: MCTSConfig, seed: int = 0
     ) -> None:
         super().__init__(env, policy, config, seed)
-        self.hypergraph: Hypergraph | None = Hypergraph(config.agg) if config.hypergraph else None
+        self.hypergraph: TrajectoryHypergraph | None = (
+            TrajectoryHypergraph(config.agg) if config.hypergraph else None)
         self.tree: HistoryTree | None = None
         self._at: Node | None = None  # the tree node the environment is currently at
 
