@@ -13,9 +13,8 @@ from hyperplan.eval.treesearch.runner import evaluate
 from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.llm.budget import Accounting, Budget
 from hyperplan.llm.scripted import ScriptedLLM, ScriptedRule
-from hyperplan.search.common import MCTSConfig
 from hyperplan.search.llm_policy import LLMPolicyFactory
-from hyperplan.search.mcts import hypermcts
+from hyperplan.search.mcts import MCTSConfig, hypermcts
 from hyperplan.search.policies import HeuristicPolicy
 
 REPLY = {"candidates": [{"key": "P1.2", "score": 0.9}, {"key": "P0.0", "score": 0.5}]}

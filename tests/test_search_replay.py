@@ -11,8 +11,8 @@ from hyperplan.eval.treesearch.replay import Recorder, ReplayError, replay_env, 
 from hyperplan.eval.treesearch.runner import load_tasks
 from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.search.baselines import uct
-from hyperplan.search.common import MCTSConfig, SearchResult
-from hyperplan.search.mcts import HyperMCTS
+from hyperplan.search.common import SearchResult
+from hyperplan.search.mcts import HyperMCTS, MCTSConfig
 from hyperplan.search.policies import RandomPolicy, make_policy
 
 

@@ -26,10 +26,10 @@ from hyperplan.eval.treesearch.runner import (
 from hyperplan.execute.setup import llm_from_options
 from hyperplan.llm.budget import Accounting
 from hyperplan.llm.budget import Budget as LLMBudget
-from hyperplan.search.common import BRANCH_ON, DEFAULT_WIDEN, MCTSConfig
 from hyperplan.search.env import SearchEnv
 from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG
 from hyperplan.search.llm_policy import LLM_ROLLOUTS, LLMPolicyFactory
+from hyperplan.search.mcts import BRANCH_ON, DEFAULT_WIDEN, MCTSConfig
 from hyperplan.search.policies import POLICIES, Policy
 
 DEFAULT_C = 0.5

@@ -9,11 +9,11 @@ from hyperplan._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from hyperplan.search.baselines import beam, best_of_n, greedy, uct
-    from hyperplan.search.common import MCTSConfig, SearchResult
+    from hyperplan.search.common import SearchResult
     from hyperplan.search.env import Action, Objective, SearchEnv, Verdict
     from hyperplan.search.hypergraph import TrajectoryHypergraph
     from hyperplan.search.llm_policy import LLMPolicy
-    from hyperplan.search.mcts import HyperMCTS, hypermcts
+    from hyperplan.search.mcts import HyperMCTS, MCTSConfig, hypermcts
     from hyperplan.search.policies import HeuristicPolicy, Policy, RandomPolicy
 
 COMPILED_MODULES = ("tree", "hypergraph", "common", "mcts", "baselines")
@@ -32,7 +32,7 @@ def compiled_core() -> bool:
 
 _EXPORTS = {
     "Action": "env", "HeuristicPolicy": "policies", "HyperMCTS": "mcts",
-    "LLMPolicy": "llm_policy", "MCTSConfig": "common", "Objective": "env", "Policy": "policies",
+    "LLMPolicy": "llm_policy", "MCTSConfig": "mcts", "Objective": "env", "Policy": "policies",
     "RandomPolicy": "policies", "SearchEnv": "env", "SearchResult": "common",
     "TrajectoryHypergraph": "hypergraph", "Verdict": "env", "beam": "baselines",
     "best_of_n": "baselines", "greedy": "baselines", "hypermcts": "mcts", "uct": "baselines",

@@ -24,9 +24,9 @@ from dataclasses import replace
 from time import perf_counter
 from typing import Any
 
-from hyperplan.search.common import FAILED, MCTSConfig, SearchBase, SearchResult
+from hyperplan.search.common import FAILED, SearchBase, SearchResult
 from hyperplan.search.env import Action, SearchEnv
-from hyperplan.search.mcts import HyperMCTS
+from hyperplan.search.mcts import HyperMCTS, MCTSConfig
 from hyperplan.search.policies import Policy
 
 

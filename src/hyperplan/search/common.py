@@ -11,104 +11,20 @@ import random
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from mypy_extensions import mypyc_attr
 
 from hyperplan.search.env import Action, ActionKind, SearchEnv, Verdict
-from hyperplan.search.hypergraph import DEFAULT_AGG
 from hyperplan.search.policies import Policy
+
+if TYPE_CHECKING:  # mcts imports this module; MCTSConfig lives beside HyperMCTS
+    from hyperplan.search.mcts import MCTSConfig
 
 FAILED = Verdict(reward=0.0, success=False, metrics={"failed": 1.0})
 """The verdict recorded for a rollout whose environment step raised."""
 
 INFO: Final = ActionKind.INFO  # a module constant: enum attribute access is slow in the hot loops
-
-BRANCH_ON = ("commit", "all")
-"""Where the tree branches (``MCTSConfig.branch_on``, :mod:`hyperplan.search.mcts` doc, step 2)."""
-
-DEFAULT_WIDEN = 0.25
-"""Default progressive widening (``MCTSConfig.widen``), chosen on dev seeds 1-3."""
-
-
-@dataclass(frozen=True)
-class MCTSConfig:
-    """Search hyperparameters. ``budget`` is B, the number of evaluated rollouts (= iterations);
-    ``branching`` is b; ``horizon`` overrides the environment's H when set; ``hypergraph=False``
-    skips hypergraph maintenance entirely (pure UCT; only valid with lam = 0).
-    ``prior_tiebreak``: unvisited children all score +inf; the seed leaves their order open. With
-    it (and lam > 0) the unvisited child with the highest prior goes first (ties: expansion
-    order); without it, or with lam = 0, expansion order decides, as in UCT. ``info_prior``:
-    see :meth:`HyperMCTS.priors`. ``branch_on``: "commit" (branch only at commit decision
-    points, information steps are single children) or "all" (module doc, step 2).
-    ``info_chain`` (with "commit"): an expansion whose single child is an information step goes
-    on expanding that child in the same iteration, down to the next commit decision point (a
-    chain of information steps costs no rollout; each node is still expanded once).
-
-    ``widen`` -- progressive widening of commit decision points (our design; Algorithm 1 expands
-    each node once with at most b children, and the seed names no widening). 0 is off
-    (Algorithm 1); the default 0.25 was chosen on dev seeds 1-3
-    (:mod:`hyperplan.eval.treesearch.runner` doc). With w > 0, an expanded node whose
-    children are commits gets one more child, a commit
-    decision of A_dec(h) not yet among them, each time N(h) >= w * (j + 1)^2 where j children
-    were added so far: b + floor(sqrt(N(h) / w)) children, the square-root schedule of
-    progressive widening (Coulom 2007; Chaslot et al. 2008). Which decision
-    (:meth:`HyperMCTS.widen_choice`): with lam > 0 and ``widen_prior``, the one with the highest
-    hypergraph prior among the remaining recorded decisions the hypergraph has evidence on --
-    decisions evaluated elsewhere in the tree or in rollouts, which the tree cannot share
-    across prefixes (the seed's aim: "evidence obtained from one rollout can inform other
-    rollouts, including those that do not share the same action prefix"), policy order on
-    ties; without such evidence, or at lam = 0 (UCT), the policy's top proposal among the
-    remaining commits, so lam = 0 still uses no hypergraph statistics.
-
-    ``expand_rollout`` -- the rollout runs inside the tree (our design, issue 5; Algorithm 1
-    keeps nothing of the rollout below the expanded leaf except in the hypergraph). Motivated
-    by llm-reasoners' plain MCTS (docs/benchmarks.md, "Beside llm-reasoners' MCTS"), which
-    adds every node of every rollout to the tree, each expanded with the policy's top-b
-    proposals, and beat HyperMCTS at equal evaluated rollouts on seed 3000 (shopping 0.69 vs
-    0.52, travel 0.87 vs 0.76). With it, from the leaf reached by selection each rollout step
-    expands the current history with the usual rule (b proposals under ``branch_on``; a
-    single information child is taken as is, which is the information chain) and picks among
-    that node's children with the rollout chooser (the policy's rollout action among the
-    children's actions; with lam > 0 and ``rollout_guidance``, the hypergraph-guided choice),
-    materialising the child, until terminal / horizon / no decisions. Verification, backup
-    along the whole path (every node of the evaluated trajectory is a tree node) and the
-    hypergraph update are as without it; one evaluated trajectory per iteration. Progressive
-    widening applies to these nodes on later visits. At lam = 0 it is UCT with in-tree
-    rollouts (no hypergraph read)."""
-
-    budget: int = 32
-    branching: int = 3
-    c: float = 0.5
-    lam: float = 0.5
-    agg: str = DEFAULT_AGG
-    horizon: int | None = None
-    early_stop: bool = True
-    hypergraph: bool = True
-    trace: bool = False
-    prior_tiebreak: bool = True
-    info_prior: str = "neutral"
-    rollout_guidance: bool = True
-    branch_on: str = "commit"
-    info_chain: bool = True
-    widen: float = DEFAULT_WIDEN
-    widen_prior: bool = True
-    expand_rollout: bool = False
-
-    def __post_init__(self) -> None:
-        if self.budget < 1 or self.branching < 1:
-            raise ValueError("budget and branching must be at least 1")
-        if self.c < 0 or self.lam < 0:
-            raise ValueError("c and lam must be non-negative")
-        if self.lam > 0 and not self.hypergraph:
-            raise ValueError("lam > 0 needs the hypergraph")
-        if self.info_prior not in ("neutral", "zero"):
-            raise ValueError("info_prior is 'neutral' or 'zero'")
-        if self.branch_on not in BRANCH_ON:
-            raise ValueError(f"branch_on is one of {BRANCH_ON}")
-        if self.widen < 0:
-            raise ValueError("widen must be non-negative (0 = off)")
-
 
 @dataclass
 class Timing:
@@ -212,25 +128,6 @@ class SearchBase:
                 keys.add(action.key)
                 out.append(action)
         return out[:k]
-
-    def _children(self, decisions: Sequence[Action], k: int) -> list[Action]:
-        """The up to ``k`` distinct actions an expansion adds (``MCTSConfig.branch_on``):
-        with "commit", the top proposal alone when it is information gathering, else the
-        proposed commits, topped up from the remaining commits when information proposals
-        were dropped (module doc, step 2)."""
-        proposed = self._propose(decisions, k)
-        if self.config.branch_on != "commit" or not proposed:
-            return proposed
-        if proposed[0].kind is INFO:
-            return proposed[:1]
-        commits = [a for a in proposed if a.kind is not INFO]
-        if len(commits) < len(proposed) and len(commits) < k:
-            keys = {a.key for a in commits}
-            rest = [a for a in decisions if a.kind is not INFO and a.key not in keys]
-            if rest:
-                commits += [a for a in self._propose(rest, k - len(commits))
-                            if a.key not in keys]
-        return commits[:k]
 
     # -- rollouts ----------------------------------------------------------------------
     def simulate(

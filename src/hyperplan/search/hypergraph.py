@@ -52,6 +52,7 @@ same order as the plain update, so statistics, priors and search decisions are b
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from enum import StrEnum
 from typing import Final, NamedTuple, TypeVar
 
 from mypy_extensions import mypyc_attr
@@ -148,13 +149,22 @@ def _agg_pooled(stats: NodeStats) -> float:
     return sum(p.total for p in stats.by_label.values()) / n_total if n_total else 0.0
 
 
+class Agg(StrEnum):
+    """The aggregator Agg of prior(v) (module doc); a member equals its name as a string."""
+
+    BALANCED = "balanced"
+    MIN = "min"
+    MAX = "max"
+    POOLED = "pooled"
+
+
 AGGREGATORS: Mapping[str, Aggregator] = {
-    "balanced": _agg_balanced,
-    "min": _agg_min,
-    "max": _agg_max,
-    "pooled": _agg_pooled,
+    Agg.BALANCED: _agg_balanced,
+    Agg.MIN: _agg_min,
+    Agg.MAX: _agg_max,
+    Agg.POOLED: _agg_pooled,
 }
-DEFAULT_AGG = "balanced"
+DEFAULT_AGG: Final = Agg.BALANCED
 
 
 _new = tuple.__new__  # builds an Observation without the slow generated NamedTuple.__new__
@@ -262,10 +272,11 @@ class TrajectoryHypergraph:
 
     def __init__(self, agg: str = DEFAULT_AGG) -> None:
         if agg not in AGGREGATORS:
-            raise ValueError(f"unknown aggregator {agg!r}; choose one of {sorted(AGGREGATORS)}")
-        self.agg_name = agg
+            raise ValueError(f"unknown aggregator {agg!r}; choose one of "
+                             f"{sorted(str(a) for a in AGGREGATORS)}")
+        self.agg_name = Agg(agg)
         self._agg = AGGREGATORS[agg]
-        self._track_incident = agg == "max"  # the only Agg that reads E_k(v) itself
+        self._track_incident = agg == Agg.MAX  # the only Agg that reads E_k(v) itself
         # E_k by label y, then by decision set S (:attr:`edges` is the flat (S, y) view)
         self.by_label: dict[str, dict[frozenset[Hashable], EdgeStats]] = {}
         self.nodes: dict[Hashable, NodeStats] = {}

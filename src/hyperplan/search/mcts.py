@@ -13,11 +13,11 @@ One iteration k = one evaluated rollout:
    (rollout guidance is inactive at lambda = 0 too). Information actions (not recorded in C(tau))
    get a neutral prior (:meth:`HyperMCTS.priors`).
 
-   **Progressive widening** (``MCTSConfig.widen``, our design, on by default since issue 5's
-   2026-11-30 round): on the way down, a commit decision point visited often enough gets one
-   more child before the choice -- with lambda > 0 the decision with the best hypergraph prior
-   among those evaluated elsewhere (other branches, rollouts), with lambda = 0 the policy's
-   next proposal. Algorithm 1 proper is ``widen=0``.
+   **Progressive widening** (``MCTSConfig.widen``, our design, on by default): on the way down, a
+   commit decision point visited often enough gets one more child before the choice -- with lambda
+   > 0 the decision with the best hypergraph prior among those evaluated elsewhere (other
+   branches, rollouts), with lambda = 0 the policy's next proposal. Algorithm 1 proper is
+   ``widen=0``.
 2. **Expansion** of the reached non-terminal leaf, once (:class:`~hyperplan.search.tree.Node`
    refuses a second expansion); one child is then selected by the same rule. Which children,
    ``MCTSConfig.branch_on``:
@@ -66,25 +66,105 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
 from time import perf_counter
+from typing import Final
 
-from hyperplan.search.common import (
-    BRANCH_ON,
-    DEFAULT_WIDEN,
-    FAILED,
-    INFO,
-    MCTSConfig,
-    SearchBase,
-    SearchResult,
-    Timing,
-)
+from hyperplan.search.common import FAILED, INFO, SearchBase, SearchResult, Timing
 from hyperplan.search.env import Action, SearchEnv, Verdict
-from hyperplan.search.hypergraph import TrajectoryHypergraph
+from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG, Agg, TrajectoryHypergraph
 from hyperplan.search.policies import Policy
 from hyperplan.search.tree import Edge, HistoryTree, Node, Pending, backup
 
-__all__ = ["BRANCH_ON", "DEFAULT_WIDEN", "FAILED", "HyperMCTS", "MCTSConfig", "SearchBase",
-           "SearchResult", "Timing", "hypermcts"]
+__all__ = ["BRANCH_ON", "DEFAULT_WIDEN", "FAILED", "BranchOn", "HyperMCTS", "InfoPrior",
+           "MCTSConfig", "SearchBase", "SearchResult", "Timing", "hypermcts"]
+
+
+class BranchOn(StrEnum):
+    """Where the tree branches (``MCTSConfig.branch_on``, module doc, step 2)."""
+
+    COMMIT = "commit"  # at commit decision points; an information step is a single child
+    ALL = "all"  # over the policy's top b proposals of any kind
+
+
+class InfoPrior(StrEnum):
+    """The prior of an information action, which never enters C(tau) (:meth:`HyperMCTS.priors`)."""
+
+    NEUTRAL = "neutral"  # the mean prior of its recorded siblings (0 when none)
+    ZERO = "zero"  # 0, the HyperUCT rule read literally
+
+
+BRANCH_ON: Final = tuple(b.value for b in BranchOn)
+"""The values ``MCTSConfig.branch_on`` accepts, as strings."""
+
+DEFAULT_WIDEN: Final = 0.25
+"""The default progressive widening ``MCTSConfig.widen`` (docs/benchmarks.md, "Tree-search
+configuration history")."""
+
+
+@dataclass(frozen=True)
+class MCTSConfig:
+    """Search hyperparameters of HyperMCTS and the baselines (HyperMCTS paper, Algorithm 1 and
+    the HyperUCT rule). The options typed as enums also accept their values as strings (from
+    the command line or JSON). Why each default is what it is: docs/benchmarks.md,
+    "Tree-search configuration history".
+
+    * ``budget`` -- B, the number of evaluated rollouts (= iterations).
+    * ``branching`` -- b, the most children one expansion adds.
+    * ``c`` -- the exploration constant c of HyperUCT.
+    * ``lam`` -- lambda, the weight of the hypergraph prior (0: UCT).
+    * ``agg`` -- Agg, how prior(v) pools v's incident hyperedges (:class:`Agg`).
+    * ``horizon`` -- H when set, else the environment's.
+    * ``early_stop`` -- stop on a verified perfect trajectory (reward 1 and success).
+    * ``hypergraph`` -- maintain the hypergraph at all (False: pure UCT, needs lam = 0).
+    * ``trace`` -- keep each rollout's action keys (``SearchResult.trace``).
+    * ``prior_tiebreak`` -- unvisited children in prior order (else in expansion order).
+    * ``info_prior`` -- the prior of information actions (:class:`InfoPrior`).
+    * ``rollout_guidance`` -- with lam > 0, the prior picks among the policy's b rollout picks.
+    * ``branch_on`` -- where the tree branches (:class:`BranchOn`).
+    * ``info_chain`` -- with "commit", single information children expand in the same iteration.
+    * ``widen`` -- progressive widening w: one more child each time N(h) >= w (j + 1)^2; 0 off.
+    * ``widen_prior`` -- with lam > 0, widening adds the best-prior decision seen elsewhere.
+    * ``expand_rollout`` -- the rollout runs inside the tree (every history on it expanded).
+    """
+
+    budget: int = 32
+    branching: int = 3
+    c: float = 0.5
+    lam: float = 0.5
+    agg: Agg | str = DEFAULT_AGG
+    horizon: int | None = None
+    early_stop: bool = True
+    hypergraph: bool = True
+    trace: bool = False
+    prior_tiebreak: bool = True
+    info_prior: InfoPrior | str = InfoPrior.NEUTRAL
+    rollout_guidance: bool = True
+    branch_on: BranchOn | str = BranchOn.COMMIT
+    info_chain: bool = True
+    widen: float = DEFAULT_WIDEN
+    widen_prior: bool = True
+    expand_rollout: bool = False
+
+    def __post_init__(self) -> None:
+        if self.budget < 1 or self.branching < 1:
+            raise ValueError("budget and branching must be at least 1")
+        if self.c < 0 or self.lam < 0:
+            raise ValueError("c and lam must be non-negative")
+        if self.lam > 0 and not self.hypergraph:
+            raise ValueError("lam > 0 needs the hypergraph")
+        if self.info_prior not in tuple(i.value for i in InfoPrior):
+            raise ValueError("info_prior is 'neutral' or 'zero'")
+        if self.branch_on not in BRANCH_ON:
+            raise ValueError(f"branch_on is one of {BRANCH_ON}")
+        if self.widen < 0:
+            raise ValueError("widen must be non-negative (0 = off)")
+        # the string options as their enums (a frozen dataclass: set through object)
+        object.__setattr__(self, "info_prior", InfoPrior(self.info_prior))
+        object.__setattr__(self, "branch_on", BranchOn(self.branch_on))
+        if self.agg in AGGREGATORS:  # an unknown one is refused by the hypergraph, as before
+            object.__setattr__(self, "agg", Agg(self.agg))
 
 
 def _uct_argmax(edges: list[Edge], n_parent: int, c: float) -> Edge:
@@ -188,7 +268,7 @@ class HyperMCTS(SearchBase):
         assert self.hypergraph is not None
         values = self.hypergraph.priors_of([e.identity if e.recorded else None
                                             for e in node.edges])
-        if self.config.info_prior == "neutral" and -1.0 in values:
+        if self.config.info_prior is InfoPrior.NEUTRAL and -1.0 in values:
             known = [v for v in values if v >= 0.0]
             fill = sum(known) / len(known) if known else 0.0
             return [fill if v < 0.0 else v for v in values]
@@ -214,18 +294,16 @@ class HyperMCTS(SearchBase):
         """With ``rollout_guidance`` (> 0) and a non-empty hypergraph, a rollout step asks the
         policy for its b candidates and takes the one with the highest prior (neutral for
         information actions, policy order on ties) -- a use of the hypergraph statistics
-        beyond the HyperUCT term (the seed's ablation removes "the hypergraph component as a
-        whole"). On by default since 2026-11-30 (chosen on dev seeds 1-2, issue 5: +13 points on
-        travel, ~0 on shopping vs without), and inactive at
-        lam = 0, so lam = 0 always means plain UCT."""
+        beyond the HyperUCT term (the HyperMCTS paper's ablation removes "the hypergraph
+        component as a whole"); inactive at lam = 0, so lam = 0 always means plain UCT."""
         hypergraph = self.hypergraph
         active = self.config.rollout_guidance and self.config.lam > 0
         if not active or hypergraph is None or hypergraph.empty:
             return self.policy.rollout
         propose, k = self.policy.propose, self.config.branching
         priors_of = hypergraph.priors_of
-        neutral = self.config.info_prior == "neutral"
-        at_commits = self.config.branch_on == "commit"
+        neutral = self.config.info_prior is InfoPrior.NEUTRAL
+        at_commits = self.config.branch_on is BranchOn.COMMIT
         identity, recorded = self.env.identity, self.env.recorded
 
         def pick(env: SearchEnv, decisions: Sequence[Action], rng: random.Random) -> Action:
@@ -268,6 +346,25 @@ class HyperMCTS(SearchBase):
         child.terminal = child.depth >= self.horizon or env.is_terminal()
         self.t_env += perf_counter() - t
         self._at = child
+
+    def _children(self, decisions: Sequence[Action], k: int) -> list[Action]:
+        """The up to ``k`` distinct actions an expansion adds (``MCTSConfig.branch_on``):
+        with "commit", the top proposal alone when it is information gathering, else the
+        proposed commits, topped up from the remaining commits when information proposals
+        were dropped (module doc, step 2)."""
+        proposed = self._propose(decisions, k)
+        if self.config.branch_on is not BranchOn.COMMIT or not proposed:
+            return proposed
+        if proposed[0].kind is INFO:
+            return proposed[:1]
+        commits = [a for a in proposed if a.kind is not INFO]
+        if len(commits) < len(proposed) and len(commits) < k:
+            keys = {a.key for a in commits}
+            rest = [a for a in decisions if a.kind is not INFO and a.key not in keys]
+            if rest:
+                commits += [a for a in self._propose(rest, k - len(commits))
+                            if a.key not in keys]
+        return commits[:k]
 
     def _candidates(self, node: Node) -> list[tuple[Action, Hashable, bool]]:
         """The children ``(action, phi(a, h), recorded)`` an expansion of ``node`` adds
@@ -415,7 +512,7 @@ class HyperMCTS(SearchBase):
         """Step 2, expansion (at most once per node; with ``info_chain``, through single
         information children down to the next commit decision point): expand, select one new
         child, materialise it; returns the history the simulation starts from."""
-        chain = self.config.info_chain and self.config.branch_on == "commit"
+        chain = self.config.info_chain and self.config.branch_on is BranchOn.COMMIT
         while not node.terminal and not node.expanded:
             edges = self._open(node)
             if not edges:

@@ -30,9 +30,9 @@ from hyperplan.eval.treesearch.replay import Recorder, ReplayError, replay_env, 
 from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.search import compiled_core
 from hyperplan.search.baselines import uct
-from hyperplan.search.common import MCTSConfig, SearchResult
+from hyperplan.search.common import SearchResult
 from hyperplan.search.env import SearchEnv
-from hyperplan.search.mcts import HyperMCTS
+from hyperplan.search.mcts import HyperMCTS, MCTSConfig
 from hyperplan.search.policies import Policy, RandomPolicy, make_policy
 
 Run = Callable[[SearchEnv, Policy, MCTSConfig, int], SearchResult]

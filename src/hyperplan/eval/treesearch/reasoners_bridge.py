@@ -39,8 +39,9 @@ from time import perf_counter
 from typing import Any
 
 from hyperplan.errors import HyperplanError
-from hyperplan.search.common import FAILED, MCTSConfig, SearchBase, SearchResult
+from hyperplan.search.common import FAILED, SearchBase, SearchResult
 from hyperplan.search.env import Action, SearchEnv
+from hyperplan.search.mcts import MCTSConfig
 from hyperplan.search.policies import HeuristicPolicy, Policy, _gumbel_top_k
 
 MAX_ITERATIONS_PER_ROLLOUT = 4
