@@ -476,7 +476,7 @@ def test_rollout_guidance_prefers_high_prior_candidates() -> None:
     config = MCTSConfig(budget=8, lam=0.5, rollout_guidance=True)
     search = HyperMCTS(env, policy, config, 0)
     assert search.hypergraph is not None
-    assert search._rollout_pick() == policy.rollout  # empty hypergraph: the policy alone
+    assert search._rollout_pick() == search.policy.rollout  # empty hypergraph: the policy
     search.hypergraph.update([Observation(frozenset({proposals[1].key}), "item0", 0.9)])
     pick = search._rollout_pick()
     assert pick(env, env.decisions(), random.Random(0)).key == proposals[1].key

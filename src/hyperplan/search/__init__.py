@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from hyperplan.search.mcts import HyperMCTS, MCTSConfig, hypermcts
     from hyperplan.search.policies import HeuristicPolicy, Policy, RandomPolicy
 
-COMPILED_MODULES = ("tree", "hypergraph", "common", "mcts", "baselines")
+COMPILED_MODULES = ("tree", "hypergraph", "timing", "common", "mcts", "baselines")
 """The bookkeeping modules ``HYPERPLAN_COMPILE=1 pip install .`` compiles with mypyc."""
 
 

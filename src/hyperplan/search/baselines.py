@@ -42,9 +42,7 @@ class _Greedy(SearchBase):
 
     def run(self) -> SearchResult:
         started = perf_counter()
-        t = perf_counter()
         self.env.reset()
-        self.t_env += perf_counter() - t
         actions: list[Action] = []
         depth = 0
         verdict = FAILED
@@ -55,14 +53,10 @@ class _Greedy(SearchBase):
                     break
                 proposed = self._propose(decisions, 1)
                 action = proposed[0] if proposed else decisions[0]
-                t = perf_counter()
                 self.env.step(action)
-                self.t_env += perf_counter() - t
                 actions.append(action)
                 depth += 1
-            t = perf_counter()
             verdict = self.env.verify()
-            self.t_env += perf_counter() - t
         except Exception:
             self.failures += 1
             verdict = FAILED
@@ -80,12 +74,10 @@ class _BestOfN(SearchBase):
 
     def run(self) -> SearchResult:
         started = perf_counter()
-        t = perf_counter()
         self.env.reset()
         root = self.env.snapshot()
-        self.t_env += perf_counter() - t
         while not self.exhausted:
-            self._restore(root)
+            self.env.restore(root)
             actions: list[Action] = []
             verdict = self.simulate(0, actions, [])
             self.record(actions, verdict)
@@ -110,33 +102,28 @@ class _Beam(SearchBase):
 
     def run(self) -> SearchResult:
         started = perf_counter()
-        t = perf_counter()
         self.env.reset()
         beam: list[tuple[Any, list[Action], int]] = [(self.env.snapshot(), [], 0)]
-        self.t_env += perf_counter() - t
         while beam and not self.exhausted:
             scored: list[tuple[float, int, Any, list[Action], int]] = []
             for snapshot, prefix, depth in beam:
                 if self.exhausted or depth >= self.horizon:
                     continue
-                self._restore(snapshot)
+                self.env.restore(snapshot)
                 decisions = self._decisions()
                 if not decisions:
                     continue
                 for action in self._propose(decisions, self.config.branching):
                     if self.exhausted:
                         break
-                    self._restore(snapshot)
-                    t = perf_counter()
+                    self.env.restore(snapshot)
                     try:
                         self.env.step(action)
                         child = self.env.snapshot()
                     except Exception:
-                        self.t_env += perf_counter() - t
                         self.failures += 1
                         self.record([*prefix, action], FAILED)
                         continue
-                    self.t_env += perf_counter() - t
                     actions = [*prefix, action]
                     trajectory = list(actions)  # simulate appends the rollout tail
                     verdict = self.simulate(depth + 1, trajectory, [])

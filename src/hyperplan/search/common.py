@@ -1,8 +1,9 @@
-"""What every search in :mod:`hyperplan.search` shares (seed 003, Algorithm 1 and the
-baselines): the search configuration (:class:`MCTSConfig`), results and timing
-(:class:`SearchResult`, :class:`Timing`), and :class:`SearchBase` -- timed environment and
-policy calls, rollouts to a terminal history, the budget in evaluated trajectories, best-answer
-tracking and early stop. HyperMCTS itself is in :mod:`hyperplan.search.mcts`.
+"""What every search in :mod:`hyperplan.search` shares (HyperMCTS paper, Algorithm 1 and
+the baselines): results and timing (:class:`SearchResult`, :class:`Timing`) and
+:class:`SearchBase` -- rollouts to a terminal history, the budget in evaluated trajectories,
+best-answer tracking and early stop, on an environment and a policy timed by
+:mod:`hyperplan.search.timing`. HyperMCTS and its configuration are in
+:mod:`hyperplan.search.mcts`.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ import random
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from mypy_extensions import mypyc_attr
 
 from hyperplan.search.env import Action, ActionKind, SearchEnv, Verdict
 from hyperplan.search.policies import Policy
+from hyperplan.search.timing import TimedEnv, TimedPolicy
 
 if TYPE_CHECKING:  # mcts imports this module; MCTSConfig lives beside HyperMCTS
     from hyperplan.search.mcts import MCTSConfig
@@ -25,6 +27,17 @@ FAILED = Verdict(reward=0.0, success=False, metrics={"failed": 1.0})
 """The verdict recorded for a rollout whose environment step raised."""
 
 INFO: Final = ActionKind.INFO  # a module constant: enum attribute access is slow in the hot loops
+
+class Best:
+    """The best evaluated trajectory so far: its reward, actions and verdict."""
+
+    __slots__ = ("actions", "reward", "verdict")
+
+    def __init__(self, reward: float, actions: tuple[Action, ...], verdict: Verdict) -> None:
+        self.reward = reward
+        self.actions = actions
+        self.verdict = verdict
+
 
 @dataclass
 class Timing:
@@ -71,55 +84,39 @@ class SearchResult:
 
 @mypyc_attr(allow_interpreted_subclasses=True)
 class SearchBase:
-    """Shared machinery: timed environment/policy calls, rollout to terminal, best-answer
-    tracking and early stop. Subclasses implement :meth:`run`."""
+    """Shared machinery: rollouts to a terminal history, the budget in evaluated trajectories,
+    best-answer tracking and early stop. The search runs on ``env`` and ``policy`` wrapped by
+    :mod:`hyperplan.search.timing` (``raw_env`` and ``raw_policy`` are the caller's), which
+    add up the environment and the policy time. Subclasses implement :meth:`run`."""
 
     method = "search"
 
     def __init__(
         self, env: SearchEnv, policy: Policy, config: MCTSConfig, seed: int = 0
     ) -> None:
-        self.env = env
-        self.policy = policy
+        self.raw_env = env
+        self.raw_policy = policy
+        self.env = TimedEnv(env)
+        self.policy = TimedPolicy(policy)
         self.config = config
         self.rng = random.Random(seed)
         self.horizon = config.horizon if config.horizon is not None else env.horizon
-        self.t_policy = 0.0
-        self.t_env = 0.0
         self.rollouts = 0
         self.failures = 0
-        self.best: tuple[float, tuple[Action, ...], Verdict] | None = None
+        self.best: Best | None = None
         self.solved = False
         self.trace: list[tuple[str, ...]] = []
         self.rewards: list[float] = []
-        self.t_inner = 0.0  # search time spent inside the rollout chooser (not policy time)
-        self.t_inner_env = 0.0  # of which environment calls
-
-    # -- timed calls -------------------------------------------------------------------
-    def _restore(self, snapshot: Any) -> None:
-        t = perf_counter()
-        self.env.restore(snapshot)
-        self.t_env += perf_counter() - t
-
-    def _snapshot(self) -> Any:
-        t = perf_counter()
-        snap = self.env.snapshot()
-        self.t_env += perf_counter() - t
-        return snap
 
     def _decisions(self) -> Sequence[Action]:
-        """A_dec(h), empty when the history is terminal."""
-        t = perf_counter()
-        env = self.env
-        decisions: Sequence[Action] = () if env.is_terminal() else env.decisions()
-        self.t_env += perf_counter() - t
-        return decisions
+        """A_dec(h) at the environment's current history, empty when h is terminal."""
+        return self.env.valid_decisions()
 
     def _propose(self, decisions: Sequence[Action], k: int) -> list[Action]:
-        t = perf_counter()
+        """The policy's up to ``k`` proposals among ``decisions``, distinct by key (the
+        contract asks for distinct ones; duplicates are dropped, first kept)."""
         proposed = self.policy.propose(self.env, decisions, k, self.rng)
-        self.t_policy += perf_counter() - t
-        if len({a.key for a in proposed}) == len(proposed):  # distinct, as the contract says
+        if len({a.key for a in proposed}) == len(proposed):
             return proposed[:k]
         out: list[Action] = []
         keys: set[str] = set()
@@ -133,48 +130,30 @@ class SearchBase:
     def simulate(
         self, depth: int, actions: list[Action], recorded: list[Hashable]
     ) -> Verdict:
-        """Roll out from the environment's current history (at ``depth``) with the policy's
-        rollout action until terminal / no decisions / horizon; then verify. ``actions`` and
-        ``recorded`` (C(tau) identities) are extended in place. A raising step gives
-        :data:`FAILED`."""
+        """Simulation and evaluation (Algorithm 1): roll out from the environment's current
+        history (at ``depth``) with the rollout chooser until terminal / no decisions /
+        horizon H, then verify. ``actions`` and ``recorded`` (C(tau) identities) are extended
+        in place. A raising step gives :data:`FAILED`."""
         env, rng = self.env, self.rng
         horizon = self.horizon
-        # hot loop: bound methods in locals, three clock reads per step (the list append and
-        # loop test between two env calls are attributed to the env, < 0.1 us per step)
-        is_terminal, decisions_of, step = env.is_terminal, env.decisions, env.step
-        is_recorded, identity, pick = env.recorded, env.identity, self._rollout_pick()
-        t_env = t_policy = 0.0
-        t0 = perf_counter()
+        # hot loop: bound methods in locals
+        valid_decisions, take, pick = env.valid_decisions, env.take, self._rollout_pick()
         try:
             while depth < horizon:
-                decisions = () if is_terminal() else decisions_of()
-                t1 = perf_counter()
-                t_env += t1 - t0
+                decisions = valid_decisions()
                 if not decisions:
-                    t0 = t1
                     break
                 action = pick(env, decisions, rng)
-                t0 = perf_counter()
-                t_policy += t0 - t1
-                if is_recorded(action):
-                    recorded.append(identity(action))
-                step(action)
+                take(action, recorded)  # C(tau) gets phi(a, h) of a recorded decision
                 actions.append(action)
                 depth += 1
-            verdict = env.verify()
+            return env.verify()
         except Exception:  # a failed rollout is data, not an error (Algorithm 1 / A.3)
             self.failures += 1
-            verdict = FAILED
-        self.t_env += t_env + (perf_counter() - t0)
-        self.t_policy += t_policy - self.t_inner
-        self.t_env += self.t_inner_env
-        self.t_inner = self.t_inner_env = 0.0
-        return verdict
+            return FAILED
 
     def _rollout_pick(self) -> Callable[[SearchEnv, Sequence[Action], random.Random], Action]:
-        """The rollout action chooser (the policy's, unless a subclass guides it). Time a
-        subclass spends inside it goes to ``t_inner`` (not policy time), the environment calls
-        among that to ``t_inner_env`` (environment time)."""
+        """The rollout action chooser: the policy's, unless a subclass guides it."""
         return self.policy.rollout
 
     def record(self, actions: Sequence[Action], verdict: Verdict) -> None:
@@ -184,8 +163,8 @@ class SearchBase:
         self.rewards.append(reward)
         if self.config.trace:
             self.trace.append(tuple(a.key for a in actions))
-        if self.best is None or reward > self.best[0]:
-            self.best = (reward, tuple(actions), verdict)
+        if self.best is None or reward > self.best.reward:
+            self.best = Best(reward, tuple(actions), verdict)
         if self.config.early_stop and reward >= 1.0 and verdict.success:
             self.solved = True
 
@@ -195,16 +174,15 @@ class SearchBase:
 
     def result(self, started: float) -> SearchResult:
         total = perf_counter() - started
-        reward, actions, verdict = self.best if self.best is not None else (0.0, (), FAILED)
-        del reward
+        best = self.best
         return SearchResult(
             method=self.method,
-            actions=actions,
-            verdict=verdict,
+            actions=best.actions if best is not None else (),
+            verdict=best.verdict if best is not None else FAILED,
             rollouts=self.rollouts,
             failures=self.failures,
             stopped_early=self.solved,
-            timing=Timing(total=total, policy=self.t_policy, env=self.t_env),
+            timing=Timing(total=total, policy=self.policy.seconds, env=self.env.seconds),
             trace=self.trace,
             rewards=self.rewards,
         )

@@ -56,9 +56,9 @@ the search stops early on a verified perfect trajectory (reward 1 and success). 
 environment step raises (e.g. ``ValueError`` for an invalid action) is recorded as a failed
 rollout with reward 0 (backed up and fed to the hypergraph like any other), not an error.
 
-Timing: policy time (proposals and rollout choices, including the policy's own ``env.hint``
-calls) and environment time (every other env call) are measured separately; bookkeeping =
-total - policy - env, so ``us_per_iter`` is the search's own overhead per iteration.
+Timing is not the algorithm's concern: the search runs on a timed environment and policy
+(:mod:`hyperplan.search.timing`); bookkeeping = total - policy - env, so ``us_per_iter`` is the
+search's own overhead per iteration.
 """
 
 from __future__ import annotations
@@ -243,6 +243,11 @@ def _rank_by_prior(
     return candidates[best_i]
 
 
+def _trajectory(path: list[Edge]) -> tuple[list[Action], list[Hashable]]:
+    """The actions of a tree path and the identities C(tau) of its recorded decisions."""
+    return [e.action for e in path], [e.identity for e in path if e.recorded]
+
+
 class HyperMCTS(SearchBase):
     """Algorithm 1 (module doc). After :meth:`run`, ``tree`` and ``hypergraph`` stay
     inspectable."""
@@ -304,7 +309,7 @@ class HyperMCTS(SearchBase):
         priors_of = hypergraph.priors_of
         neutral = self.config.info_prior is InfoPrior.NEUTRAL
         at_commits = self.config.branch_on is BranchOn.COMMIT
-        identity, recorded = self.env.identity, self.env.recorded
+        recorded_ids = self.env.recorded_ids
 
         def pick(env: SearchEnv, decisions: Sequence[Action], rng: random.Random) -> Action:
             candidates = propose(env, decisions, k, rng)
@@ -313,38 +318,30 @@ class HyperMCTS(SearchBase):
             first = candidates[0]
             if len(candidates) == 1 or (at_commits and first.kind is INFO):
                 return first  # nothing to rank (information steps as the policy ranks them)
-            t1 = perf_counter()
-            ids = [identity(a) if recorded(a) else None for a in candidates]
-            t2 = perf_counter()
-            best = _rank_by_prior(candidates, priors_of(ids), neutral, at_commits)
-            self.t_inner += perf_counter() - t1
-            self.t_inner_env += t2 - t1
-            return best
+            ids = recorded_ids(candidates)
+            return _rank_by_prior(candidates, priors_of(ids), neutral, at_commits)
 
         return pick
 
     def _goto(self, node: Node) -> None:
+        """Restore the environment to ``node``'s history unless it is already there."""
         if self._at is not node:
-            self._restore(node.snapshot)
+            self.env.restore(node.snapshot)
             self._at = node
 
     def _materialize(self, parent: Node, edge: Edge) -> None:
         """Take the edge's step once and snapshot the child (lazy, so expansion is free)."""
         child = edge.child
         env = self.env
-        t = perf_counter()
-        if self._at is not parent:
-            env.restore(parent.snapshot)
+        self._goto(parent)
         try:
             env.step(edge.action)
         except Exception:
-            self.t_env += perf_counter() - t
             child.failed = child.terminal = True
             self._at = None
             return
         child.snapshot = env.snapshot()
         child.terminal = child.depth >= self.horizon or env.is_terminal()
-        self.t_env += perf_counter() - t
         self._at = child
 
     def _children(self, decisions: Sequence[Action], k: int) -> list[Action]:
@@ -368,29 +365,17 @@ class HyperMCTS(SearchBase):
 
     def _candidates(self, node: Node) -> list[tuple[Action, Hashable, bool]]:
         """The children ``(action, phi(a, h), recorded)`` an expansion of ``node`` adds
-        (:meth:`_children` over A_dec(h); none when h has no decisions); the environment
-        calls timed in two blocks."""
-        env = self.env
+        (:meth:`_children` over A_dec(h); none when h has no decisions)."""
         decisions = self._decisions_at(node)
         if not decisions:
             return []
-        proposed = self._children(decisions, self.config.branching)
-        t = perf_counter()
-        out = [(a, env.identity(a), env.recorded(a)) for a in proposed]
-        self.t_env += perf_counter() - t
-        return out
+        return self.env.keyed(self._children(decisions, self.config.branching))
 
     def _decisions_at(self, node: Node) -> Sequence[Action]:
         """A_dec(h) of ``node``'s history (the environment restored there unless it already
-        is), timed as environment time."""
-        env = self.env
-        t = perf_counter()
-        if self._at is not node:
-            env.restore(node.snapshot)
-            self._at = node
-        decisions: Sequence[Action] = () if env.is_terminal() else env.decisions()
-        self.t_env += perf_counter() - t
-        return decisions
+        is)."""
+        self._goto(node)
+        return self._decisions()
 
     def _descend(self, root: Node, path: list[Edge]) -> Node:
         """Step 1, selection: HyperUCT from h_0 down to the first unexpanded or terminal
@@ -435,15 +420,8 @@ class HyperMCTS(SearchBase):
         decisions = self._decisions_at(node)
         have = {e.action.key for e in node.edges}
         rest = [a for a in decisions if a.kind is not INFO and a.key not in have]
-        t = perf_counter()
-        flags: list[bool] = []
-        ids: list[Hashable | None] = []
-        for a in rest:
-            flag = env.recorded(a)
-            flags.append(flag)
-            ids.append(env.identity(a) if flag else None)
-        self.t_env += perf_counter() - t
-        return Pending(rest, ids, flags)
+        ids = env.recorded_ids(rest)
+        return Pending(rest, ids, [v is not None for v in ids])
 
     def widen_choice(
         self, rest: Sequence[Action], ids: Sequence[Hashable | None] | None = None,
@@ -454,10 +432,7 @@ class HyperMCTS(SearchBase):
         environment when not given; the environment is at h, or is taken to ``at`` before the
         policy is asked."""
         if ids is None:
-            env = self.env
-            t = perf_counter()
-            ids = [env.identity(a) if env.recorded(a) else None for a in rest]
-            self.t_env += perf_counter() - t
+            ids = self.env.recorded_ids(rest)
         pending = Pending(list(rest), list(ids), [v is not None for v in ids])
         return self._widen_index(pending, at)
 
@@ -540,12 +515,7 @@ class HyperMCTS(SearchBase):
                 edge = edges[0]
             else:
                 self._goto(node)
-                t = perf_counter()
-                action = pick(env, [e.action for e in edges], rng)
-                self.t_policy += perf_counter() - t - self.t_inner
-                self.t_env += self.t_inner_env
-                self.t_inner = self.t_inner_env = 0.0
-                key = action.key
+                key = pick(env, [e.action for e in edges], rng).key
                 edge = next(e for e in edges if e.action.key == key)
             node = self._enter(node, edge, path)
         return node
@@ -557,51 +527,48 @@ class HyperMCTS(SearchBase):
             self.failures += 1
             return FAILED
         self._goto(node)
-        t = perf_counter()
         try:
             verdict = self.env.verify()
         except Exception:  # a failed rollout is data, not an error
             self.failures += 1
             verdict = FAILED
-        self.t_env += perf_counter() - t
+        self._at = None
+        return verdict
+
+    def _simulate_from(self, node: Node, actions: list[Action],
+                       recorded: list[Hashable]) -> Verdict:
+        """Steps 3-4, simulation and evaluation from ``node`` (:meth:`SearchBase.simulate`,
+        which extends ``actions`` and ``recorded``); a failed history gives :data:`FAILED`."""
+        if node.failed:
+            self.failures += 1
+            return FAILED
+        self._goto(node)
+        verdict = self.simulate(node.depth, actions, recorded)
         self._at = None
         return verdict
 
     def iterate(self) -> None:
-        """One selection-expansion-simulation-evaluation-backup-update cycle."""
+        """One iteration of Algorithm 1 (module doc, steps 1-5)."""
         assert self.tree is not None
         root = self.tree.root
         path: list[Edge] = []
-        if self.config.expand_rollout:
-            node = self._rollout_in_tree(self._descend(root, path), path)
-            verdict = self._verify_at(node)
-            actions = [e.action for e in path]
-            recorded = [e.identity for e in path if e.recorded]
+        leaf = self._descend(root, path)  # 1. selection
+        if self.config.expand_rollout:  # 2-4. expansion and simulation inside the tree
+            verdict = self._verify_at(self._rollout_in_tree(leaf, path))
+            actions, recorded = _trajectory(path)
         else:
-            node = self._grow(self._descend(root, path), path)
-            actions = [e.action for e in path]
-            recorded = [e.identity for e in path if e.recorded]
-            # 3-4. simulation and evaluation
-            if node.failed:
-                self.failures += 1
-                verdict = FAILED
-            else:
-                self._goto(node)
-                verdict = self.simulate(node.depth, actions, recorded)
-                self._at = None
-        # 5. backup and hypergraph update
-        backup(path, root, verdict.reward)
-        if self.hypergraph is not None:
+            node = self._grow(leaf, path)  # 2. expansion
+            actions, recorded = _trajectory(path)
+            verdict = self._simulate_from(node, actions, recorded)  # 3-4. simulation
+        backup(path, root, verdict.reward)  # 5. back-propagation
+        if self.hypergraph is not None:  # and the hypergraph update with Psi(tau, G)
             self.hypergraph.observe(recorded, verdict, self.env.objectives)
         self.record(actions, verdict)
 
     def run(self) -> SearchResult:
         started = perf_counter()
-        t = perf_counter()
         self.env.reset()
-        snapshot = self.env.snapshot()
-        self.t_env += perf_counter() - t
-        self.tree = HistoryTree(snapshot, self.config.branching)
+        self.tree = HistoryTree(self.env.snapshot(), self.config.branching)
         self._at = self.tree.root
         while not self.exhausted:
             self.iterate()
