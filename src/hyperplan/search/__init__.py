@@ -1,4 +1,4 @@
-"""HyperMCTS: hypergraph-augmented tree search for long-horizon planning (seed 003)."""
+"""HyperMCTS: hypergraph-augmented tree search for long-horizon planning (the HyperMCTS paper)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The cross-trajectory hypergraph H_k = (V_k, E_k) of HyperMCTS (seed 003).
+"""The cross-trajectory hypergraph H_k = (V_k, E_k) of HyperMCTS (HyperMCTS paper, the hypergraph
+and its action prior).
 
 * Nodes are canonical decision identities v = phi(a, h) (:meth:`SearchEnv.identity`);
   V_k is the union of C(tau_i) over the k evaluated rollouts.
@@ -16,7 +17,7 @@
 * The action prior is prior(v) = Agg({(N_hyper(e), Q_hyper(e), y_e) : e in E_k(v)}) in [0, 1]
   over the incident edges E_k(v) = {e : v in S_e}; 0 when E_k(v) is empty.
 
-Agg (the seed defers it to an appendix we do not have) is selectable by name -- see
+Agg (the paper specifies it in Appendix A.2, which we do not have) is selectable by name -- see
 :data:`AGGREGATORS`:
 
 ``balanced`` (default)

@@ -1,4 +1,4 @@
-"""HyperMCTS (seed 003, Algorithm 1): MCTS over the ordered history tree whose selection rule
+"""HyperMCTS (HyperMCTS paper, Algorithm 1): MCTS over the ordered history tree whose selection rule
 adds a cross-trajectory hypergraph prior.
 
 One iteration k = one evaluated rollout:
@@ -22,7 +22,7 @@ One iteration k = one evaluated rollout:
    refuses a second expansion); one child is then selected by the same rule. Which children,
    ``MCTSConfig.branch_on``:
 
-   ``"commit"`` (default) -- branching at decision points. The seed: "In planning,
+   ``"commit"`` (default) -- branching at decision points. The paper (Section 2.1): "In planning,
    information-gathering actions A_info acquire evidence, whereas commit actions A_com select
    an item, document, or plan component. The tree branches at these decision points,
    retaining information-gathering steps in the history." So the policy proposes up to b
@@ -40,13 +40,13 @@ One iteration k = one evaluated rollout:
    ``"all"`` -- the policy's top b proposals of any kind (the tree then also branches on the
    order of information steps).
 3. **Simulation** with the policy's rollout action until the history is terminal, has no
-   decisions, or reaches the horizon H. Beyond Algorithm 1 (the seed's "domain-specific
-   guidance", A.3), on by default: ``MCTSConfig.rollout_guidance`` lets the prior pick among
-   the policy's b candidates (with ``branch_on="commit"`` only at commit points: an
-   information top candidate is taken as is). With ``MCTSConfig.expand_rollout`` (our design,
-   off by default) the simulation runs inside the tree instead: every history of the rollout
-   is expanded by the rule of step 2 and the rollout chooser picks among its children, so the
-   whole evaluated trajectory becomes a tree path (:meth:`HyperMCTS._rollout_in_tree`).
+   decisions, or reaches the horizon H. Beyond Algorithm 1 (the paper's "domain-specific
+   guidance", Appendix A.3), on by default: ``MCTSConfig.rollout_guidance`` lets the prior pick
+   among the policy's b candidates (with ``branch_on="commit"`` only at commit points: an
+   information top candidate is taken as is). With ``MCTSConfig.expand_rollout`` (our design, off
+   by default) the simulation runs inside the tree instead: every history of the rollout is
+   expanded by the rule of step 2 and the rollout chooser picks among its children, so the whole
+   evaluated trajectory becomes a tree path (:meth:`HyperMCTS._rollout_in_tree`).
 4. **Evaluation** by the verifier V (``env.verify()``) -> R(tau) (and rho_g).
 5. **Backup** of R along the tree path, and the **hypergraph update** with Psi(tau, G)
    (iteration k reads statistics of the preceding k - 1 rollouts only).
@@ -185,9 +185,9 @@ def _uct_argmax(edges: list[Edge], n_parent: int, c: float) -> Edge:
 def _hyperuct_argmax(
     edges: list[Edge], priors: list[float], n_parent: int, c: float, lam: float
 ) -> Edge:
-    """HyperUCT (seed 003): unvisited children score +inf, the tie among them broken by the
-    finite part lam * prior (the first highest prior); otherwise the argmax of
-    Q_tree(h, a) + c * sqrt(ln N(h) / N(h, a)) + lam * prior(phi(a, h)) (first on ties).
+    """HyperUCT (HyperMCTS paper, the HyperUCT rule): unvisited children score +inf, the tie
+    among them broken by the finite part lam * prior (the first highest prior); otherwise the
+    argmax of Q_tree(h, a) + c * sqrt(ln N(h) / N(h, a)) + lam * prior(phi(a, h)) (first on ties).
     One pass over the children."""
     log_n = math.log(n_parent) if n_parent > 0 else 0.0
     best, best_score = edges[0], -math.inf
@@ -265,11 +265,11 @@ class HyperMCTS(SearchBase):
 
     def priors(self, node: Node) -> list[float]:
         """prior(phi(a, h)) per child edge. Recorded decisions read the hypergraph (0 when
-        unseen, as in the seed). Non-recorded actions (information gathering) never enter
+        unseen, as in the paper). Non-recorded actions (information gathering) never enter
         C(tau), so the hypergraph has no evidence about them; with ``info_prior="neutral"``
         they get the mean prior of their recorded siblings (0 when none) so the prior
         ranks commits against each other without a systematic bias against information
-        gathering; with ``"zero"`` they get 0 (the seed's rule read literally)."""
+        gathering; with ``"zero"`` they get 0 (the paper's rule read literally)."""
         assert self.hypergraph is not None
         values = self.hypergraph.priors_of([e.identity if e.recorded else None
                                             for e in node.edges])

@@ -1,8 +1,9 @@
-"""Search policies: which decisions to expand and which to take in a rollout (seed 003).
+"""Search policies: which decisions to expand and which to take in a rollout (HyperMCTS
+paper, Algorithm 1).
 
-The seed's policy is a frozen LLM pi_theta(a | h). A :class:`Policy` plays two roles in
-Algorithm 1: ``propose`` picks up to k *distinct* candidates among A_dec(h) when a node is
-expanded (k = b), and ``rollout`` picks one action per step of a simulation. All randomness
+The paper's policy (Section 2.1) is a frozen LLM pi_theta(a | h). A :class:`Policy` plays two
+roles in Algorithm 1: ``propose`` picks up to k *distinct* candidates among A_dec(h) when a node
+is expanded (k = b), and ``rollout`` picks one action per step of a simulation. All randomness
 comes from the ``rng`` the search passes in, so a run is reproducible per seed.
 
 Guidance is a property of the policy, not of the search: HyperMCTS and UCT get the same policy

@@ -1,4 +1,5 @@
-"""The ordered history tree T_tree of HyperMCTS (seed 003, "HyperUCT" and Algorithm 1).
+"""The ordered history tree T_tree of HyperMCTS (HyperMCTS paper, the HyperUCT
+rule and Algorithm 1).
 
 A node is one observable history h (the order of actions matters: A1 B1 C1 and B1 A1 C1 are
 different nodes even though the hypergraph pools them). It stores the visit count N(h), an
