@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from time import perf_counter
-from typing import Any
+from typing import Any, NamedTuple
 
 from hyperplan.search.common import FAILED, SearchBase, SearchResult
 from hyperplan.search.env import Action, SearchEnv
@@ -91,6 +91,14 @@ def best_of_n(
     return _BestOfN(env, policy, config, seed).run()
 
 
+class BeamEntry(NamedTuple):
+    """A history on the beam: its snapshot, the actions that reached it, its depth."""
+
+    snapshot: Any
+    actions: list[Action]
+    depth: int
+
+
 class _Beam(SearchBase):
     method = "beam"
 
@@ -103,9 +111,9 @@ class _Beam(SearchBase):
     def run(self) -> SearchResult:
         started = perf_counter()
         self.env.reset()
-        beam: list[tuple[Any, list[Action], int]] = [(self.env.snapshot(), [], 0)]
+        beam = [BeamEntry(self.env.snapshot(), [], 0)]
         while beam and not self.exhausted:
-            scored: list[tuple[float, int, Any, list[Action], int]] = []
+            scored: list[tuple[float, int, BeamEntry]] = []  # (-reward, order, child)
             for snapshot, prefix, depth in beam:
                 if self.exhausted or depth >= self.horizon:
                     continue
@@ -128,9 +136,10 @@ class _Beam(SearchBase):
                     trajectory = list(actions)  # simulate appends the rollout tail
                     verdict = self.simulate(depth + 1, trajectory, [])
                     self.record(trajectory, verdict)
-                    scored.append((-verdict.reward, len(scored), child, actions, depth + 1))
-            scored.sort(key=lambda item: (item[0], item[1]))
-            beam = [(snap, acts, d) for _, _, snap, acts, d in scored[: self.width]]
+                    scored.append((-verdict.reward, len(scored),
+                                   BeamEntry(child, actions, depth + 1)))
+            scored.sort(key=lambda item: (item[0], item[1]))  # best first, ties in order
+            beam = [entry for _, _, entry in scored[: self.width]]
         return self.result(started)
 
 

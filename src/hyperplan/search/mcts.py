@@ -75,7 +75,7 @@ from hyperplan.search.common import FAILED, INFO, SearchBase, SearchResult, Timi
 from hyperplan.search.env import Action, SearchEnv, Verdict
 from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG, Agg, TrajectoryHypergraph
 from hyperplan.search.policies import Policy
-from hyperplan.search.tree import Edge, HistoryTree, Node, Pending, backup
+from hyperplan.search.tree import Child, Edge, HistoryTree, Node, Pending, backup
 
 __all__ = ["BRANCH_ON", "DEFAULT_WIDEN", "FAILED", "BranchOn", "HyperMCTS", "InfoPrior",
            "MCTSConfig", "SearchBase", "SearchResult", "Timing", "hypermcts"]
@@ -363,13 +363,13 @@ class HyperMCTS(SearchBase):
                             if a.key not in keys]
         return commits[:k]
 
-    def _candidates(self, node: Node) -> list[tuple[Action, Hashable, bool]]:
-        """The children ``(action, phi(a, h), recorded)`` an expansion of ``node`` adds
-        (:meth:`_children` over A_dec(h); none when h has no decisions)."""
+    def _candidates(self, node: Node) -> list[Child]:
+        """The children an expansion of ``node`` adds (:meth:`_children` over A_dec(h); none
+        when h has no decisions)."""
         decisions = self._decisions_at(node)
         if not decisions:
             return []
-        return self.env.keyed(self._children(decisions, self.config.branching))
+        return self.env.children(self._children(decisions, self.config.branching))
 
     def _decisions_at(self, node: Node) -> Sequence[Action]:
         """A_dec(h) of ``node``'s history (the environment restored there unless it already

@@ -20,6 +20,7 @@ from typing import Any
 
 from hyperplan.search.env import Action, Objective, SearchEnv, Verdict
 from hyperplan.search.policies import Policy
+from hyperplan.search.tree import Child, child
 
 
 class TimedEnv:
@@ -153,12 +154,12 @@ class TimedEnv:
         finally:
             self.seconds += perf_counter() - t
 
-    def keyed(self, actions: Sequence[Action]) -> list[tuple[Action, Hashable, bool]]:
-        """``(a, phi(a, h), recorded)`` per action: the children an expansion adds."""
+    def children(self, actions: Sequence[Action]) -> list[Child]:
+        """The :class:`~hyperplan.search.tree.Child` of each action (an expansion's children)."""
         t = perf_counter()
         try:
             raw = self.raw
-            return [(a, raw.identity(a), raw.recorded(a)) for a in actions]
+            return [child(Child, (a, raw.identity(a), raw.recorded(a))) for a in actions]
         finally:
             self.seconds += perf_counter() - t
 
