@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Sequence
-from typing import Any
+from enum import StrEnum
+from typing import Any, Final
 
 from hyperplan.llm.budget import BudgetExceeded
 from hyperplan.llm.types import LLM, ContextLengthError, LLMError, Message
@@ -207,27 +208,33 @@ class LLMPolicy:
         return by_key[scored[pick][0]]
 
 
-LLM_ROLLOUTS = ("heuristic", "llm")
-"""Who simulates the rollouts of an :class:`LLMPolicyFactory`'s policies."""
+class Rollouts(StrEnum):
+    """Who simulates the rollouts of an :class:`LLMPolicyFactory`'s policies."""
+
+    HEURISTIC = "heuristic"  # :class:`HeuristicPolicy`; the model only proposes children
+    LLM = "llm"  # the model at every rollout step too
+
+
+LLM_ROLLOUTS: Final = tuple(r.value for r in Rollouts)
+"""The values of :class:`Rollouts`, as strings."""
 
 
 class LLMPolicyFactory:
     """Fresh :class:`LLMPolicy` objects (one per search run, as a benchmark asks) over one
-    model and one shared answer cache. ``rollouts``: ``"heuristic"`` simulates with
-    :class:`HeuristicPolicy` (the model only proposes the children of expanded histories, the
-    cheap setting), ``"llm"`` asks the model at every rollout step too. ``calls`` and
-    ``fallbacks`` add up those of every policy made."""
+    model and one shared answer cache. ``rollouts`` (:class:`Rollouts`, or its value as a
+    string): ``"heuristic"`` is the cheap setting. ``calls`` and ``fallbacks`` add up those of
+    every policy made."""
 
-    def __init__(self, llm: LLM, *, rollouts: str = "heuristic") -> None:
+    def __init__(self, llm: LLM, *, rollouts: Rollouts | str = Rollouts.HEURISTIC) -> None:
         if rollouts not in LLM_ROLLOUTS:
             raise ValueError(f"rollouts must be 'heuristic' or 'llm', got {rollouts!r}")
         self.llm = llm
-        self.rollouts = rollouts
+        self.rollouts = Rollouts(rollouts)
         self._cache: dict[str, list[tuple[str, float]]] = {}
         self._made: list[LLMPolicy] = []
 
     def __call__(self) -> LLMPolicy:
-        simulate = HeuristicPolicy() if self.rollouts == "heuristic" else None
+        simulate = HeuristicPolicy() if self.rollouts is Rollouts.HEURISTIC else None
         policy = LLMPolicy(self.llm, rollout_policy=simulate, cache=self._cache)
         self._made.append(policy)
         return policy

@@ -16,7 +16,8 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from enum import StrEnum
+from typing import Final, Protocol, runtime_checkable
 
 from hyperplan.search.env import Action, SearchEnv
 
@@ -106,16 +107,23 @@ class HeuristicPolicy:
         return decisions[_gumbel_top_k(scores, 1, self.temperature, rng)[0]]
 
 
-POLICIES = ("random", "heuristic")
-"""The policies :func:`make_policy` builds by name; ``llm``
+class PolicyName(StrEnum):
+    """The policies :func:`make_policy` builds by name (a member equals its string)."""
+
+    RANDOM = "random"
+    HEURISTIC = "heuristic"
+
+
+POLICIES: Final = tuple(p.value for p in PolicyName)
+"""The names :func:`make_policy` accepts, as strings; ``llm``
 (:class:`~hyperplan.search.llm_policy.LLMPolicy`) needs a model and is built by
 :class:`~hyperplan.search.llm_policy.LLMPolicyFactory`."""
 
 
-def make_policy(name: str) -> Policy:
+def make_policy(name: PolicyName | str) -> Policy:
     """A non-LLM policy by name: ``random`` or ``heuristic``."""
-    if name == "random":
+    if name == PolicyName.RANDOM:
         return RandomPolicy()
-    if name == "heuristic":
+    if name == PolicyName.HEURISTIC:
         return HeuristicPolicy()
     raise ValueError(f"unknown policy {name!r}; choose one of {POLICIES}")
