@@ -1,5 +1,5 @@
 """Bookkeeping overhead of HyperMCTS: microseconds per iteration, policy and environment time
-excluded (issue 5 target: <= 50 us).
+excluded (target: <= 50 us, docs/benchmarks.md).
 
 Suites: ``toy`` (the synthetic :class:`~hyperplan.eval.treesearch.toy.ToyShopEnv` with a
 random policy, no early stop, so every run uses the whole budget) and the generated ``shopping`` and

@@ -1,5 +1,5 @@
 """llm-reasoners' MCTS on our search environments, side by side with HyperMCTS and UCT
-(issue 5, item 5: "run its MCTS side by side on one suite through a thin adapter").
+through a thin adapter (docs/benchmarks.md, "Beside llm-reasoners' MCTS").
 
 llm-reasoners (PyPI ``llm-reasoners`` 1.0.2, package ``reasoners``) searches over immutable
 states through a world model (``init_state``, ``step``, ``is_terminal``) and a search config

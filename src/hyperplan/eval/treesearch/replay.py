@@ -1,5 +1,6 @@
 """Record a search's environment and policy calls, then replay them: the search's own cost in
-isolation (issue 5's bookkeeping, "excluding policy and environment time").
+isolation (the bookkeeping target of docs/benchmarks.md, "excluding policy and environment
+time").
 
 ``bookkeeping = total - policy - env`` subtracts the time spent *inside* environment and
 policy calls, but the search code between them still runs after that work has evicted it from

@@ -1,4 +1,4 @@
-"""Search suites with verifiers, modelled on DeepPlanning (seed 003, issue 5 item 4).
+"""Search suites with verifiers, modelled on DeepPlanning (HyperMCTS paper, Benchmarks).
 
 * :mod:`.shopping` -- generated shopping tasks (items with attribute requirements, near-miss
   decoys, coupons, one coupled budget);
