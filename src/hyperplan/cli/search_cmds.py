@@ -1,7 +1,7 @@
 """``hyperplan eval mcts``, ``eval mcts-sweep`` and ``eval mcts-bench``: HyperMCTS benchmarks.
 
 Defaults for c, lambda and Agg were chosen on the dev seeds 0-999 (see
-:data:`hyperplan.eval.treesearch.runner.DEV_SEEDS`); report results with ``--seed 1000`` or above.
+:data:`hyperplan.search.runner.DEV_SEEDS`); report results with ``--seed 1000`` or above.
 """
 
 from __future__ import annotations
