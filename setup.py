@@ -15,7 +15,7 @@ import sys
 
 from setuptools import setup
 
-SEARCH_CORE = ("tree", "hypergraph", "common", "mcts", "baselines")
+SEARCH_CORE = ("tree", "hypergraph", "timing", "common", "mcts", "baselines")
 
 
 def compile_requested() -> bool:

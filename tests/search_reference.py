@@ -9,7 +9,7 @@ import random
 from collections.abc import Hashable, Iterable, Sequence
 
 from hyperplan.search.env import Action, ActionKind, SearchEnv
-from hyperplan.search.hypergraph import Hypergraph
+from hyperplan.search.hypergraph import TrajectoryHypergraph
 from hyperplan.search.policies import Policy
 
 
@@ -94,7 +94,7 @@ def ref_backup(root: RefNode, path: Sequence[RefNode], reward: float) -> None:
         ch.w += reward
 
 
-class Unreadable(Hypergraph):
+class Unreadable(TrajectoryHypergraph):
     """A hypergraph that may be updated but never read."""
 
     __slots__ = ()

@@ -228,7 +228,7 @@ def test_demo_tasks_carry_scenarios() -> None:
 def test_suite_table_matches_every_registry() -> None:
     from hyperplan.eval import links, preselect, replay_suite
     from hyperplan.eval.retrieval import SUITES as RETRIEVAL
-    from hyperplan.search.suites import SUITES as SEARCH  # tree search: named in the table only
+    from hyperplan.eval.treesearch.suites import SUITES as SEARCH
 
     assert set(registry.suites_of_kind("agent")) == set(SUITES)
     assert set(registry.suites_of_kind("retrieval")) == set(RETRIEVAL)

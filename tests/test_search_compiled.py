@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from hyperplan.eval.treesearch.bench import bench_bookkeeping
 from hyperplan.search import COMPILED_MODULES, compiled_core
-from hyperplan.search.bench import bench_bookkeeping
 
 SETUP = Path(__file__).resolve().parents[1] / "setup.py"
 

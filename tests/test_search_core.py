@@ -13,16 +13,23 @@ import pytest
 from typer.testing import CliRunner
 
 from hyperplan.cli import app
+from hyperplan.eval.treesearch import runner as search_runner
+from hyperplan.eval.treesearch.bench import bench_bookkeeping
+from hyperplan.eval.treesearch.runner import paired_diff, wilson
+from hyperplan.eval.treesearch.toy import ToyShopEnv, make_toy_tasks
 from hyperplan.llm.scripted import ScriptedLLM, ScriptedRule
-from hyperplan.search import runner as search_runner
 from hyperplan.search.baselines import beam, best_of_n, greedy, uct
-from hyperplan.search.bench import bench_bookkeeping
 from hyperplan.search.env import Action, ActionKind, Objective, SearchEnv, Verdict
-from hyperplan.search.hypergraph import AGGREGATORS, GLOBAL, Hypergraph, Observation, extract
+from hyperplan.search.hypergraph import (
+    AGGREGATORS,
+    GLOBAL,
+    Observation,
+    TrajectoryHypergraph,
+    extract,
+)
+from hyperplan.search.llm_policy import LLMPolicy
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, hypermcts
-from hyperplan.search.policies import HeuristicPolicy, LLMPolicy, Policy, RandomPolicy
-from hyperplan.search.runner import paired_diff, wilson
-from hyperplan.search.toy import ToyShopEnv, make_toy_tasks
+from hyperplan.search.policies import HeuristicPolicy, Policy, RandomPolicy
 from hyperplan.search.tree import HistoryTree, TreeError
 from search_reference import RefNode, ref_backup, ref_children, ref_descend
 
@@ -135,8 +142,8 @@ def test_positive_lambda_changes_decisions_somewhere() -> None:
 G = [Objective("g1", "local"), Objective("g2", "budget", scope="global")]
 
 
-def _two_rollouts(agg: str = "balanced") -> Hypergraph:
-    hg = Hypergraph(agg)
+def _two_rollouts(agg: str = "balanced") -> TrajectoryHypergraph:
+    hg = TrajectoryHypergraph(agg)
     hg.update(extract(["A1", "B1", "C1"],
                       Verdict(0.6, False, {"g1": 1.0}, {"g1": frozenset({"A1"})}), G))
     hg.update(extract(["B1", "A1", "C1"],
@@ -188,7 +195,7 @@ def test_aggregators_hand_computed(agg: str, a1: float, b1: float) -> None:
 
 
 def test_prior_zero_for_unseen_and_bounded() -> None:
-    hg = Hypergraph()
+    hg = TrajectoryHypergraph()
     assert hg.prior("anything") == 0.0
     rng = random.Random(0)
     rollouts = []
@@ -197,13 +204,13 @@ def test_prior_zero_for_unseen_and_bounded() -> None:
         rollouts.append(extract(decisions, Verdict(rng.random(), False,
                                                    {"g1": rng.random()}), G))
     for agg in AGGREGATORS:
-        hg2 = Hypergraph(agg)
+        hg2 = TrajectoryHypergraph(agg)
         for observations in rollouts:
             hg2.update(observations)
         assert all(0.0 < hg2.prior(v) <= 1.0 for v in "abcde")
         assert hg2.prior("z") == 0.0
     with pytest.raises(ValueError, match="unknown aggregator"):
-        Hypergraph("median")
+        TrajectoryHypergraph("median")
 
 
 def test_order_invariant_pooling_while_tree_keeps_both_histories() -> None:
@@ -469,7 +476,7 @@ def test_rollout_guidance_prefers_high_prior_candidates() -> None:
     config = MCTSConfig(budget=8, lam=0.5, rollout_guidance=True)
     search = HyperMCTS(env, policy, config, 0)
     assert search.hypergraph is not None
-    assert search._rollout_pick() == policy.rollout  # empty hypergraph: the policy alone
+    assert search._rollout_pick() == search.policy.rollout  # empty hypergraph: the policy
     search.hypergraph.update([Observation(frozenset({proposals[1].key}), "item0", 0.9)])
     pick = search._rollout_pick()
     assert pick(env, env.decisions(), random.Random(0)).key == proposals[1].key

@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 
+from hyperplan.eval.treesearch.runner import load_tasks, task_seed
+from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.search.env import Objective, Verdict
-from hyperplan.search.hypergraph import AGGREGATORS, GLOBAL, Hypergraph
+from hyperplan.search.hypergraph import AGGREGATORS, GLOBAL, TrajectoryHypergraph
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig
 from hyperplan.search.policies import HeuristicPolicy
-from hyperplan.search.runner import load_tasks, task_seed
-from hyperplan.search.toy import ToyShopEnv
 
 
 def _run(env: Any, config: MCTSConfig, seed: int, temperature: float) -> dict[str, Any]:
@@ -138,7 +138,7 @@ def test_priors_match_an_eager_reference_after_every_rollout(suite: str, agg: st
     ref = ReferenceHypergraph(agg)
     checked = 0
 
-    class Checked(Hypergraph):
+    class Checked(TrajectoryHypergraph):
         __slots__ = ()
 
         def observe(self, recorded: Iterable[Hashable], verdict: Verdict,

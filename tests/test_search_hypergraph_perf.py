@@ -1,11 +1,11 @@
 """The hypergraph's bookkeeping shortcuts (issue 5) keep its statistics bit for bit.
 
-:meth:`Hypergraph.observe` fuses Psi and the update, keys edges by the verdict's own decision
-sets and finds each pooled record through v's node; this pins, with ``repr`` equality of the
-numbers (so even the sign of a zero counts), that it gives exactly what a plain replay of the
-observations in order gives: the incremental edge means, per (v, y) the count and score sum,
-per node the objective-mean sum, and every prior under every aggregator, interleaved with
-prior reads (the cache) and on edge cases (repeated edges, -0.0 and out-of-range scores,
+:meth:`TrajectoryHypergraph.observe` fuses Psi and the update, keys edges by the verdict's own
+decision sets and finds each pooled record through v's node; this pins, with ``repr`` equality of
+the numbers (so even the sign of a zero counts), that it gives exactly what a plain replay of the
+observations in order gives: the incremental edge means, per (v, y) the count and score sum, per
+node the objective-mean sum, and every prior under every aggregator, interleaved with prior reads
+(the cache) and on edge cases (repeated edges, -0.0 and out-of-range scores,
 non-dict mappings in the verdict, empty decision sets, objectives without one)."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from hyperplan.search.env import Objective, Verdict
-from hyperplan.search.hypergraph import AGGREGATORS, GLOBAL, Hypergraph, extract
+from hyperplan.search.hypergraph import AGGREGATORS, GLOBAL, TrajectoryHypergraph, extract
 
 Rollout = tuple[list[Hashable], Verdict]
 OBJECTIVES = [Objective(f"g{i}") for i in range(5)]
@@ -78,7 +78,7 @@ def _plain_replay(rollouts: Sequence[Rollout]) -> tuple[dict[Any, Any], dict[Any
     return dict(edges), nodes
 
 
-def _stats(hg: Hypergraph) -> tuple[dict[Any, Any], dict[Any, Any]]:
+def _stats(hg: TrajectoryHypergraph) -> tuple[dict[Any, Any], dict[Any, Any]]:
     edges = {k: (e.n, e.mean) for k, e in hg.edges.items()}
     nodes = {v: {"pooled": {y: (p.count, p.total) for y, p in s.by_label.items()},
                  "obj_sum": s.obj_mean_sum, "obj_labels": s.obj_labels}
@@ -98,7 +98,8 @@ def _assert_same(got: tuple[dict[Any, Any], dict[Any, Any]],
     assert [repr(nodes[k]) for k in nodes] == [repr(want_nodes[k]) for k in nodes]
 
 
-def _uncached_priors(hg: Hypergraph, agg: str, ids: Sequence[Hashable | None]) -> list[float]:
+def _uncached_priors(hg: TrajectoryHypergraph, agg: str, ids: Sequence[Hashable | None]
+                     ) -> list[float]:
     """prior(v) computed afresh from v's statistics (Agg, clipped), bypassing the cache."""
     out: list[float] = []
     for v in ids:
@@ -114,7 +115,7 @@ def _uncached_priors(hg: Hypergraph, agg: str, ids: Sequence[Hashable | None]) -
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_observe_keeps_the_plain_statistics_bit_for_bit(seed: int) -> None:
     rollouts = _rollouts(seed)
-    hg = Hypergraph()
+    hg = TrajectoryHypergraph()
     for recorded, verdict in rollouts:
         hg.observe(recorded, verdict, OBJECTIVES)
     assert hg.rollouts == len(rollouts)
@@ -124,7 +125,7 @@ def test_observe_keeps_the_plain_statistics_bit_for_bit(seed: int) -> None:
 
 @pytest.mark.parametrize("agg", sorted(AGGREGATORS))
 def test_observe_and_update_give_the_same_priors_bit_for_bit(agg: str) -> None:
-    fused, plain = Hypergraph(agg), Hypergraph(agg)
+    fused, plain = TrajectoryHypergraph(agg), TrajectoryHypergraph(agg)
     probe = [*DECISIONS, ("never", "seen"), None]
     for i, (recorded, verdict) in enumerate(_rollouts(7, 80)):
         fused.observe(recorded, verdict, OBJECTIVES)
@@ -141,7 +142,7 @@ def test_observe_and_update_give_the_same_priors_bit_for_bit(agg: str) -> None:
 
 def test_a_verdict_frozenset_keys_its_edge_uncopied() -> None:
     subset = frozenset({("a", 1), ("b", 2)})
-    hg = Hypergraph()
+    hg = TrajectoryHypergraph()
     hg.observe([("a", 1), ("b", 2), ("c", 3)],
                Verdict(0.5, False, {"g0": 0.25}, {"g0": subset}), OBJECTIVES[:1])
     [key] = [k for k in hg.edges if k[1] == "g0"]

@@ -9,13 +9,13 @@ import pytest
 from typer.testing import CliRunner
 
 from hyperplan.cli import app
+from hyperplan.eval.treesearch.runner import evaluate
+from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.llm.budget import Accounting, Budget
 from hyperplan.llm.scripted import ScriptedLLM, ScriptedRule
-from hyperplan.search.common import MCTSConfig
-from hyperplan.search.mcts import hypermcts
-from hyperplan.search.policies import HeuristicPolicy, LLMPolicyFactory
-from hyperplan.search.runner import evaluate
-from hyperplan.search.toy import ToyShopEnv
+from hyperplan.search.llm_policy import LLMPolicyFactory
+from hyperplan.search.mcts import MCTSConfig, hypermcts
+from hyperplan.search.policies import HeuristicPolicy
 
 REPLY = {"candidates": [{"key": "P1.2", "score": 0.9}, {"key": "P0.0", "score": 0.5}]}
 
@@ -87,7 +87,7 @@ def test_mcts_policy_options_fail_with_one_line(args: list[str], message: str,
 
 def test_decisions_named_by_key_label_or_unprefixed_key() -> None:
     from hyperplan.search.env import Action, ActionKind
-    from hyperplan.search.policies import decision_names
+    from hyperplan.search.llm_policy import decision_names
 
     decisions = [Action("search:backpack", ActionKind.INFO, label="search backpack"),
                  Action("view:a1", ActionKind.INFO, label="view item"),
@@ -125,7 +125,7 @@ def test_an_llm_run_whose_answers_fall_back_says_so(capsys: pytest.CaptureFixtur
 
 
 def test_a_long_decision_list_shows_the_most_promising_by_hint() -> None:
-    from hyperplan.search.policies import LLMPolicy
+    from hyperplan.search.llm_policy import LLMPolicy
 
     env = ToyShopEnv(0, 5, 6)  # 30 decisions
     decisions = list(env.decisions())
@@ -142,8 +142,8 @@ def test_a_long_decision_list_shows_the_most_promising_by_hint() -> None:
 
 
 def test_the_prompt_states_the_query_once() -> None:
-    from hyperplan.search.policies import LLMPolicy
-    from hyperplan.search.runner import load_tasks
+    from hyperplan.eval.treesearch.runner import load_tasks
+    from hyperplan.search.llm_policy import LLMPolicy
 
     env = load_tasks("shopping", 1, 1)[0]
     env.reset()
@@ -159,7 +159,7 @@ def test_the_prompt_states_the_query_once() -> None:
 
 def test_a_prompt_too_long_for_the_window_is_asked_again_with_fewer_decisions() -> None:
     from hyperplan.llm.types import Message
-    from hyperplan.search.policies import _SYSTEM, LLMPolicy
+    from hyperplan.search.llm_policy import _SYSTEM, LLMPolicy
 
     env = ToyShopEnv(0, 5, 6)  # 30 decisions
     decisions = list(env.decisions())

@@ -12,14 +12,13 @@ import pytest
 
 from conftest import shared_path
 from hyperplan.errors import HyperplanError
-from hyperplan.search.env import Action, ActionKind, SearchEnv
-from hyperplan.search.suites import SUITES, make_tasks
-from hyperplan.search.suites.base import decision_id
-from hyperplan.search.suites.deepplanning import (
+from hyperplan.eval.treesearch.suites import SUITES, make_tasks
+from hyperplan.eval.treesearch.suites.base import decision_id
+from hyperplan.eval.treesearch.suites.deepplanning import (
     DeepPlanningShoppingEnv,
     load_deepplanning_shopping,
 )
-from hyperplan.search.suites.shopping import (
+from hyperplan.eval.treesearch.suites.shopping import (
     Coupon,
     Item,
     Product,
@@ -27,7 +26,7 @@ from hyperplan.search.suites.shopping import (
     ShoppingEnv,
     ShoppingTask,
 )
-from hyperplan.search.suites.travel import (
+from hyperplan.eval.treesearch.suites.travel import (
     Attraction,
     Preference,
     Restaurant,
@@ -35,6 +34,7 @@ from hyperplan.search.suites.travel import (
     TravelEnv,
     TravelTask,
 )
+from hyperplan.search.env import Action, ActionKind, SearchEnv
 
 FIXTURE = Path(__file__).parent / "data" / "deepplanning"
 

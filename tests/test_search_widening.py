@@ -14,12 +14,12 @@ import random
 
 import pytest
 
+from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.search.baselines import uct
 from hyperplan.search.env import Action
 from hyperplan.search.hypergraph import Observation
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig
 from hyperplan.search.policies import HeuristicPolicy
-from hyperplan.search.toy import ToyShopEnv
 from hyperplan.search.tree import HistoryTree, Pending, TreeError
 from search_reference import Unreadable
 

@@ -5,7 +5,7 @@ The old names ``hyperplan eval mcts``, ``eval mcts-sweep``, ``eval mcts-reasoner
 ``eval mcts-bench`` stay as hidden aliases (registered on the ``eval`` group).
 
 Defaults for c, lambda and Agg were chosen on the dev seeds 0-999 (see
-:data:`hyperplan.search.runner.DEV_SEEDS`); report results with ``--seed 1000`` or above.
+:data:`hyperplan.eval.treesearch.runner.DEV_SEEDS`); report results with ``--seed 1000`` or above.
 """
 
 from __future__ import annotations
@@ -30,13 +30,21 @@ from hyperplan.cli.options import (
 )
 from hyperplan.connect import llm_from_options
 from hyperplan.errors import HyperplanError
+from hyperplan.eval.treesearch.runner import (
+    METHODS,
+    evaluate,
+    load_tasks,
+    sweep,
+    sweep_plot,
+    sweep_table,
+)
 from hyperplan.llm.budget import Accounting
 from hyperplan.llm.budget import Budget as LLMBudget
-from hyperplan.search.common import BRANCH_ON, DEFAULT_WIDEN, MCTSConfig
 from hyperplan.search.env import SearchEnv
 from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG
-from hyperplan.search.policies import LLM_ROLLOUTS, POLICIES, LLMPolicyFactory, Policy
-from hyperplan.search.runner import METHODS, evaluate, load_tasks, sweep, sweep_plot, sweep_table
+from hyperplan.search.llm_policy import LLM_ROLLOUTS, LLMPolicyFactory
+from hyperplan.search.mcts import BRANCH_ON, DEFAULT_WIDEN, MCTSConfig
+from hyperplan.search.policies import POLICIES, Policy
 
 search_app = typer.Typer(help="Tree search (HyperMCTS) on generated long-horizon tasks: runs, "
                          "sweeps, benchmarks.", no_args_is_help=True)
@@ -298,7 +306,7 @@ def mcts_bench_cmd(
 
     The JSON says whether the compiled search core ran (built by
     `HYPERPLAN_COMPILE=1 pip install .`)."""
-    from hyperplan.search.bench import BENCH_SUITES, bench_bookkeeping
+    from hyperplan.eval.treesearch.bench import BENCH_SUITES, bench_bookkeeping
 
     if suite not in BENCH_SUITES:
         fail(f"--suite must be one of {', '.join(BENCH_SUITES)}")
@@ -326,7 +334,7 @@ def mcts_reasoners_cmd(
 ) -> None:
     """HyperMCTS and UCT beside llm-reasoners' MCTS (optional package 'reasoners') at equal
     rollouts, with the heuristic policy."""
-    from hyperplan.search.reasoners_bridge import compare
+    from hyperplan.eval.treesearch.reasoners_bridge import compare
 
     config = _config(rollouts, branching, lam, c, DEFAULT_AGG, True, "commit", widen)
     envs = _tasks(suite, tasks, seed, None)

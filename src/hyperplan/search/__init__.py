@@ -1,4 +1,4 @@
-"""HyperMCTS: hypergraph-augmented tree search for long-horizon planning (seed 003)."""
+"""HyperMCTS: hypergraph-augmented tree search for long-horizon planning (the HyperMCTS paper)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,14 @@ from hyperplan._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from hyperplan.search.baselines import beam, best_of_n, greedy, uct
-    from hyperplan.search.common import MCTSConfig, SearchResult
+    from hyperplan.search.common import SearchResult
     from hyperplan.search.env import Action, Objective, SearchEnv, Verdict
-    from hyperplan.search.mcts import HyperMCTS, hypermcts
-    from hyperplan.search.policies import HeuristicPolicy, LLMPolicy, Policy, RandomPolicy
+    from hyperplan.search.hypergraph import TrajectoryHypergraph
+    from hyperplan.search.llm_policy import LLMPolicy
+    from hyperplan.search.mcts import HyperMCTS, MCTSConfig, hypermcts
+    from hyperplan.search.policies import HeuristicPolicy, Policy, RandomPolicy
 
-COMPILED_MODULES = ("tree", "hypergraph", "common", "mcts", "baselines")
+COMPILED_MODULES = ("tree", "hypergraph", "timing", "common", "mcts", "baselines")
 """The bookkeeping modules ``HYPERPLAN_COMPILE=1 pip install .`` compiles with mypyc."""
 
 
@@ -29,11 +31,11 @@ def compiled_core() -> bool:
 
 
 _EXPORTS = {
-    "Action": "env", "HeuristicPolicy": "policies", "HyperMCTS": "mcts", "LLMPolicy": "policies",
-    "MCTSConfig": "common", "Objective": "env", "Policy": "policies",
-    "RandomPolicy": "policies", "SearchEnv": "env", "SearchResult": "common", "Verdict": "env",
-    "beam": "baselines", "best_of_n": "baselines", "greedy": "baselines", "hypermcts": "mcts",
-    "uct": "baselines",
+    "Action": "env", "HeuristicPolicy": "policies", "HyperMCTS": "mcts",
+    "LLMPolicy": "llm_policy", "MCTSConfig": "mcts", "Objective": "env", "Policy": "policies",
+    "RandomPolicy": "policies", "SearchEnv": "env", "SearchResult": "common",
+    "TrajectoryHypergraph": "hypergraph", "Verdict": "env", "beam": "baselines",
+    "best_of_n": "baselines", "greedy": "baselines", "hypermcts": "mcts", "uct": "baselines",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = [
@@ -48,6 +50,7 @@ __all__ = [
     "RandomPolicy",
     "SearchEnv",
     "SearchResult",
+    "TrajectoryHypergraph",
     "Verdict",
     "beam",
     "best_of_n",

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 from time import perf_counter
-from typing import Any
+from typing import Any, NamedTuple
 
-from hyperplan.search.common import FAILED, MCTSConfig, SearchBase, SearchResult
+from hyperplan.search.common import FAILED, SearchBase, SearchResult
 from hyperplan.search.env import Action, SearchEnv
-from hyperplan.search.mcts import HyperMCTS
+from hyperplan.search.mcts import HyperMCTS, MCTSConfig
 from hyperplan.search.policies import Policy
 
 
@@ -42,9 +42,7 @@ class _Greedy(SearchBase):
 
     def run(self) -> SearchResult:
         started = perf_counter()
-        t = perf_counter()
         self.env.reset()
-        self.t_env += perf_counter() - t
         actions: list[Action] = []
         depth = 0
         verdict = FAILED
@@ -55,14 +53,10 @@ class _Greedy(SearchBase):
                     break
                 proposed = self._propose(decisions, 1)
                 action = proposed[0] if proposed else decisions[0]
-                t = perf_counter()
                 self.env.step(action)
-                self.t_env += perf_counter() - t
                 actions.append(action)
                 depth += 1
-            t = perf_counter()
             verdict = self.env.verify()
-            self.t_env += perf_counter() - t
         except Exception:
             self.failures += 1
             verdict = FAILED
@@ -80,12 +74,10 @@ class _BestOfN(SearchBase):
 
     def run(self) -> SearchResult:
         started = perf_counter()
-        t = perf_counter()
         self.env.reset()
         root = self.env.snapshot()
-        self.t_env += perf_counter() - t
         while not self.exhausted:
-            self._restore(root)
+            self.env.restore(root)
             actions: list[Action] = []
             verdict = self.simulate(0, actions, [])
             self.record(actions, verdict)
@@ -99,6 +91,14 @@ def best_of_n(
     return _BestOfN(env, policy, config, seed).run()
 
 
+class BeamEntry(NamedTuple):
+    """A history on the beam: its snapshot, the actions that reached it, its depth."""
+
+    snapshot: Any
+    actions: list[Action]
+    depth: int
+
+
 class _Beam(SearchBase):
     method = "beam"
 
@@ -110,40 +110,36 @@ class _Beam(SearchBase):
 
     def run(self) -> SearchResult:
         started = perf_counter()
-        t = perf_counter()
         self.env.reset()
-        beam: list[tuple[Any, list[Action], int]] = [(self.env.snapshot(), [], 0)]
-        self.t_env += perf_counter() - t
+        beam = [BeamEntry(self.env.snapshot(), [], 0)]
         while beam and not self.exhausted:
-            scored: list[tuple[float, int, Any, list[Action], int]] = []
+            scored: list[tuple[float, int, BeamEntry]] = []  # (-reward, order, child)
             for snapshot, prefix, depth in beam:
                 if self.exhausted or depth >= self.horizon:
                     continue
-                self._restore(snapshot)
+                self.env.restore(snapshot)
                 decisions = self._decisions()
                 if not decisions:
                     continue
                 for action in self._propose(decisions, self.config.branching):
                     if self.exhausted:
                         break
-                    self._restore(snapshot)
-                    t = perf_counter()
+                    self.env.restore(snapshot)
                     try:
                         self.env.step(action)
                         child = self.env.snapshot()
                     except Exception:
-                        self.t_env += perf_counter() - t
                         self.failures += 1
                         self.record([*prefix, action], FAILED)
                         continue
-                    self.t_env += perf_counter() - t
                     actions = [*prefix, action]
                     trajectory = list(actions)  # simulate appends the rollout tail
                     verdict = self.simulate(depth + 1, trajectory, [])
                     self.record(trajectory, verdict)
-                    scored.append((-verdict.reward, len(scored), child, actions, depth + 1))
-            scored.sort(key=lambda item: (item[0], item[1]))
-            beam = [(snap, acts, d) for _, _, snap, acts, d in scored[: self.width]]
+                    scored.append((-verdict.reward, len(scored),
+                                   BeamEntry(child, actions, depth + 1)))
+            scored.sort(key=lambda item: (item[0], item[1]))  # best first, ties in order
+            beam = [entry for _, _, entry in scored[: self.width]]
         return self.result(started)
 
 

@@ -1,4 +1,5 @@
-"""The environment protocol HyperMCTS searches (seed 003, "Problem setup").
+"""The environment protocol HyperMCTS searches (HyperMCTS paper, Section 2.1, the problem
+setup).
 
 An environment is one task: a user query x, objectives G = {g_1..g_m} (local requirements and
 global constraints), and a history that advances by actions. At every non-terminal history it

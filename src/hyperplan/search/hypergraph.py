@@ -1,4 +1,5 @@
-"""The cross-trajectory hypergraph H_k = (V_k, E_k) of HyperMCTS (seed 003).
+"""The cross-trajectory hypergraph H_k = (V_k, E_k) of HyperMCTS (HyperMCTS paper, the hypergraph
+and its action prior).
 
 * Nodes are canonical decision identities v = phi(a, h) (:meth:`SearchEnv.identity`);
   V_k is the union of C(tau_i) over the k evaluated rollouts.
@@ -16,7 +17,7 @@
 * The action prior is prior(v) = Agg({(N_hyper(e), Q_hyper(e), y_e) : e in E_k(v)}) in [0, 1]
   over the incident edges E_k(v) = {e : v in S_e}; 0 when E_k(v) is empty.
 
-Agg (the seed defers it to an appendix we do not have) is selectable by name -- see
+Agg (the paper specifies it in Appendix A.2, which we do not have) is selectable by name -- see
 :data:`AGGREGATORS`:
 
 ``balanced`` (default)
@@ -37,22 +38,22 @@ Agg (the seed defers it to an appendix we do not have) is selectable by name -- 
 ``pooled``
     The count-weighted mean over all incident edges regardless of label.
 
-Bookkeeping (issue 5, <= 50 us per iteration): :meth:`Hypergraph.observe` fuses Psi and the
-update (no :class:`Observation` objects on the search's path; the verdict's decision sets key
-their edges as they are, not copied); each observation updates its edge and, per decision v in
-S, v's :class:`Pooled` record under y, found in v's :class:`NodeStats` (``nodes[v]``, then
-``by_label[y]``, keyed by the label string). An edge keeps only N and Q -- most edges are
+Bookkeeping (<= 50 us per iteration, docs/benchmarks.md): :meth:`TrajectoryHypergraph.observe`
+fuses Psi and the update (no :class:`Observation` objects on the search's path; the verdict's
+decision sets key their edges as they are, not copied); each observation updates its edge and, per
+decision v in S, v's :class:`Pooled` record under y, found in v's :class:`NodeStats` (``nodes[v]``,
+then ``by_label[y]``, keyed by the label string). An edge keeps only N and Q -- most edges are
 observed once, so a new edge allocates nothing per decision but the records of (v, y) pairs not
-seen before. prior(v) is not recomputed for every touched node after a rollout but when it is
-read, and cached until an observation touches v. All of this applies the same float operations
-in the same order as the plain update, so statistics, priors and search decisions are
-bit-for-bit the same (``tests/test_search_golden.py``,
-``tests/test_search_hypergraph_perf.py``).
+seen before. prior(v) is not recomputed for every touched node after a rollout but when it is read,
+and cached until an observation touches v. All of this applies the same float operations in the
+same order as the plain update, so statistics, priors and search decisions are bit-for-bit the same
+(``tests/test_search_golden.py``, ``tests/test_search_hypergraph_perf.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from enum import StrEnum
 from typing import Final, NamedTuple, TypeVar
 
 from mypy_extensions import mypyc_attr
@@ -113,7 +114,7 @@ class NodeStats:
     ``obj_mean_sum`` / ``obj_labels`` keep the sum and number of the per-objective-label pooled
     means incrementally (for ``balanced``). ``value`` caches prior(v) (Agg, clipped; ``None``
     when stale). ``incident`` (E_k(v) as statistics) is kept only for the ``max`` aggregator,
-    the one that reads it; :meth:`Hypergraph.incident` lists E_k(v) for any aggregator."""
+    the one that reads it; :meth:`TrajectoryHypergraph.incident` lists E_k(v) for any aggregator."""
 
     __slots__ = ("by_label", "incident", "obj_labels", "obj_mean_sum", "value")
 
@@ -149,13 +150,22 @@ def _agg_pooled(stats: NodeStats) -> float:
     return sum(p.total for p in stats.by_label.values()) / n_total if n_total else 0.0
 
 
+class Agg(StrEnum):
+    """The aggregator Agg of prior(v) (module doc); a member equals its name as a string."""
+
+    BALANCED = "balanced"
+    MIN = "min"
+    MAX = "max"
+    POOLED = "pooled"
+
+
 AGGREGATORS: Mapping[str, Aggregator] = {
-    "balanced": _agg_balanced,
-    "min": _agg_min,
-    "max": _agg_max,
-    "pooled": _agg_pooled,
+    Agg.BALANCED: _agg_balanced,
+    Agg.MIN: _agg_min,
+    Agg.MAX: _agg_max,
+    Agg.POOLED: _agg_pooled,
 }
-DEFAULT_AGG = "balanced"
+DEFAULT_AGG: Final = Agg.BALANCED
 
 
 _new = tuple.__new__  # builds an Observation without the slow generated NamedTuple.__new__
@@ -203,8 +213,8 @@ def _observe_edge(
     e = (S, y) (a new edge: N = 1 and Q = 0 + (r - 0)), then the pooled records of S under y
     (:func:`_pool_score`). Edges are found by label, then by decision set, so no (S, y) key
     is built or hashed per observation. Module-level functions, not methods:
-    :class:`Hypergraph` allows interpreted subclasses, so the compiled build would dispatch its
-    method calls generically."""
+    :class:`TrajectoryHypergraph` allows interpreted subclasses, so the compiled build would
+    dispatch its method calls generically."""
     edges = by_label.get(label)
     if edges is None:
         edges = by_label[label] = {}
@@ -255,7 +265,7 @@ def _pool_score(
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
-class Hypergraph:
+class TrajectoryHypergraph:
     """E_k with pooled per-label statistics per decision node (module doc); prior(v) is
     computed when read and cached on the node until an observation touches it."""
 
@@ -263,10 +273,11 @@ class Hypergraph:
 
     def __init__(self, agg: str = DEFAULT_AGG) -> None:
         if agg not in AGGREGATORS:
-            raise ValueError(f"unknown aggregator {agg!r}; choose one of {sorted(AGGREGATORS)}")
-        self.agg_name = agg
+            raise ValueError(f"unknown aggregator {agg!r}; choose one of "
+                             f"{sorted(str(a) for a in AGGREGATORS)}")
+        self.agg_name = Agg(agg)
         self._agg = AGGREGATORS[agg]
-        self._track_incident = agg == "max"  # the only Agg that reads E_k(v) itself
+        self._track_incident = agg == Agg.MAX  # the only Agg that reads E_k(v) itself
         # E_k by label y, then by decision set S (:attr:`edges` is the flat (S, y) view)
         self.by_label: dict[str, dict[frozenset[Hashable], EdgeStats]] = {}
         self.nodes: dict[Hashable, NodeStats] = {}

@@ -1,4 +1,4 @@
-"""HyperMCTS (seed 003, Algorithm 1): MCTS over the ordered history tree whose selection rule
+"""HyperMCTS (HyperMCTS paper, Algorithm 1): MCTS over the ordered history tree whose selection rule
 adds a cross-trajectory hypergraph prior.
 
 One iteration k = one evaluated rollout:
@@ -13,16 +13,16 @@ One iteration k = one evaluated rollout:
    (rollout guidance is inactive at lambda = 0 too). Information actions (not recorded in C(tau))
    get a neutral prior (:meth:`HyperMCTS.priors`).
 
-   **Progressive widening** (``MCTSConfig.widen``, our design, on by default since issue 5's
-   2026-11-30 round): on the way down, a commit decision point visited often enough gets one
-   more child before the choice -- with lambda > 0 the decision with the best hypergraph prior
-   among those evaluated elsewhere (other branches, rollouts), with lambda = 0 the policy's
-   next proposal. Algorithm 1 proper is ``widen=0``.
+   **Progressive widening** (``MCTSConfig.widen``, our design, on by default): on the way down, a
+   commit decision point visited often enough gets one more child before the choice -- with lambda
+   > 0 the decision with the best hypergraph prior among those evaluated elsewhere (other
+   branches, rollouts), with lambda = 0 the policy's next proposal. Algorithm 1 proper is
+   ``widen=0``.
 2. **Expansion** of the reached non-terminal leaf, once (:class:`~hyperplan.search.tree.Node`
    refuses a second expansion); one child is then selected by the same rule. Which children,
    ``MCTSConfig.branch_on``:
 
-   ``"commit"`` (default) -- branching at decision points. The seed: "In planning,
+   ``"commit"`` (default) -- branching at decision points. The paper (Section 2.1): "In planning,
    information-gathering actions A_info acquire evidence, whereas commit actions A_com select
    an item, document, or plan component. The tree branches at these decision points,
    retaining information-gathering steps in the history." So the policy proposes up to b
@@ -40,13 +40,13 @@ One iteration k = one evaluated rollout:
    ``"all"`` -- the policy's top b proposals of any kind (the tree then also branches on the
    order of information steps).
 3. **Simulation** with the policy's rollout action until the history is terminal, has no
-   decisions, or reaches the horizon H. Beyond Algorithm 1 (the seed's "domain-specific
-   guidance", A.3), on by default: ``MCTSConfig.rollout_guidance`` lets the prior pick among
-   the policy's b candidates (with ``branch_on="commit"`` only at commit points: an
-   information top candidate is taken as is). With ``MCTSConfig.expand_rollout`` (our design,
-   off by default) the simulation runs inside the tree instead: every history of the rollout
-   is expanded by the rule of step 2 and the rollout chooser picks among its children, so the
-   whole evaluated trajectory becomes a tree path (:meth:`HyperMCTS._rollout_in_tree`).
+   decisions, or reaches the horizon H. Beyond Algorithm 1 (the paper's "domain-specific
+   guidance", Appendix A.3), on by default: ``MCTSConfig.rollout_guidance`` lets the prior pick
+   among the policy's b candidates (with ``branch_on="commit"`` only at commit points: an
+   information top candidate is taken as is). With ``MCTSConfig.expand_rollout`` (our design, off
+   by default) the simulation runs inside the tree instead: every history of the rollout is
+   expanded by the rule of step 2 and the rollout chooser picks among its children, so the whole
+   evaluated trajectory becomes a tree path (:meth:`HyperMCTS._rollout_in_tree`).
 4. **Evaluation** by the verifier V (``env.verify()``) -> R(tau) (and rho_g).
 5. **Backup** of R along the tree path, and the **hypergraph update** with Psi(tau, G)
    (iteration k reads statistics of the preceding k - 1 rollouts only).
@@ -56,9 +56,9 @@ the search stops early on a verified perfect trajectory (reward 1 and success). 
 environment step raises (e.g. ``ValueError`` for an invalid action) is recorded as a failed
 rollout with reward 0 (backed up and fed to the hypergraph like any other), not an error.
 
-Timing: policy time (proposals and rollout choices, including the policy's own ``env.hint``
-calls) and environment time (every other env call) are measured separately; bookkeeping =
-total - policy - env, so ``us_per_iter`` is the search's own overhead per iteration.
+Timing is not the algorithm's concern: the search runs on a timed environment and policy
+(:mod:`hyperplan.search.timing`); bookkeeping = total - policy - env, so ``us_per_iter`` is the
+search's own overhead per iteration.
 """
 
 from __future__ import annotations
@@ -66,25 +66,105 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
 from time import perf_counter
+from typing import Final
 
-from hyperplan.search.common import (
-    BRANCH_ON,
-    DEFAULT_WIDEN,
-    FAILED,
-    INFO,
-    MCTSConfig,
-    SearchBase,
-    SearchResult,
-    Timing,
-)
+from hyperplan.search.common import FAILED, INFO, SearchBase, SearchResult, Timing
 from hyperplan.search.env import Action, SearchEnv, Verdict
-from hyperplan.search.hypergraph import Hypergraph
+from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG, Agg, TrajectoryHypergraph
 from hyperplan.search.policies import Policy
-from hyperplan.search.tree import Edge, HistoryTree, Node, Pending, backup
+from hyperplan.search.tree import Child, Edge, HistoryTree, Node, Pending, backup
 
-__all__ = ["BRANCH_ON", "DEFAULT_WIDEN", "FAILED", "HyperMCTS", "MCTSConfig", "SearchBase",
-           "SearchResult", "Timing", "hypermcts"]
+__all__ = ["BRANCH_ON", "DEFAULT_WIDEN", "FAILED", "BranchOn", "HyperMCTS", "InfoPrior",
+           "MCTSConfig", "SearchBase", "SearchResult", "Timing", "hypermcts"]
+
+
+class BranchOn(StrEnum):
+    """Where the tree branches (``MCTSConfig.branch_on``, module doc, step 2)."""
+
+    COMMIT = "commit"  # at commit decision points; an information step is a single child
+    ALL = "all"  # over the policy's top b proposals of any kind
+
+
+class InfoPrior(StrEnum):
+    """The prior of an information action, which never enters C(tau) (:meth:`HyperMCTS.priors`)."""
+
+    NEUTRAL = "neutral"  # the mean prior of its recorded siblings (0 when none)
+    ZERO = "zero"  # 0, the HyperUCT rule read literally
+
+
+BRANCH_ON: Final = tuple(b.value for b in BranchOn)
+"""The values ``MCTSConfig.branch_on`` accepts, as strings."""
+
+DEFAULT_WIDEN: Final = 0.25
+"""The default progressive widening ``MCTSConfig.widen`` (docs/benchmarks.md, "Tree-search
+configuration history")."""
+
+
+@dataclass(frozen=True)
+class MCTSConfig:
+    """Search hyperparameters of HyperMCTS and the baselines (HyperMCTS paper, Algorithm 1 and
+    the HyperUCT rule). The options typed as enums also accept their values as strings (from
+    the command line or JSON). Why each default is what it is: docs/benchmarks.md,
+    "Tree-search configuration history".
+
+    * ``budget`` -- B, the number of evaluated rollouts (= iterations).
+    * ``branching`` -- b, the most children one expansion adds.
+    * ``c`` -- the exploration constant c of HyperUCT.
+    * ``lam`` -- lambda, the weight of the hypergraph prior (0: UCT).
+    * ``agg`` -- Agg, how prior(v) pools v's incident hyperedges (:class:`Agg`).
+    * ``horizon`` -- H when set, else the environment's.
+    * ``early_stop`` -- stop on a verified perfect trajectory (reward 1 and success).
+    * ``hypergraph`` -- maintain the hypergraph at all (False: pure UCT, needs lam = 0).
+    * ``trace`` -- keep each rollout's action keys (``SearchResult.trace``).
+    * ``prior_tiebreak`` -- unvisited children in prior order (else in expansion order).
+    * ``info_prior`` -- the prior of information actions (:class:`InfoPrior`).
+    * ``rollout_guidance`` -- with lam > 0, the prior picks among the policy's b rollout picks.
+    * ``branch_on`` -- where the tree branches (:class:`BranchOn`).
+    * ``info_chain`` -- with "commit", single information children expand in the same iteration.
+    * ``widen`` -- progressive widening w: one more child each time N(h) >= w (j + 1)^2; 0 off.
+    * ``widen_prior`` -- with lam > 0, widening adds the best-prior decision seen elsewhere.
+    * ``expand_rollout`` -- the rollout runs inside the tree (every history on it expanded).
+    """
+
+    budget: int = 32
+    branching: int = 3
+    c: float = 0.5
+    lam: float = 0.5
+    agg: Agg | str = DEFAULT_AGG
+    horizon: int | None = None
+    early_stop: bool = True
+    hypergraph: bool = True
+    trace: bool = False
+    prior_tiebreak: bool = True
+    info_prior: InfoPrior | str = InfoPrior.NEUTRAL
+    rollout_guidance: bool = True
+    branch_on: BranchOn | str = BranchOn.COMMIT
+    info_chain: bool = True
+    widen: float = DEFAULT_WIDEN
+    widen_prior: bool = True
+    expand_rollout: bool = False
+
+    def __post_init__(self) -> None:
+        if self.budget < 1 or self.branching < 1:
+            raise ValueError("budget and branching must be at least 1")
+        if self.c < 0 or self.lam < 0:
+            raise ValueError("c and lam must be non-negative")
+        if self.lam > 0 and not self.hypergraph:
+            raise ValueError("lam > 0 needs the hypergraph")
+        if self.info_prior not in tuple(i.value for i in InfoPrior):
+            raise ValueError("info_prior is 'neutral' or 'zero'")
+        if self.branch_on not in BRANCH_ON:
+            raise ValueError(f"branch_on is one of {BRANCH_ON}")
+        if self.widen < 0:
+            raise ValueError("widen must be non-negative (0 = off)")
+        # the string options as their enums (a frozen dataclass: set through object)
+        object.__setattr__(self, "info_prior", InfoPrior(self.info_prior))
+        object.__setattr__(self, "branch_on", BranchOn(self.branch_on))
+        if self.agg in AGGREGATORS:  # an unknown one is refused by the hypergraph, as before
+            object.__setattr__(self, "agg", Agg(self.agg))
 
 
 def _uct_argmax(edges: list[Edge], n_parent: int, c: float) -> Edge:
@@ -105,9 +185,9 @@ def _uct_argmax(edges: list[Edge], n_parent: int, c: float) -> Edge:
 def _hyperuct_argmax(
     edges: list[Edge], priors: list[float], n_parent: int, c: float, lam: float
 ) -> Edge:
-    """HyperUCT (seed 003): unvisited children score +inf, the tie among them broken by the
-    finite part lam * prior (the first highest prior); otherwise the argmax of
-    Q_tree(h, a) + c * sqrt(ln N(h) / N(h, a)) + lam * prior(phi(a, h)) (first on ties).
+    """HyperUCT (HyperMCTS paper, the HyperUCT rule): unvisited children score +inf, the tie
+    among them broken by the finite part lam * prior (the first highest prior); otherwise the
+    argmax of Q_tree(h, a) + c * sqrt(ln N(h) / N(h, a)) + lam * prior(phi(a, h)) (first on ties).
     One pass over the children."""
     log_n = math.log(n_parent) if n_parent > 0 else 0.0
     best, best_score = edges[0], -math.inf
@@ -163,6 +243,11 @@ def _rank_by_prior(
     return candidates[best_i]
 
 
+def _trajectory(path: list[Edge]) -> tuple[list[Action], list[Hashable]]:
+    """The actions of a tree path and the identities C(tau) of its recorded decisions."""
+    return [e.action for e in path], [e.identity for e in path if e.recorded]
+
+
 class HyperMCTS(SearchBase):
     """Algorithm 1 (module doc). After :meth:`run`, ``tree`` and ``hypergraph`` stay
     inspectable."""
@@ -173,21 +258,22 @@ class HyperMCTS(SearchBase):
         self, env: SearchEnv, policy: Policy, config: MCTSConfig, seed: int = 0
     ) -> None:
         super().__init__(env, policy, config, seed)
-        self.hypergraph: Hypergraph | None = Hypergraph(config.agg) if config.hypergraph else None
+        self.hypergraph: TrajectoryHypergraph | None = (
+            TrajectoryHypergraph(config.agg) if config.hypergraph else None)
         self.tree: HistoryTree | None = None
         self._at: Node | None = None  # the tree node the environment is currently at
 
     def priors(self, node: Node) -> list[float]:
         """prior(phi(a, h)) per child edge. Recorded decisions read the hypergraph (0 when
-        unseen, as in the seed). Non-recorded actions (information gathering) never enter
+        unseen, as in the paper). Non-recorded actions (information gathering) never enter
         C(tau), so the hypergraph has no evidence about them; with ``info_prior="neutral"``
         they get the mean prior of their recorded siblings (0 when none) so the prior
         ranks commits against each other without a systematic bias against information
-        gathering; with ``"zero"`` they get 0 (the seed's rule read literally)."""
+        gathering; with ``"zero"`` they get 0 (the paper's rule read literally)."""
         assert self.hypergraph is not None
         values = self.hypergraph.priors_of([e.identity if e.recorded else None
                                             for e in node.edges])
-        if self.config.info_prior == "neutral" and -1.0 in values:
+        if self.config.info_prior is InfoPrior.NEUTRAL and -1.0 in values:
             known = [v for v in values if v >= 0.0]
             fill = sum(known) / len(known) if known else 0.0
             return [fill if v < 0.0 else v for v in values]
@@ -213,19 +299,17 @@ class HyperMCTS(SearchBase):
         """With ``rollout_guidance`` (> 0) and a non-empty hypergraph, a rollout step asks the
         policy for its b candidates and takes the one with the highest prior (neutral for
         information actions, policy order on ties) -- a use of the hypergraph statistics
-        beyond the HyperUCT term (the seed's ablation removes "the hypergraph component as a
-        whole"). On by default since 2026-11-30 (chosen on dev seeds 1-2, issue 5: +13 points on
-        travel, ~0 on shopping vs without), and inactive at
-        lam = 0, so lam = 0 always means plain UCT."""
+        beyond the HyperUCT term (the HyperMCTS paper's ablation removes "the hypergraph
+        component as a whole"); inactive at lam = 0, so lam = 0 always means plain UCT."""
         hypergraph = self.hypergraph
         active = self.config.rollout_guidance and self.config.lam > 0
         if not active or hypergraph is None or hypergraph.empty:
             return self.policy.rollout
         propose, k = self.policy.propose, self.config.branching
         priors_of = hypergraph.priors_of
-        neutral = self.config.info_prior == "neutral"
-        at_commits = self.config.branch_on == "commit"
-        identity, recorded = self.env.identity, self.env.recorded
+        neutral = self.config.info_prior is InfoPrior.NEUTRAL
+        at_commits = self.config.branch_on is BranchOn.COMMIT
+        recorded_ids = self.env.recorded_ids
 
         def pick(env: SearchEnv, decisions: Sequence[Action], rng: random.Random) -> Action:
             candidates = propose(env, decisions, k, rng)
@@ -234,65 +318,64 @@ class HyperMCTS(SearchBase):
             first = candidates[0]
             if len(candidates) == 1 or (at_commits and first.kind is INFO):
                 return first  # nothing to rank (information steps as the policy ranks them)
-            t1 = perf_counter()
-            ids = [identity(a) if recorded(a) else None for a in candidates]
-            t2 = perf_counter()
-            best = _rank_by_prior(candidates, priors_of(ids), neutral, at_commits)
-            self.t_inner += perf_counter() - t1
-            self.t_inner_env += t2 - t1
-            return best
+            ids = recorded_ids(candidates)
+            return _rank_by_prior(candidates, priors_of(ids), neutral, at_commits)
 
         return pick
 
     def _goto(self, node: Node) -> None:
+        """Restore the environment to ``node``'s history unless it is already there."""
         if self._at is not node:
-            self._restore(node.snapshot)
+            self.env.restore(node.snapshot)
             self._at = node
 
     def _materialize(self, parent: Node, edge: Edge) -> None:
         """Take the edge's step once and snapshot the child (lazy, so expansion is free)."""
         child = edge.child
         env = self.env
-        t = perf_counter()
-        if self._at is not parent:
-            env.restore(parent.snapshot)
+        self._goto(parent)
         try:
             env.step(edge.action)
         except Exception:
-            self.t_env += perf_counter() - t
             child.failed = child.terminal = True
             self._at = None
             return
         child.snapshot = env.snapshot()
         child.terminal = child.depth >= self.horizon or env.is_terminal()
-        self.t_env += perf_counter() - t
         self._at = child
 
-    def _candidates(self, node: Node) -> list[tuple[Action, Hashable, bool]]:
-        """The children ``(action, phi(a, h), recorded)`` an expansion of ``node`` adds
-        (:meth:`_children` over A_dec(h); none when h has no decisions); the environment
-        calls timed in two blocks."""
-        env = self.env
+    def _children(self, decisions: Sequence[Action], k: int) -> list[Action]:
+        """The up to ``k`` distinct actions an expansion adds (``MCTSConfig.branch_on``):
+        with "commit", the top proposal alone when it is information gathering, else the
+        proposed commits, topped up from the remaining commits when information proposals
+        were dropped (module doc, step 2)."""
+        proposed = self._propose(decisions, k)
+        if self.config.branch_on is not BranchOn.COMMIT or not proposed:
+            return proposed
+        if proposed[0].kind is INFO:
+            return proposed[:1]
+        commits = [a for a in proposed if a.kind is not INFO]
+        if len(commits) < len(proposed) and len(commits) < k:
+            keys = {a.key for a in commits}
+            rest = [a for a in decisions if a.kind is not INFO and a.key not in keys]
+            if rest:
+                commits += [a for a in self._propose(rest, k - len(commits))
+                            if a.key not in keys]
+        return commits[:k]
+
+    def _candidates(self, node: Node) -> list[Child]:
+        """The children an expansion of ``node`` adds (:meth:`_children` over A_dec(h); none
+        when h has no decisions)."""
         decisions = self._decisions_at(node)
         if not decisions:
             return []
-        proposed = self._children(decisions, self.config.branching)
-        t = perf_counter()
-        out = [(a, env.identity(a), env.recorded(a)) for a in proposed]
-        self.t_env += perf_counter() - t
-        return out
+        return self.env.children(self._children(decisions, self.config.branching))
 
     def _decisions_at(self, node: Node) -> Sequence[Action]:
         """A_dec(h) of ``node``'s history (the environment restored there unless it already
-        is), timed as environment time."""
-        env = self.env
-        t = perf_counter()
-        if self._at is not node:
-            env.restore(node.snapshot)
-            self._at = node
-        decisions: Sequence[Action] = () if env.is_terminal() else env.decisions()
-        self.t_env += perf_counter() - t
-        return decisions
+        is)."""
+        self._goto(node)
+        return self._decisions()
 
     def _descend(self, root: Node, path: list[Edge]) -> Node:
         """Step 1, selection: HyperUCT from h_0 down to the first unexpanded or terminal
@@ -337,15 +420,8 @@ class HyperMCTS(SearchBase):
         decisions = self._decisions_at(node)
         have = {e.action.key for e in node.edges}
         rest = [a for a in decisions if a.kind is not INFO and a.key not in have]
-        t = perf_counter()
-        flags: list[bool] = []
-        ids: list[Hashable | None] = []
-        for a in rest:
-            flag = env.recorded(a)
-            flags.append(flag)
-            ids.append(env.identity(a) if flag else None)
-        self.t_env += perf_counter() - t
-        return Pending(rest, ids, flags)
+        ids = env.recorded_ids(rest)
+        return Pending(rest, ids, [v is not None for v in ids])
 
     def widen_choice(
         self, rest: Sequence[Action], ids: Sequence[Hashable | None] | None = None,
@@ -356,10 +432,7 @@ class HyperMCTS(SearchBase):
         environment when not given; the environment is at h, or is taken to ``at`` before the
         policy is asked."""
         if ids is None:
-            env = self.env
-            t = perf_counter()
-            ids = [env.identity(a) if env.recorded(a) else None for a in rest]
-            self.t_env += perf_counter() - t
+            ids = self.env.recorded_ids(rest)
         pending = Pending(list(rest), list(ids), [v is not None for v in ids])
         return self._widen_index(pending, at)
 
@@ -414,7 +487,7 @@ class HyperMCTS(SearchBase):
         """Step 2, expansion (at most once per node; with ``info_chain``, through single
         information children down to the next commit decision point): expand, select one new
         child, materialise it; returns the history the simulation starts from."""
-        chain = self.config.info_chain and self.config.branch_on == "commit"
+        chain = self.config.info_chain and self.config.branch_on is BranchOn.COMMIT
         while not node.terminal and not node.expanded:
             edges = self._open(node)
             if not edges:
@@ -442,12 +515,7 @@ class HyperMCTS(SearchBase):
                 edge = edges[0]
             else:
                 self._goto(node)
-                t = perf_counter()
-                action = pick(env, [e.action for e in edges], rng)
-                self.t_policy += perf_counter() - t - self.t_inner
-                self.t_env += self.t_inner_env
-                self.t_inner = self.t_inner_env = 0.0
-                key = action.key
+                key = pick(env, [e.action for e in edges], rng).key
                 edge = next(e for e in edges if e.action.key == key)
             node = self._enter(node, edge, path)
         return node
@@ -459,51 +527,48 @@ class HyperMCTS(SearchBase):
             self.failures += 1
             return FAILED
         self._goto(node)
-        t = perf_counter()
         try:
             verdict = self.env.verify()
         except Exception:  # a failed rollout is data, not an error
             self.failures += 1
             verdict = FAILED
-        self.t_env += perf_counter() - t
+        self._at = None
+        return verdict
+
+    def _simulate_from(self, node: Node, actions: list[Action],
+                       recorded: list[Hashable]) -> Verdict:
+        """Steps 3-4, simulation and evaluation from ``node`` (:meth:`SearchBase.simulate`,
+        which extends ``actions`` and ``recorded``); a failed history gives :data:`FAILED`."""
+        if node.failed:
+            self.failures += 1
+            return FAILED
+        self._goto(node)
+        verdict = self.simulate(node.depth, actions, recorded)
         self._at = None
         return verdict
 
     def iterate(self) -> None:
-        """One selection-expansion-simulation-evaluation-backup-update cycle."""
+        """One iteration of Algorithm 1 (module doc, steps 1-5)."""
         assert self.tree is not None
         root = self.tree.root
         path: list[Edge] = []
-        if self.config.expand_rollout:
-            node = self._rollout_in_tree(self._descend(root, path), path)
-            verdict = self._verify_at(node)
-            actions = [e.action for e in path]
-            recorded = [e.identity for e in path if e.recorded]
+        leaf = self._descend(root, path)  # 1. selection
+        if self.config.expand_rollout:  # 2-4. expansion and simulation inside the tree
+            verdict = self._verify_at(self._rollout_in_tree(leaf, path))
+            actions, recorded = _trajectory(path)
         else:
-            node = self._grow(self._descend(root, path), path)
-            actions = [e.action for e in path]
-            recorded = [e.identity for e in path if e.recorded]
-            # 3-4. simulation and evaluation
-            if node.failed:
-                self.failures += 1
-                verdict = FAILED
-            else:
-                self._goto(node)
-                verdict = self.simulate(node.depth, actions, recorded)
-                self._at = None
-        # 5. backup and hypergraph update
-        backup(path, root, verdict.reward)
-        if self.hypergraph is not None:
+            node = self._grow(leaf, path)  # 2. expansion
+            actions, recorded = _trajectory(path)
+            verdict = self._simulate_from(node, actions, recorded)  # 3-4. simulation
+        backup(path, root, verdict.reward)  # 5. back-propagation
+        if self.hypergraph is not None:  # and the hypergraph update with Psi(tau, G)
             self.hypergraph.observe(recorded, verdict, self.env.objectives)
         self.record(actions, verdict)
 
     def run(self) -> SearchResult:
         started = perf_counter()
-        t = perf_counter()
         self.env.reset()
-        snapshot = self.env.snapshot()
-        self.t_env += perf_counter() - t
-        self.tree = HistoryTree(snapshot, self.config.branching)
+        self.tree = HistoryTree(self.env.snapshot(), self.config.branching)
         self._at = self.tree.root
         while not self.exhausted:
             self.iterate()

@@ -1,4 +1,5 @@
-"""The ordered history tree T_tree of HyperMCTS (seed 003, "HyperUCT" and Algorithm 1).
+"""The ordered history tree T_tree of HyperMCTS (HyperMCTS paper, the HyperUCT
+rule and Algorithm 1).
 
 A node is one observable history h (the order of actions matters: A1 B1 C1 and B1 A1 C1 are
 different nodes even though the hypergraph pools them). It stores the visit count N(h), an
@@ -14,12 +15,25 @@ single children to an expanded decision point later with :meth:`Node.widen`.
 
 from __future__ import annotations
 
-from collections.abc import Container, Hashable
-from typing import Any
+from collections.abc import Container, Hashable, Sequence
+from typing import Any, NamedTuple
 
 from hyperplan.search.env import Action, TreeError
 
-__all__ = ["Edge", "HistoryTree", "Node", "Pending", "TreeError", "backup"]
+__all__ = ["Child", "Edge", "HistoryTree", "Node", "Pending", "TreeError", "backup"]
+
+
+class Child(NamedTuple):
+    """A child an expansion or a widening adds to a history h: the decision a, its identity
+    phi(a, h) (None for a widening candidate that is not recorded), and whether a is a
+    recorded decision of C(tau)."""
+
+    action: Action
+    identity: Hashable | None
+    recorded: bool
+
+
+child = tuple.__new__  # ``child(Child, (a, v, flag))``: a Child without the slow generated __new__
 
 
 class Edge:
@@ -87,13 +101,13 @@ class Pending:
         self.cursor = end
         return self.seen
 
-    def take(self, i: int) -> tuple[Action, Hashable | None, bool]:
+    def take(self, i: int) -> Child:
         """Remove and return the i-th decision."""
         v = self.ids[i]
         if v is not None and (self.distinct or self.ids.count(v) == 1):
             self.seen.discard(v)
             self.unseen.discard(v)
-        return self.actions.pop(i), self.ids.pop(i), self.recorded.pop(i)
+        return child(Child, (self.actions.pop(i), self.ids.pop(i), self.recorded.pop(i)))
 
 
 class Node:
@@ -125,11 +139,9 @@ class Node:
         """Whether the environment state of this history has been computed and snapshotted."""
         return self.snapshot is not None or self.failed
 
-    def expand(
-        self, children: list[tuple[Action, Hashable, bool]], max_children: int
-    ) -> list[Edge]:
-        """Add the child edges ``(action, identity, recorded)`` -- at most ``max_children`` (b),
-        with distinct action keys. Raises :class:`TreeError` on a second expansion."""
+    def expand(self, children: Sequence[Child], max_children: int) -> list[Edge]:
+        """Add the child edges of ``children`` -- at most ``max_children`` (b), with distinct
+        action keys. Raises :class:`TreeError` on a second expansion."""
         if self.expanded:
             raise TreeError("a node is expanded at most once")
         edges: list[Edge] = []

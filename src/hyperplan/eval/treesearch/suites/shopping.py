@@ -1,9 +1,10 @@
 """The shopping-planning environment and verifier (:class:`ShoppingEnv`) of the
 DeepPlanning-style shopping suite.
 
-The task data model and cart arithmetic live in :mod:`hyperplan.search.suites.shopping_task`,
-the seeded generator (and its catalog design) in
-:mod:`hyperplan.search.suites.shopping_generator`; this module re-exports their public names.
+The task data model and cart arithmetic live in
+:mod:`hyperplan.eval.treesearch.suites.shopping_task`, the seeded generator (and its catalog
+design) in :mod:`hyperplan.eval.treesearch.suites.shopping_generator`; this module re-exports
+their public names.
 
 Actions (``Action.payload`` tuples): info ``("search", category)``, ``("view", pid)``; commit
 ``("choose", item, pid)`` (any listed product of the item's category, viewed or not),
@@ -47,24 +48,23 @@ from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from hyperplan.search.env import Action, ActionKind, Objective, Verdict
-from hyperplan.search.suites.base import StateEnv, decision_id
+from hyperplan.eval.treesearch.suites.base import StateEnv, decision_id
 
 # the ``name as name`` imports re-export names this module defined before the split
-from hyperplan.search.suites.shopping_generator import BRAND_COUPONS as BRAND_COUPONS
-from hyperplan.search.suites.shopping_generator import BRANDS as BRANDS
-from hyperplan.search.suites.shopping_generator import CATEGORIES as CATEGORIES
-from hyperplan.search.suites.shopping_generator import COLOURS as COLOURS
-from hyperplan.search.suites.shopping_generator import CROSS_COUPONS as CROSS_COUPONS
-from hyperplan.search.suites.shopping_generator import MODELS as MODELS
-from hyperplan.search.suites.shopping_generator import N_ITEMS as N_ITEMS
-from hyperplan.search.suites.shopping_generator import N_REQS as N_REQS
-from hyperplan.search.suites.shopping_generator import (
+from hyperplan.eval.treesearch.suites.shopping_generator import BRAND_COUPONS as BRAND_COUPONS
+from hyperplan.eval.treesearch.suites.shopping_generator import BRANDS as BRANDS
+from hyperplan.eval.treesearch.suites.shopping_generator import CATEGORIES as CATEGORIES
+from hyperplan.eval.treesearch.suites.shopping_generator import COLOURS as COLOURS
+from hyperplan.eval.treesearch.suites.shopping_generator import CROSS_COUPONS as CROSS_COUPONS
+from hyperplan.eval.treesearch.suites.shopping_generator import MODELS as MODELS
+from hyperplan.eval.treesearch.suites.shopping_generator import N_ITEMS as N_ITEMS
+from hyperplan.eval.treesearch.suites.shopping_generator import N_REQS as N_REQS
+from hyperplan.eval.treesearch.suites.shopping_generator import (
     generate_shopping_task as generate_shopping_task,
 )
-from hyperplan.search.suites.shopping_task import GROUP_OF as GROUP_OF
-from hyperplan.search.suites.shopping_task import OPS as OPS
-from hyperplan.search.suites.shopping_task import (
+from hyperplan.eval.treesearch.suites.shopping_task import GROUP_OF as GROUP_OF
+from hyperplan.eval.treesearch.suites.shopping_task import OPS as OPS
+from hyperplan.eval.treesearch.suites.shopping_task import (
     REQ_KEYS,
     Item,
     Product,
@@ -72,10 +72,11 @@ from hyperplan.search.suites.shopping_task import (
     _violations,
     coupons_valid,
 )
-from hyperplan.search.suites.shopping_task import STAR_WORDS as STAR_WORDS
-from hyperplan.search.suites.shopping_task import Coupon as Coupon
-from hyperplan.search.suites.shopping_task import Requirement as Requirement
-from hyperplan.search.suites.shopping_task import best_coupons as best_coupons
+from hyperplan.eval.treesearch.suites.shopping_task import STAR_WORDS as STAR_WORDS
+from hyperplan.eval.treesearch.suites.shopping_task import Coupon as Coupon
+from hyperplan.eval.treesearch.suites.shopping_task import Requirement as Requirement
+from hyperplan.eval.treesearch.suites.shopping_task import best_coupons as best_coupons
+from hyperplan.search.env import Action, ActionKind, Objective, Verdict
 
 LISTED_KEYS = frozenset({"brand"})  # revealed by a category search; the rest needs a view
 

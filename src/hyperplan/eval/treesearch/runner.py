@@ -17,16 +17,16 @@ UCT, 95% CI excludes 0; "neutral" -0.8), lambda = 0.5 and Agg = "balanced" (no a
 lambda in {0.3, 0.5, 0.7, 1.0, 1.5} differed significantly on dev seeds 0-1; "balanced" is kept
 on design grounds, see :mod:`hyperplan.search.hypergraph`).
 
-2026-11-30 (issue 5, branching at decision points): ``branch_on="commit"`` is the default as
-the seed's algorithm; ``rollout_guidance`` switched on after dev seeds 1 and 2 (B = 32, b = 3,
-lam = 0.5; 80 shopping / 60 travel tasks each): paired hypermcts - uct with guidance +13.3
-points on travel (mean of +20.0 and +6.7) and -1.2 on shopping, without it +2.5 and +1.2;
-lam = 1.0 was no better than 0.5 (shopping seed 1, travel seed 2). The same dev runs favour
-``branch_on="all"`` with guidance on shopping (+6.9 points, and higher absolute accuracy for
-both methods: HyperMCTS 0.30 / 0.39 vs 0.11 / 0.21 with "commit"), so both modes are
+2026-11-30 (branching at decision points): ``branch_on="commit"`` is the default as the
+HyperMCTS paper's problem setup says; ``rollout_guidance`` switched on after dev seeds 1 and 2
+(B = 32, b = 3, lam = 0.5; 80 shopping / 60 travel tasks each): paired hypermcts - uct with
+guidance +13.3 points on travel (mean of +20.0 and +6.7) and -1.2 on shopping, without it +2.5
+and +1.2; lam = 1.0 was no better than 0.5 (shopping seed 1, travel seed 2). The same dev runs
+favour ``branch_on="all"`` with guidance on shopping (+6.9 points, and higher absolute accuracy
+for both methods: HyperMCTS 0.30 / 0.39 vs 0.11 / 0.21 with "commit"), so both modes are
 reported on the test seeds (docs/benchmarks.md).
 
-2026-11-30, later (issue 5, progressive widening): ``widen = 0.25`` became the default after
+2026-11-30, later (progressive widening): ``widen = 0.25`` became the default after
 dev seeds 1, 2 and 3 only (60 tasks each, B = 32, b = 3, lam = 0.5, other defaults; pooled
 paired hypermcts - uct over the 180 tasks, shopping / travel, points): widen 0 (off) +2.8 /
 +14.4, 2 +13.3 / +19.4, 1 +13.3 / +18.3, 0.5 +21.7 / +14.4, 0.25 +20.0 / +22.2, 0.1 +13.9 /
@@ -79,13 +79,13 @@ def task_seed(seed: int, index: int) -> int:
 
 
 def load_tasks(suite: str, n: int, seed: int, level: int | None = None) -> list[SearchEnv]:
-    """``toy`` is built in (:mod:`hyperplan.search.toy`); every other suite comes from
-    :func:`hyperplan.search.suites.make_tasks`, imported lazily."""
+    """``toy`` is built in (:mod:`hyperplan.eval.treesearch.toy`); every other suite comes from
+    :func:`hyperplan.eval.treesearch.suites.make_tasks`, imported lazily."""
     if suite == "toy":
-        from hyperplan.search.toy import make_toy_tasks
+        from hyperplan.eval.treesearch.toy import make_toy_tasks
 
         return list(make_toy_tasks(n, seed, level))
-    suites = importlib.import_module("hyperplan.search.suites")  # lazy: optional until it lands
+    suites = importlib.import_module("hyperplan.eval.treesearch.suites")  # lazy
     return list(suites.make_tasks(suite, n, seed, level))
 
 

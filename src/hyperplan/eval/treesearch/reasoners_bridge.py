@@ -1,5 +1,5 @@
 """llm-reasoners' MCTS on our search environments, side by side with HyperMCTS and UCT
-(issue 5, item 5: "run its MCTS side by side on one suite through a thin adapter").
+through a thin adapter (docs/benchmarks.md, "Beside llm-reasoners' MCTS").
 
 llm-reasoners (PyPI ``llm-reasoners`` 1.0.2, package ``reasoners``) searches over immutable
 states through a world model (``init_state``, ``step``, ``is_terminal``) and a search config
@@ -39,8 +39,9 @@ from time import perf_counter
 from typing import Any
 
 from hyperplan.errors import HyperplanError
-from hyperplan.search.common import FAILED, MCTSConfig, SearchBase, SearchResult
+from hyperplan.search.common import FAILED, SearchBase, SearchResult
 from hyperplan.search.env import Action, SearchEnv
+from hyperplan.search.mcts import MCTSConfig
 from hyperplan.search.policies import HeuristicPolicy, Policy, _gumbel_top_k
 
 MAX_ITERATIONS_PER_ROLLOUT = 4
@@ -71,16 +72,13 @@ class _WorldModel:
 
     def init_state(self) -> BridgeState:
         s = self.s
-        t = perf_counter()
         s.env.reset()
-        s.t_env += perf_counter() - t
-        return BridgeState(s._snapshot(), ())
+        return BridgeState(s.env.snapshot(), ())
 
     def step(self, state: BridgeState, action: Action) -> tuple[BridgeState, dict[str, Any]]:
         s = self.s
-        s._restore(state.snapshot)
+        s.env.restore(state.snapshot)
         actions = (*state.actions, action)
-        t = perf_counter()
         try:
             s.env.step(action)
             done = (s.env.is_terminal() or len(actions) >= s.horizon
@@ -90,7 +88,6 @@ class _WorldModel:
         except Exception:  # a failed step ends the trajectory with the failed verdict
             s.failures += 1
             done, verdict, snapshot = True, FAILED, state.snapshot
-        s.t_env += perf_counter() - t
         if not done or verdict is None:
             return BridgeState(snapshot, actions), {}
         s.record(actions, verdict)
@@ -107,15 +104,15 @@ class _SearchConfig:
 
     def get_actions(self, state: BridgeState) -> list[Action]:
         s = self.s
-        s._restore(state.snapshot)
+        s.env.restore(state.snapshot)
         decisions = s._decisions()
         if not decisions:
             return []
         proposed = s._propose(decisions, s.config.branching)
-        t = perf_counter()
+        t = perf_counter()  # the hints are the heuristic policy's scores: policy time
         for action in proposed:
-            self.hints[(id(state), action.key)] = s.env.hint(action)
-        s.t_policy += perf_counter() - t
+            self.hints[(id(state), action.key)] = s.raw_env.hint(action)
+        s.policy.seconds += perf_counter() - t
         return proposed
 
     def fast_reward(self, state: BridgeState, action: Action) -> tuple[float, dict[str, Any]]:
@@ -160,8 +157,8 @@ class ReasonersMCTS(SearchBase):
     def _simulate_choice(self, fast_rewards: Sequence[float]) -> int:
         """The heuristic policy's rollout rule over llm-reasoners' children (their hints)."""
         t = perf_counter()
-        choice = rollout_index(self.policy, list(fast_rewards), self.rng)
-        self.t_policy += perf_counter() - t
+        choice = rollout_index(self.raw_policy, list(fast_rewards), self.rng)
+        self.policy.seconds += perf_counter() - t
         return choice
 
 
@@ -189,9 +186,9 @@ def compare(tasks: Sequence[SearchEnv], config: MCTSConfig, *, seed: int = 0,
     """``methods`` (ours) and llm-reasoners' MCTS on the same tasks, policy and budget; the
     JSON object of ``hyperplan eval mcts`` with ``reasoners_mcts`` added and the paired
     differences of each of ours against it."""
+    from hyperplan.eval.treesearch.runner import METHOD_FUNCS, MethodRuns, paired_diff
+    from hyperplan.eval.treesearch.runner import task_seed as run_seed
     from hyperplan.search.policies import make_policy
-    from hyperplan.search.runner import METHOD_FUNCS, MethodRuns, paired_diff
-    from hyperplan.search.runner import task_seed as run_seed
 
     reasoners_module()
     started = perf_counter()

@@ -1,8 +1,8 @@
 """The travel-planning environment (:class:`TravelEnv`) of the DeepPlanning-style travel suite.
 
 The task data model and verifier (task, constraints and scores) live in
-:mod:`hyperplan.search.suites.travel_task`, the seeded generator in
-:mod:`hyperplan.search.suites.travel_generator`; this module re-exports their public names.
+:mod:`hyperplan.eval.treesearch.suites.travel_task`, the seeded generator in
+:mod:`hyperplan.eval.treesearch.suites.travel_generator`; this module re-exports their public names.
 
 Actions: info ``("query", category)`` for ``transport``, ``hotels``, ``attractions`` and
 ``restaurants`` lists the category (transport: full timetable and prices; hotels: name, stars,
@@ -32,17 +32,18 @@ from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from hyperplan.search.env import Action, ActionKind, Objective, Verdict
-from hyperplan.search.suites.base import StateEnv, decision_id
+from hyperplan.eval.treesearch.suites.base import StateEnv, decision_id
 
 # the ``name as name`` imports re-export names this module defined before the split
-from hyperplan.search.suites.travel_generator import AMENITIES as AMENITIES
-from hyperplan.search.suites.travel_generator import ATTR_WORDS as ATTR_WORDS
-from hyperplan.search.suites.travel_generator import CITIES as CITIES
-from hyperplan.search.suites.travel_generator import CUISINES as CUISINES
-from hyperplan.search.suites.travel_generator import PREFIXES as PREFIXES
-from hyperplan.search.suites.travel_generator import generate_travel_task as generate_travel_task
-from hyperplan.search.suites.travel_task import (
+from hyperplan.eval.treesearch.suites.travel_generator import AMENITIES as AMENITIES
+from hyperplan.eval.treesearch.suites.travel_generator import ATTR_WORDS as ATTR_WORDS
+from hyperplan.eval.treesearch.suites.travel_generator import CITIES as CITIES
+from hyperplan.eval.treesearch.suites.travel_generator import CUISINES as CUISINES
+from hyperplan.eval.treesearch.suites.travel_generator import PREFIXES as PREFIXES
+from hyperplan.eval.treesearch.suites.travel_generator import (
+    generate_travel_task as generate_travel_task,
+)
+from hyperplan.eval.treesearch.suites.travel_task import (
     MEALS,
     Attraction,
     Hotel,
@@ -54,11 +55,12 @@ from hyperplan.search.suites.travel_task import (
     _visit,
     evaluate,
 )
-from hyperplan.search.suites.travel_task import SLOTS as SLOTS
-from hyperplan.search.suites.travel_task import WEEKDAYS as WEEKDAYS
-from hyperplan.search.suites.travel_task import Preference as Preference
-from hyperplan.search.suites.travel_task import Transport as Transport
-from hyperplan.search.suites.travel_task import hhmm as hhmm
+from hyperplan.eval.treesearch.suites.travel_task import SLOTS as SLOTS
+from hyperplan.eval.treesearch.suites.travel_task import WEEKDAYS as WEEKDAYS
+from hyperplan.eval.treesearch.suites.travel_task import Preference as Preference
+from hyperplan.eval.treesearch.suites.travel_task import Transport as Transport
+from hyperplan.eval.treesearch.suites.travel_task import hhmm as hhmm
+from hyperplan.search.env import Action, ActionKind, Objective, Verdict
 
 VIEW_ALLOWANCE_PER_DAY = 4  # horizon room for detail views (one per day slot)
 

@@ -1,4 +1,4 @@
-"""Search suites with verifiers, modelled on DeepPlanning (seed 003, issue 5 item 4).
+"""Search suites with verifiers, modelled on DeepPlanning (HyperMCTS paper, Benchmarks).
 
 * :mod:`.shopping` -- generated shopping tasks (items with attribute requirements, near-miss
   decoys, coupons, one coupled budget);
@@ -15,9 +15,9 @@ environment also offers ``spec()`` (a JSON-serialisable task description) and
 from __future__ import annotations
 
 from hyperplan.errors import HyperplanError
+from hyperplan.eval.treesearch.suites.shopping import ShoppingEnv, generate_shopping_task
+from hyperplan.eval.treesearch.suites.travel import TravelEnv, generate_travel_task
 from hyperplan.search.env import SearchEnv
-from hyperplan.search.suites.shopping import ShoppingEnv, generate_shopping_task
-from hyperplan.search.suites.travel import TravelEnv, generate_travel_task
 
 SUITES = ("shopping", "travel")
 LEVELS = (1, 2, 3)

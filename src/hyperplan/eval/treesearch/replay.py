@@ -1,5 +1,6 @@
 """Record a search's environment and policy calls, then replay them: the search's own cost in
-isolation (issue 5's bookkeeping, "excluding policy and environment time").
+isolation (the bookkeeping target of docs/benchmarks.md, "excluding policy and environment
+time").
 
 ``bookkeeping = total - policy - env`` subtracts the time spent *inside* environment and
 policy calls, but the search code between them still runs after that work has evicted it from
@@ -12,7 +13,7 @@ call. A search is deterministic given those answers (the policies are the only u
 search's rng), so the replayed run takes exactly the recorded decisions -- checked call by call
 (a replay that asks for another method than the log holds raises :class:`ReplayError`) and by
 the caller on the result. Its ``us_per_iter`` is the search's own work with warm caches; the
-in-situ figure stays the headline (:mod:`hyperplan.search.bench`).
+in-situ figure stays the headline (:mod:`hyperplan.eval.treesearch.bench`).
 """
 
 from __future__ import annotations

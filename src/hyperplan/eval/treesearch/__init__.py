@@ -1,0 +1,23 @@
+"""Tree-search benchmarks (the commands ``hyperplan eval mcts*``): the generated and
+DeepPlanning suites (:mod:`~hyperplan.eval.treesearch.suites`), the toy environment, the
+benchmark runner and sweeps, the bookkeeping bench with its record/replay isolation, and the
+side-by-side bridge to llm-reasoners' MCTS. The algorithm they measure is
+:mod:`hyperplan.search`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hyperplan._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from hyperplan.eval.treesearch.bench import bench_bookkeeping
+    from hyperplan.eval.treesearch.runner import evaluate, load_tasks, sweep
+    from hyperplan.eval.treesearch.toy import ToyShopEnv
+
+_EXPORTS = {
+    "ToyShopEnv": "toy", "bench_bookkeeping": "bench", "evaluate": "runner",
+    "load_tasks": "runner", "sweep": "runner",
+}
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__all__ = ["ToyShopEnv", "bench_bookkeeping", "evaluate", "load_tasks", "sweep"]

@@ -1,0 +1,199 @@
+"""Where a search's time goes: the environment and the policy wrapped so that each adds up the
+duration of the calls into it, leaving the algorithm free of timing code.
+
+A search (:class:`~hyperplan.search.common.SearchBase`) runs on a :class:`TimedEnv` and a
+:class:`TimedPolicy` over the caller's environment and policy. Environment time is every call
+into the environment the search makes (a few compound calls of the hot loops are timed as one,
+so that the clock is read less often); policy time is every proposal and rollout choice,
+including the policy's own :meth:`~hyperplan.search.env.SearchEnv.hint` calls (a
+:class:`TimedPolicy` hands the policy the unwrapped environment, so those count once, as
+policy time). Bookkeeping is the rest: ``total - policy - env``
+(:class:`~hyperplan.search.common.Timing`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Hashable, Sequence
+from time import perf_counter
+from typing import Any
+
+from hyperplan.search.env import Action, Objective, SearchEnv, Verdict
+from hyperplan.search.policies import Policy
+from hyperplan.search.tree import Child, child
+
+
+class TimedEnv:
+    """A :class:`~hyperplan.search.env.SearchEnv` whose ``seconds`` add up the duration of its
+    calls into ``raw``, a raising call included (the attributes ``query``, ``objectives`` and
+    ``horizon`` are read through, untimed)."""
+
+    __slots__ = ("raw", "seconds")
+
+    def __init__(self, raw: SearchEnv) -> None:
+        self.raw = raw
+        self.seconds = 0.0
+
+    @property
+    def query(self) -> str:
+        return self.raw.query
+
+    @property
+    def objectives(self) -> Sequence[Objective]:
+        return self.raw.objectives
+
+    @property
+    def horizon(self) -> int:
+        return self.raw.horizon
+
+    def reset(self) -> None:
+        t = perf_counter()
+        try:
+            self.raw.reset()
+        finally:
+            self.seconds += perf_counter() - t
+
+    def snapshot(self) -> Any:
+        t = perf_counter()
+        try:
+            return self.raw.snapshot()
+        finally:
+            self.seconds += perf_counter() - t
+
+    def restore(self, snapshot: Any) -> None:
+        t = perf_counter()
+        try:
+            self.raw.restore(snapshot)
+        finally:
+            self.seconds += perf_counter() - t
+
+    def decisions(self) -> Sequence[Action]:
+        t = perf_counter()
+        try:
+            return self.raw.decisions()
+        finally:
+            self.seconds += perf_counter() - t
+
+    def step(self, action: Action) -> str:
+        t = perf_counter()
+        try:
+            return self.raw.step(action)
+        finally:
+            self.seconds += perf_counter() - t
+
+    def is_terminal(self) -> bool:
+        t = perf_counter()
+        try:
+            return self.raw.is_terminal()
+        finally:
+            self.seconds += perf_counter() - t
+
+    def identity(self, action: Action) -> Hashable:
+        t = perf_counter()
+        try:
+            return self.raw.identity(action)
+        finally:
+            self.seconds += perf_counter() - t
+
+    def recorded(self, action: Action) -> bool:
+        t = perf_counter()
+        try:
+            return self.raw.recorded(action)
+        finally:
+            self.seconds += perf_counter() - t
+
+    def verify(self) -> Verdict:
+        t = perf_counter()
+        try:
+            return self.raw.verify()
+        finally:
+            self.seconds += perf_counter() - t
+
+    def hint(self, action: Action) -> float:
+        t = perf_counter()
+        try:
+            return self.raw.hint(action)
+        finally:
+            self.seconds += perf_counter() - t
+
+    def describe(self) -> str:
+        t = perf_counter()
+        try:
+            return self.raw.describe()
+        finally:
+            self.seconds += perf_counter() - t
+
+    # -- the search's compound calls, each timed once (fewer clock reads in the hot loops) --
+    def valid_decisions(self) -> Sequence[Action]:
+        """A_dec(h) at the current history, empty when h is terminal."""
+        t = perf_counter()
+        try:
+            raw = self.raw
+            return () if raw.is_terminal() else raw.decisions()
+        finally:
+            self.seconds += perf_counter() - t
+
+    def take(self, action: Action, recorded: list[Hashable]) -> None:
+        """Step with ``action``; first, when it is a recorded decision, append its identity
+        phi(a, h) to ``recorded`` (C(tau) keeps it even when the step raises)."""
+        t = perf_counter()
+        try:
+            raw = self.raw
+            if raw.recorded(action):
+                recorded.append(raw.identity(action))
+            raw.step(action)
+        finally:
+            self.seconds += perf_counter() - t
+
+    def recorded_ids(self, actions: Sequence[Action]) -> list[Hashable | None]:
+        """phi(a, h) of each recorded decision of ``actions``, None for the others."""
+        t = perf_counter()
+        try:
+            raw = self.raw
+            return [raw.identity(a) if raw.recorded(a) else None for a in actions]
+        finally:
+            self.seconds += perf_counter() - t
+
+    def children(self, actions: Sequence[Action]) -> list[Child]:
+        """The :class:`~hyperplan.search.tree.Child` of each action (an expansion's children)."""
+        t = perf_counter()
+        try:
+            raw = self.raw
+            return [child(Child, (a, raw.identity(a), raw.recorded(a))) for a in actions]
+        finally:
+            self.seconds += perf_counter() - t
+
+
+def unwrapped(env: SearchEnv) -> SearchEnv:
+    """The environment under a :class:`TimedEnv`, or ``env`` itself."""
+    return env.raw if isinstance(env, TimedEnv) else env
+
+
+class TimedPolicy:
+    """A :class:`~hyperplan.search.policies.Policy` whose ``seconds`` add up the duration of
+    its calls into ``raw``; ``raw`` sees the unwrapped environment (module doc)."""
+
+    __slots__ = ("name", "raw", "seconds")
+
+    def __init__(self, raw: Policy) -> None:
+        self.raw = raw
+        self.name = raw.name
+        self.seconds = 0.0
+
+    def propose(
+        self, env: SearchEnv, decisions: Sequence[Action], k: int, rng: random.Random
+    ) -> list[Action]:
+        t = perf_counter()
+        try:
+            return self.raw.propose(unwrapped(env), decisions, k, rng)
+        finally:
+            self.seconds += perf_counter() - t
+
+    def rollout(
+        self, env: SearchEnv, decisions: Sequence[Action], rng: random.Random
+    ) -> Action:
+        t = perf_counter()
+        try:
+            return self.raw.rollout(unwrapped(env), decisions, rng)
+        finally:
+            self.seconds += perf_counter() - t
