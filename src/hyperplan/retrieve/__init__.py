@@ -1,4 +1,4 @@
-"""Task-level retrieval (seed 000, Task-Level Planning): task interpretation d_t = (d_op, d_sch),
+"""Task-level retrieval (HyperAgent, Task-Level Planning): task interpretation d_t = (d_op, d_sch),
 Tool Context Graph extraction (Eq. 1-2, Definition 2), its prompt serialisation, and the
 baselines it is compared with."""
 

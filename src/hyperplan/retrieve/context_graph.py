@@ -1,4 +1,4 @@
-"""Tool Context Graph extraction (seed 000, Task-Level Planning: "Seed Hyperedge Anchoring",
+"""Tool Context Graph extraction (HyperAgent, Task-Level Planning: "Seed Hyperedge Anchoring",
 "Seed Node Anchoring", "Context Graph Extraction", Eq. 1-2, Definition 2).
 
 :class:`GraphIndex` embeds every tool ("name words: description") and schema node once;
@@ -52,8 +52,9 @@ import importlib
 from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from functools import cached_property, lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -71,6 +72,7 @@ __all__ = [
     "GraphIndex",
     "QueryVectors",
     "RetrievedTool",
+    "Why",
     "embed_interpretation",
     "extract_context_graph",
     "extract_with_vectors",
@@ -86,43 +88,35 @@ Scores = npt.NDArray[np.float64]
 
 @dataclass(frozen=True)
 class ContextGraphConfig:
-    """Knobs of the extraction. Defaults were chosen by a random search on the AppWorld *dev*
-    split (every 5th train task, 18 tasks) with MiniLM embeddings and budget 20, maximising
-    the fraction of tasks whose gold tools are all retrieved, then recall.
+    """Settings of the extraction (HyperAgent, "Context Graph Extraction", Eq. 1-2); how the
+    defaults were chosen: docs/benchmarks.md, "Configuration history".
 
-    k_e / theta_e: seed hyperedges, top-k_e tools per operation phrase, for the joined d_op
-    and by q, with similarity >= theta_e (Eq. 1). k_v / theta_v: seed nodes, top-k_v
-    input-side and top-k_v output-side nodes per schema phrase with cos >= theta_v.
-    k_aug: producer/consumer candidates kept per seed node. k_back: producers kept per frontier
-    node by s_back (Eq. 2). hops: backward hops (1 was best on dev; 2-3 added distractors).
-    budget: at most this many tools (None: every candidate). hop_decay: gamma above. node_mix:
-    weight a of the schema-node similarity in q. frontier_required_only: expand only required
-    inputs and preconditions (True) or every input. min_link_weight: lighter links are not
-    followed. namespace_prior: factor pi on q(e) for tools outside the namespaces the request
-    names (1: off). lexical_mix / lexical_power: weight m and power p of the name match in the
-    budget priority (m = 0: off). The last three were set on the same dev split (complete at
-    budgets 10-30, all dev tasks): pi in [0.6, 0.8] and m in [0.4, 0.6] with p = 3 scored alike.
-    seed_rank_decay: the j-th best seed of an operation phrase (j = 0, 1, ...) is offered
-    q(e) * decay^j, so the phrases of a request share the budget instead of one phrase's many
-    near-duplicates crowding out another's (1: off). share_power: exponent of the share in the
-    prerequisite bound (0: the best producer of a kept tool's input gets prio * w whatever the
-    number of alternatives). These two were chosen on the dev splits (every 5th task) of
-    AppWorld, StableToolBench G1 and NesTools together (mean ``complete`` at budget 20):
-    share_power 0 was best on AppWorld dev alone but cost NesTools dev 9 points.
-    question_write_factor: our design beyond the paper (a refinement of the relevance q that
-    stands in for Eq. 1's cosine): factor on q(e) of every write tool (effect ``<tool>.done``)
-    when the interpretation marks the request as a pure information question (1: off). Chosen
-    on the same three dev splits: 0.4-0.8 leave ``complete`` at budget 20 unchanged on all
-    three and raise AppWorld dev ``complete`` at budget 10 from 0.556 to 0.611 (0.8) / 0.667
-    (0.6, 0.4); 0.6 is the milder of the two best. Login tools are write tools too, but they
-    enter through the prerequisite bound, which does not depend on their own q.
-    request_row: also compare every tool with the whole request as it was written (a row of
-    d_op in Eq. 1, when the query vectors carry it), so that the rule-based interpretation's
-    phrasing cannot lose a tool the request itself describes. fill: when the candidates are
-    fewer than the budget, fill the remaining places with the other tools by priority
-    (reason ``similar``): a budget is the number of tools the host can take, not a cut-off.
-    Both are off here (the paper's extraction) and on in ``hyperplan.select``'s selection
-    (docs/benchmarks.md, "Request row and fill").
+    * ``k_e`` / ``theta_e``: seed hyperedges, top-k_e tools per operation phrase with cosine
+      at least theta_e (Eq. 1).
+    * ``k_v`` / ``theta_v``: seed nodes, top-k_v input-side and output-side nodes per schema
+      phrase with cosine at least theta_v.
+    * ``k_aug``: producer / consumer candidates kept per seed node.
+    * ``k_back``: producers kept per frontier node by s_back (Eq. 2).
+    * ``hops``: backward hops.
+    * ``budget``: at most this many tools (None: every candidate).
+    * ``hop_decay``: gamma, the factor on a candidate's score per hop.
+    * ``node_mix``: weight a of the schema-node similarity in the relevance q.
+    * ``frontier_required_only``: expand only required inputs and preconditions (else all).
+    * ``min_link_weight``: lighter links are not followed.
+    * ``namespace_prior``: factor pi on q(e) for tools outside the namespaces the request
+      names (1: off).
+    * ``lexical_mix`` / ``lexical_power``: weight m and power p of the name match in the
+      budget priority (m = 0: off).
+    * ``seed_rank_decay``: the j-th seed of an operation phrase is offered q(e) * decay^j, so
+      a request's phrases share the budget (1: off).
+    * ``share_power``: exponent of the producer's share in the prerequisite bound.
+    * ``question_write_factor``: factor on q(e) of write tools when the request is a pure
+      information question (1: off; our refinement of q, not the paper's).
+    * ``request_row``: the whole request as written is one more row of d_op (Eq. 1).
+    * ``fill``: places the candidates leave are filled by priority (reason ``similar``).
+
+    ``request_row`` and ``fill`` are off here (the paper's extraction, as ``eval retrieval``
+    measures it) and on in ``hyperplan.select``'s selection.
     """
 
     k_e: int = 6
@@ -277,17 +271,34 @@ def embed_interpretation(interp: TaskInterpretation, embedder: Embedder,
     return QueryVectors(vecs[: len(ops)], vecs[len(ops):n], vecs[n:] if whole else None)
 
 
+class Why(StrEnum):
+    """Why a tool is in the context graph (its values are what JSON output shows)."""
+
+    SEED = "seed"  # a seed hyperedge (Eq. 1)
+    PRODUCER_OF = "producer-of"  # produces a seed node (named in ``via``)
+    CONSUMER_OF = "consumer-of"  # consumes a seed node (named in ``via``)
+    BACKWARD = "backward"  # a producer found by the backward search (Eq. 2), hop ``hop``
+    PREREQUISITE = "prerequisite"  # of the kept tool named in ``via``, raised by the bound
+    SIMILAR = "similar"  # a place of the budget the candidates left, filled by priority
+
+
+class _Reason(NamedTuple):
+    """Why a candidate was offered: ``via`` is a node id, or a tool id for a prerequisite."""
+
+    why: Why
+    hop: int
+    via: int
+
+
 @dataclass(frozen=True)
 class RetrievedTool:
-    """A tool of the context graph: ``reason`` is ``seed``, ``producer-of`` / ``consumer-of``
-    (a seed node, named in ``via``), ``backward`` (hop ``hop``, frontier node in ``via``),
-    ``prerequisite`` (of the tool named in ``via``, when the budget raised its rank) or
-    ``similar`` (a place of the budget the candidates left, filled by priority alone)."""
+    """A tool of the context graph, with why it is there (:class:`Why`): ``via`` names the
+    seed node, the frontier node of hop ``hop`` or the tool it is a prerequisite of."""
 
     tool: int
     name: str
     score: float
-    reason: str
+    reason: Why
     hop: int = 0
     via: str = ""
 
@@ -423,11 +434,11 @@ class _State:
             words = " ".join([*interp.operations, *interp.schemas])
             self.lexical = index.name_match(words) ** config.lexical_power
         self.rel: dict[int, float] = {}
-        self.why: dict[int, tuple[str, int, int]] = {}  # tool -> (reason, hop, node or tool)
+        self.why: dict[int, _Reason] = {}
         # input node -> (best producer, link weight, share of s_back among the kept producers)
         self.best_producer: dict[int, tuple[int, float, float]] = {}
 
-    def _offer(self, tool: int, score: float, reason: tuple[str, int, int]) -> None:
+    def _offer(self, tool: int, score: float, reason: _Reason) -> None:
         if score > self.rel.get(tool, -np.inf):
             self.rel[tool] = score
             self.why[tool] = reason
@@ -438,15 +449,15 @@ class _State:
         decay = self.cfg.seed_rank_decay
         for col in self.op_phrase.T:
             for rank, e in enumerate(_top(col, self.cfg.k_e, self.cfg.theta_e).tolist()):
-                self._offer(e, float(self.relevance[e]) * decay ** rank, ("seed", 0, -1))
+                self._offer(e, float(self.relevance[e]) * decay ** rank, _Reason(Why.SEED, 0, -1))
         if self.relevance is not self.op_sim:
             for rank, e in enumerate(_top(self.relevance, self.cfg.k_e, self.cfg.theta_e).tolist()):
-                self._offer(e, float(self.relevance[e]) * decay ** rank, ("seed", 0, -1))
+                self._offer(e, float(self.relevance[e]) * decay ** rank, _Reason(Why.SEED, 0, -1))
         if self.request_sim is not None:
             sim = self.request_sim
             for rank, e in enumerate(_top(sim, self.cfg.k_e, self.cfg.theta_e).tolist()):
                 score = max(float(self.relevance[e]), float(sim[e]))
-                self._offer(e, score * decay ** rank, ("seed", 0, -1))
+                self._offer(e, score * decay ** rank, _Reason(Why.SEED, 0, -1))
 
     def anchor_nodes(self) -> list[tuple[int, float]]:
         """Seed node anchoring: per phrase of d_sch, top-k_v input-side and top-k_v
@@ -467,9 +478,9 @@ class _State:
         for v, _ in seeds:
             cands = index.incident_tool[index.incident_ptr[v]:index.incident_ptr[v + 1]]
             cands = cands[np.lexsort((cands, -self.op_sim[cands]))][: self.cfg.k_aug]
-            kind = "consumer-of" if v < index.n_input_nodes else "producer-of"
+            kind = Why.CONSUMER_OF if v < index.n_input_nodes else Why.PRODUCER_OF
             for e in cands.tolist():
-                self._offer(e, float(self.relevance[e]), (kind, 0, v))
+                self._offer(e, float(self.relevance[e]), _Reason(kind, 0, v))
 
     def _inputs(self, tool: int) -> IntArray:
         inputs = (self.index.inputs_required[tool] if self.cfg.frontier_required_only
@@ -522,7 +533,7 @@ class _State:
                 self.best_producer.setdefault(r, (e, float(w[k]), share))
             if e not in self.rel:
                 added.append(e)
-            self._offer(e, decay * float(s_back[k]), ("backward", hop, r))
+            self._offer(e, decay * float(s_back[k]), _Reason(Why.BACKWARD, hop, r))
         return added
 
     def select(self) -> list[RetrievedTool]:
@@ -542,7 +553,7 @@ class _State:
                 continue
             chosen[e] = True
             reason, hop, via = why[e]
-            label = names[via] if reason == "prerequisite" else self._node_label(via)
+            label = names[via] if reason is Why.PREREQUISITE else self._node_label(via)
             kept.append(RetrievedTool(e, names[e], round(-neg, 6), reason, hop, label))
             for r in self._inputs_to_supply(e):
                 p, w, share = self.best_producer.get(r, (-1, 0.0, 0.0))
@@ -551,7 +562,7 @@ class _State:
                 bound = -neg * w * share ** self.cfg.share_power
                 if bound > prio[p]:
                     prio[p] = bound
-                    why[p] = ("prerequisite", why[p][1], e)
+                    why[p] = _Reason(Why.PREREQUISITE, why[p].hop, e)
                     heapq.heappush(heap, (-bound, p))
         if self.cfg.fill and len(kept) < budget:
             kept.extend(self._fill(chosen, budget - len(kept)))
@@ -564,7 +575,7 @@ class _State:
         prio = (1 - m) * self.relevance + m * self.lexical
         prio = np.where(chosen | self._redundant(), -np.inf, prio)
         names = self.index.tool_names
-        return [RetrievedTool(e, names[e], round(float(prio[e]), 6), "similar")
+        return [RetrievedTool(e, names[e], round(float(prio[e]), 6), Why.SIMILAR)
                 for e in _top(prio, places, -np.finfo(np.float64).max).tolist()]
 
     def _redundant(self) -> npt.NDArray[np.bool_]:

@@ -1,4 +1,4 @@
-"""Task interpretation d_t = (d_op, d_sch) of a raw request (seed 000, Task-Level Planning,
+"""Task interpretation d_t = (d_op, d_sch) of a raw request (HyperAgent, Task-Level Planning,
 "Task Interpretation").
 
 The paper prompts an LLM for the structured interpretation; :func:`interpret_request` is a

@@ -1,4 +1,4 @@
-"""Serialise a Tool Context Graph for a planner prompt, and count its tokens (seed 000,
+"""Serialise a Tool Context Graph for a planner prompt, and count its tokens (HyperAgent,
 Task-Level Planning, "Task Decomposition": each hyperedge by its API name and description,
 each schema node by its tool, name and description, dependency links as directed
 producer-output -> consumer-input links).

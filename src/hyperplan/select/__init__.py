@@ -1,4 +1,4 @@
-"""LLM-free, dependency-aware tool pre-selection for any agent (seed 000: the Tool Context
+"""LLM-free, dependency-aware tool pre-selection for any agent (HyperAgent: the Tool Context
 Graph of "Task-Level Planning" and Deficit-Oriented Expansion of "Tool-Level Planning",
 conditioned on the agent state of Definition 4).
 

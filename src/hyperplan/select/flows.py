@@ -1,6 +1,6 @@
 """Observed data flows: a value one call returned that a later call received as an argument
 (the evidence :func:`~hyperplan.graph.overrides.strengthen_from_traces` turns into stronger
-links, seed 000's dependency links D(v_o, v_i) learned from use).
+links, HyperAgent's dependency links D(v_o, v_i) learned from use).
 
 :class:`FlowRecorder` follows calls in order; :func:`flows_from_trace` replays the
 ``tool_call`` events of a ``hyperplan run --trace`` file through one, and :func:`read_flows` /

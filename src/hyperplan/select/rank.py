@@ -1,5 +1,5 @@
 """One selection: the state-conditioned Tool Context Graph, the chains DOE proposes for its
-anchored tools, and the two merged into one ranked list (seed 000: "Context Graph
+anchored tools, and the two merged into one ranked list (HyperAgent: "Context Graph
 Extraction", Eq. 1-2 and Definition 2; "Deficit-Oriented Expansion", Definitions 4-6).
 
 The context graph ranks the tools a request anchors and their one-hop producers. DOE then
@@ -80,10 +80,7 @@ class ChainPlacement(StrEnum):
     * ``before_anchor``: before each anchored tool that has a chain (the module doc's merge),
       so a cut at any budget keeps whole chains for the best anchors.
 
-    ``fill`` was chosen on the dev splits of ``hyperplan eval preselect``: ``before_anchor``
-    lost ``complete`` at K=20 on AppWorld, NesTools and Seal-Tools dev (0.833 / 0.775 / 0.786
-    against 0.889 / 0.892 / 0.864), tied on NESTFUL, StableToolBench and τ², and lost the
-    next-gold-tool replay at K=10 on NesTools and Seal-Tools dev (docs/benchmarks.md).
+    How the default was chosen: docs/benchmarks.md, "Configuration history".
     """
 
     FILL = "fill"

@@ -1,5 +1,5 @@
 """The selector: a catalog's hypergraph and retrieval index, built once, answering
-:meth:`Selector.select` with no LLM anywhere on the path (seed 000, "Task-Level Planning"
+:meth:`Selector.select` with no LLM anywhere on the path (HyperAgent, "Task-Level Planning"
 and "Tool-Level Planning", used as a pre-selection layer in front of any agent).
 
 A selection reads the request with the deterministic interpretation

@@ -1,4 +1,4 @@
-"""A state-conditioned selection session (seed 000, Definition 4: the agent state
+"""A state-conditioned selection session (HyperAgent, Definition 4: the agent state
 S = (C, R, I) of calls made, results and information held).
 
 After each tool result the session records what is now held: the result's values on the
