@@ -170,10 +170,17 @@ class GraphIndex:
     (graph, embedder). Texts are deduplicated before embedding; with a
     :class:`~hyperplan.embed.CachedEmbedder` a rebuild reads every vector from the cache."""
 
-    def __init__(self, graph: Hypergraph, embedder: Embedder) -> None:
+    def __init__(self, graph: Hypergraph, embedder: Embedder,
+                 vectors: FloatMatrix | None = None) -> None:
+        """``vectors``: the normalised embeddings of :func:`index_texts` when they were
+        computed before (a warm start), else they are computed here."""
         self.graph = graph
         self.embedder_name = embedder.name
-        vectors = _embed_unique(embedder, index_texts(graph))
+        if vectors is None:
+            vectors = _embed_unique(embedder, index_texts(graph))
+        elif vectors.shape[0] != graph.n_tools + graph.n_nodes:
+            raise ValueError("index vectors do not match the graph")
+        self.vectors: FloatMatrix = vectors
         self.tool_vecs: FloatMatrix = vectors[: graph.n_tools]
         self.node_vecs: FloatMatrix = vectors[graph.n_tools:]
         self.n_input_nodes = graph.n_input_nodes

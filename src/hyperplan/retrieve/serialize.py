@@ -186,6 +186,17 @@ def tokenizer_name() -> str:
     return "cl100k_base" if _encoding() is not None else "approx-cl100k"
 
 
+def tokenizer_identity() -> str:
+    """A cheap name for what :func:`count_tokens` will count with (no encoding is loaded):
+    the offline cl100k file's path, size and modification time when tiktoken is installed,
+    else the approximation; a cache of counts keyed by it is never stale."""
+    path = cl100k_file()
+    if path is None or importlib.util.find_spec("tiktoken") is None:
+        return "approx-cl100k"
+    stat = path.stat()
+    return f"cl100k:{path}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
 def _approx_tokens(text: str) -> int:
     total = 0
     for piece in _APPROX.findall(text):

@@ -32,10 +32,11 @@ from hyperplan.retrieve.context_graph import (
     GraphIndex,
     embed_interpretation,
     extract_with_vectors,
+    index_texts,
 )
 from hyperplan.retrieve.interpret import interpret_request
-from hyperplan.retrieve.serialize import count_tokens
-from hyperplan.select import rank
+from hyperplan.retrieve.serialize import count_tokens, tokenizer_identity
+from hyperplan.select import derived, rank
 from hyperplan.select.model import SelectedTool, Selection
 
 if TYPE_CHECKING:
@@ -105,22 +106,40 @@ class Selector:
         if not kept:
             return 0
         self.graph = strengthen_from_traces(self.graph, kept, rate=rate)
-        for derived in ("index", "free_inputs"):  # built from the links: rebuilt on use
-            self.__dict__.pop(derived, None)
+        for cached in ("index", "free_inputs"):  # built from the links: rebuilt on use
+            self.__dict__.pop(cached, None)
         if persist and self.entry is not None and self.entry.is_dir():
             write_flows(self.entry / FLOWS_FILE, kept)
         return len(kept)
 
     @cached_property
     def index(self) -> GraphIndex:
-        """Tool and node embeddings (built on first use: one embedder call per text)."""
-        return GraphIndex(self.graph, self.embedder)
+        """Tool and node embeddings (built on first use: one embedder call per text), read
+        from the cache entry when they were stored there (:mod:`hyperplan.select.derived`)."""
+        if self.entry is None:
+            return GraphIndex(self.graph, self.embedder)
+        texts = index_texts(self.graph)
+        digest = derived.texts_digest(texts)
+        name = self.embedder.name
+        stored = derived.read_vectors(self.entry, name, digest, len(texts))
+        index = GraphIndex(self.graph, self.embedder, stored)
+        if stored is None:
+            derived.write_vectors(self.entry, name, digest, index.vectors)
+        return index
 
     @cached_property
     def tool_tokens(self) -> np.ndarray:
-        """Definition tokens of every tool, in graph order."""
-        return np.asarray([count_tokens(json.dumps(definition(t), ensure_ascii=False))
-                           for t in self.catalog.tools], dtype=np.int64)
+        """Definition tokens of every tool, in graph order (kept in the cache entry)."""
+        tokenizer = tokenizer_identity()
+        n = len(self.catalog.tools)
+        stored = derived.read_tokens(self.entry, tokenizer, n) if self.entry else None
+        if stored is not None:
+            return stored
+        tokens = np.asarray([count_tokens(json.dumps(definition(t), ensure_ascii=False))
+                             for t in self.catalog.tools], dtype=np.int64)
+        if self.entry is not None:
+            derived.write_tokens(self.entry, tokenizer, tokens)
+        return tokens
 
     @property
     def all_tokens(self) -> int:
