@@ -14,8 +14,9 @@ What is measured lives beside the other benchmarks
 as does :func:`~hyperplan.eval.isolated.run_isolated`, which runs either in a fresh process;
 this module parses the options and prints the tables.
 
-``bench faults`` is the fault-injection benchmark of issue 22: a catalogue of misbehaving
-servers, tools, files and stores run end to end through the command line (:mod:`hyperplan.faults`).
+``bench faults`` is the fault-injection benchmark (docs/benchmarks.md, "Runtime trust under
+faults"): a catalogue of misbehaving servers, tools, files and stores run end to end through the
+command line (:mod:`hyperplan.faults`).
 """
 
 from __future__ import annotations
@@ -249,7 +250,7 @@ def faults_cmd(
                               "files (default: a temporary directory, removed)"),
     as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
 ) -> None:
-    """Fault injection (issue 22): misbehaving servers, tools, files and stores, end to end.
+    """Fault injection: misbehaving servers, tools, files and stores, end to end.
 
     Each case is a `python -m hyperplan ...` subprocess with a hard wall-clock limit, run
     against servers and files the benchmark starts and writes itself; every case is counted
