@@ -14,8 +14,9 @@ import pytest
 from typer.testing import CliRunner
 
 from hyperplan.cli import app
-from hyperplan.cli.bench_cmds import measure_links, parse_sizes
+from hyperplan.cli.bench_cmds import parse_sizes
 from hyperplan.errors import GraphError
+from hyperplan.eval.link_scale import measure_links
 from hyperplan.eval.scale import degree_stats
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.effects import namespace

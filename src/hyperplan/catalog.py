@@ -77,7 +77,7 @@ def normalize_type(raw: Any) -> str:
 
 class ToolSpec(BaseModel):
     """One tool: hyperedge e with inputs I(e) from ``input_schema`` and outputs O(e) from
-    ``output_schema`` plus declared ``effects`` (seed 000, Preliminaries)."""
+    ``output_schema`` plus declared ``effects`` (HyperAgent paper, Preliminaries)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -1,4 +1,5 @@
-"""Secrets redacted **by value** wherever output goes (issue 22, item 2).
+"""Secrets redacted **by value** wherever output goes (fault item 2 of
+docs/benchmarks.md, "Runtime trust under faults").
 
 Redacting by key (``password``, ``token`` ...) misses a secret that comes back under another
 name: a server echoing the ``Authorization`` header in its body, a tool returning the password

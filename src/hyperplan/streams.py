@@ -1,4 +1,5 @@
-"""Per-thread capture of ``sys.stdout`` / ``sys.stderr`` (issue 22, item 6).
+"""Per-thread capture of ``sys.stdout`` / ``sys.stderr`` (fault item 6 of
+docs/benchmarks.md, "Runtime trust under faults").
 
 A Python tool runs inside the hyperplan process, and what it prints would land in the
 command's own output: one ``print`` in a tool breaks ``hyperplan run --json``. Swapping

@@ -1,5 +1,6 @@
-"""Baseline agents run under the same harness as HyperAgent (issue 6): same LLM, tool runtime,
-budgets, accounting and traces, so only the planning method differs.
+"""Baseline agents run under the same harness as HyperAgent (the HyperAgent paper, Experiments,
+"Baselines", Non-Fine-Tuning Methods): same LLM, tool runtime, budgets, accounting and traces,
+so only the planning method differs.
 
 * :func:`run_react` — ReAct with native function calling: every tool of the catalog (or the
   ``tools`` given) is offered; the model calls tools until it answers in text.

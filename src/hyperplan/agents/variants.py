@@ -1,4 +1,4 @@
-"""The paper's ablations of HyperAgent (seed 000, RQ3), run under the same harness.
+"""The ablations of the HyperAgent paper (Ablation Study, RQ3), run under the same harness.
 
 * Variant 1 — no context graph: the planner sees the retrieved tools as plain
   "name: description" lines, without schema nodes and dependency links

@@ -9,19 +9,20 @@ inputs got a link from a producer of their own app.
 directly as arrays, no link inference, up to millions of tools) and reports build time,
 memory, DOE latency and Tool Context Graph latency (:func:`~hyperplan.eval.scale.measure_scale`).
 
-``bench faults`` is the fault-injection benchmark of issue 22: a catalogue of misbehaving
-servers, tools, files and stores run end to end through the command line (:mod:`hyperplan.faults`).
+What is measured lives beside the other benchmarks
+(:func:`~hyperplan.eval.link_scale.measure_links`, :func:`~hyperplan.eval.scale.measure_scale`),
+as does :func:`~hyperplan.eval.isolated.run_isolated`, which runs either in a fresh process;
+this module parses the options and prints the tables.
+
+``bench faults`` is the fault-injection benchmark (docs/benchmarks.md, "Runtime trust under
+faults"): a catalogue of misbehaving servers, tools, files and stores run end to end through the
+command line (:mod:`hyperplan.faults`).
 """
 
 from __future__ import annotations
 
 import json
-import multiprocessing
-import resource
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager, suppress
-from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
@@ -30,19 +31,10 @@ from rich.table import Table
 
 from hyperplan.cli.common import console, embedder_from_option, out, stage_progress
 from hyperplan.cli.options import AsJson, Sizes, embedder_option, renamed_options
-from hyperplan.eval.scale import DEFAULT_DIM, measure_scale
-from hyperplan.graph.build import build_graph
-from hyperplan.synthetic import (
-    id_inputs_with_producer,
-    synthetic_catalog,
-    synthetic_expectations,
-)
+from hyperplan.eval.isolated import Measure, run_isolated
+from hyperplan.eval.scale import DEFAULT_DIM
 
 bench_app = typer.Typer(help="Scale benchmarks on synthetic catalogs.", no_args_is_help=True)
-
-Progress = Callable[[str, int, int], None]
-# measure(n_tools, seed, embedder, progress, **options) -> run description
-Measure = Callable[..., dict[str, Any]]
 
 # Above this many tools a model-backed embedder takes hours (MiniLM: ~100-500 texts/s).
 _SLOW_EMBEDDER_TOOLS = 5000
@@ -68,156 +60,8 @@ def parse_sizes(spec: str) -> list[int]:
     return sizes
 
 
-@contextmanager
-def _counting_candidates() -> Iterator[list[int]]:
-    """Count candidate pairs by wrapping link inference's private ``_candidate_pairs``
-    (instrumentation only; nothing is counted if that function goes away or changes)."""
-    from hyperplan.graph import links
-
-    namespace = vars(links)
-    original = namespace.get("_candidate_pairs")
-    counts: list[int] = []
-    if not callable(original):
-        yield counts
-        return
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        pairs = original(*args, **kwargs)
-        with suppress(TypeError, AttributeError, IndexError, KeyError):
-            counts.append(int(pairs[0].size))
-        return pairs
-
-    namespace["_candidate_pairs"] = counting
-    try:
-        yield counts
-    finally:
-        namespace["_candidate_pairs"] = original
-
-
-def measure_links(n_tools: int, seed: int = 0, embedder: str = "hashing",
-                  progress: Progress | None = None) -> dict[str, Any]:
-    """Build the graph of a synthetic catalog in this process and describe the run
-    (everything but ``peak_rss_mb``)."""
-    report = progress or (lambda stage, done, total: None)
-    report("catalog", 0, 1)
-    started = time.perf_counter()
-    catalog = synthetic_catalog(n_tools, seed)
-    catalog_seconds = time.perf_counter() - started
-    text_embedder = embedder_from_option(embedder)
-    report("structure", 0, 1)
-    with _counting_candidates() as counts:
-        started = time.perf_counter()
-        graph = build_graph(catalog, embedder=text_embedder, progress=report)
-        seconds = time.perf_counter() - started
-    report("checking id inputs", 0, 1)
-    expectations = synthetic_expectations(catalog)
-    satisfied = id_inputs_with_producer(graph, expectations)
-    run: dict[str, Any] = {"tools": graph.n_tools, "nodes": graph.n_nodes,
-                           "links": graph.n_links}
-    if counts:
-        run["candidate_pairs"] = sum(counts)
-    run["seconds"] = round(seconds, 3)
-    run["catalog_seconds"] = round(catalog_seconds, 3)
-    run["id_inputs"] = len(expectations)
-    run["id_inputs_with_producer"] = (
-        round(satisfied / len(expectations), 4) if expectations else None)
-    return run
-
-
-def _peak_rss_mb(who: int) -> float:
-    return round(resource.getrusage(who).ru_maxrss / 1024, 1)  # ru_maxrss is in KiB on Linux
-
-
-def _worker(conn: Connection, n_tools: int, seed: int, embedder: str,
-            max_memory_gb: float, measure: Measure = measure_links,
-            options: dict[str, Any] | None = None) -> None:
-    """Entry point of the spawned process: one size, results and progress over ``conn``."""
-
-    def send(*message: Any) -> None:
-        with suppress(OSError):  # the parent gave up (timeout) and closed its end
-            conn.send(message)
-
-    try:
-        if max_memory_gb > 0:
-            limit = int(max_memory_gb * 1024**3)
-            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-        def progress(stage: str, done: int, total: int) -> None:
-            send("progress", stage, done, total)
-
-        run = measure(n_tools, seed, embedder, progress, **(options or {}))
-        run["peak_rss_mb"] = _peak_rss_mb(resource.RUSAGE_SELF)
-        send("result", run)
-    except MemoryError:
-        limit_note = f" (address-space limit {max_memory_gb:g} GB)" if max_memory_gb > 0 else ""
-        send("error", f"MemoryError{limit_note}", _peak_rss_mb(resource.RUSAGE_SELF))
-    except Exception as exc:
-        send("error", f"{type(exc).__name__}: {exc}", _peak_rss_mb(resource.RUSAGE_SELF))
-    finally:
-        conn.close()
-
-
-def run_isolated(n_tools: int, seed: int, embedder: str, *, timeout: float = 0,
-                 max_memory_gb: float = 0, progress: Progress | None = None,
-                 measure: Measure = measure_links,
-                 options: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``measure(n_tools, seed, embedder, progress, **options)`` (default
-    :func:`measure_links`; a module-level function, as it is pickled by name) in a fresh
-    spawned process, plus its peak RSS. A failed run (exception, memory limit, timeout,
-    killed) gives ``{"tools", "error", "stage", ...}``."""
-    report = progress or (lambda stage, done, total: None)
-    ctx = multiprocessing.get_context("spawn")
-    receiver, sender = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_worker, args=(sender, n_tools, seed, embedder, max_memory_gb,
-                                             measure, options), daemon=True)
-    started = time.perf_counter()
-    children_peak = _peak_rss_mb(resource.RUSAGE_CHILDREN)
-    proc.start()
-    sender.close()  # the child holds the only writer: EOF once it exits
-    outcome: dict[str, Any] | None = None
-    stage = "starting"
-    try:
-        while outcome is None:
-            if timeout > 0 and time.perf_counter() - started > timeout:
-                outcome = {"tools": n_tools, "error": f"timeout after {timeout:g} s"}
-                break
-            if not receiver.poll(0.25):
-                continue
-            try:
-                message = receiver.recv()
-            except EOFError:
-                break
-            if message[0] == "progress":
-                stage = message[1]
-                report(*message[1:])
-            elif message[0] == "result":
-                outcome = message[1]
-            else:
-                outcome = {"tools": n_tools, "error": message[1], "peak_rss_mb": message[2]}
-    finally:
-        receiver.close()
-        if proc.is_alive() and (outcome is None or "error" in outcome):  # timeout, Ctrl-C
-            proc.terminate()
-        proc.join(30)
-        if proc.is_alive():
-            proc.kill()
-            proc.join()
-    if outcome is None:  # died without a word: killed (e.g. by the OOM killer) or crashed
-        code = proc.exitcode or 0
-        why = f"killed by signal {-code}" if code < 0 else f"exited with code {code}"
-        outcome = {"tools": n_tools, "error": f"worker {why}"}
-    if "error" in outcome:
-        outcome["stage"] = stage  # the last stage reported before the failure
-        outcome["seconds"] = round(time.perf_counter() - started, 3)
-        if "peak_rss_mb" not in outcome:  # the maximum over waited-for children so far:
-            peak = _peak_rss_mb(resource.RUSAGE_CHILDREN)  # only ours if it went up
-            if peak > children_peak:
-                outcome["peak_rss_mb"] = peak
-    return outcome
-
-
 def _run_sizes(sizes: list[int], seed: int, embedder: str, *, timeout: float,
-               max_memory_gb: float, quiet: bool, measure: Measure = measure_links,
+               max_memory_gb: float, quiet: bool, measure: Measure,
                options: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """:func:`run_isolated` for each size in turn, with a progress bar and a line per size
     unless ``quiet``."""
@@ -283,9 +127,12 @@ def links_cmd(
                       f" {max(counts):,} tools have ~{8 * max(counts):,} schema nodes. The "
                       "default --embedder hashing is the one meant for scale runs.",
                       highlight=False)
+    from hyperplan.eval.link_scale import measure_links
+
     started = time.perf_counter()
     runs = _run_sizes(counts, seed, embedder, timeout=timeout, max_memory_gb=max_memory_gb,
-                      quiet=as_json)
+                      quiet=as_json, measure=measure_links,
+                      options={"resolve_embedder": embedder_from_option})
     result = {"bench": "links", "embedder": embedder, "seed": seed, "runs": runs,
               "seconds": round(time.perf_counter() - started, 3)}
     if as_json:
@@ -363,6 +210,8 @@ def scale_cmd(
         raise typer.BadParameter("--grounded is a fraction in [0, 1]")
     if dim < 1 or terminals < 0 or requests < 0:
         raise typer.BadParameter("--dim must be >= 1, --terminals and --requests >= 0")
+    from hyperplan.eval.scale import measure_scale
+
     options = {"dim": dim, "terminals": terminals, "requests": requests, "grounded": grounded,
                "freeze_gc": freeze_gc}
     started = time.perf_counter()
@@ -401,7 +250,7 @@ def faults_cmd(
                               "files (default: a temporary directory, removed)"),
     as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
 ) -> None:
-    """Fault injection (issue 22): misbehaving servers, tools, files and stores, end to end.
+    """Fault injection: misbehaving servers, tools, files and stores, end to end.
 
     Each case is a `python -m hyperplan ...` subprocess with a hard wall-clock limit, run
     against servers and files the benchmark starts and writes itself; every case is counted

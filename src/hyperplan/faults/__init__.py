@@ -1,12 +1,13 @@
-"""``hyperplan bench faults``: the fault-injection benchmark of issue 22 ("Tool execution you
-can trust").
+"""``hyperplan bench faults``: the fault-injection benchmark of docs/benchmarks.md,
+"`hyperplan bench faults`: the catalogue end to end through the command line"
+(the faults, numbered by item, are those of its section "Runtime trust under faults").
 
 It runs a catalogue of faults end to end through the command line - each a subprocess of
 ``python -m hyperplan ...`` with a hard wall-clock limit - against misbehaving servers, tools,
 files and stores it starts itself on 127.0.0.1 and in a temporary directory
 (:mod:`~hyperplan.faults.servers`), and classifies every case as exactly one of clear, crash,
 hang, leak, repeated write, lost results or unclear (:mod:`~hyperplan.faults.verdict`). The
-cases, one per fault, cite the issue's item they reproduce: :mod:`~hyperplan.faults.run_cases`
+cases, one per fault, cite the fault item they reproduce: :mod:`~hyperplan.faults.run_cases`
 (items 1-6), :mod:`~hyperplan.faults.file_cases` (7, 8, 10),
 :mod:`~hyperplan.faults.eval_cases` (9). :mod:`~hyperplan.faults.runner` runs them.
 """
@@ -24,7 +25,7 @@ _MODULES = (run_cases, file_cases, eval_cases)  # imported for the cases they re
 
 
 def all_cases() -> list[Case]:
-    """The catalogue, ordered by the issue's item number."""
+    """The catalogue, ordered by fault item number."""
     return sorted(CASES, key=lambda c: c.item)
 
 

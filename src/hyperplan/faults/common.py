@@ -19,8 +19,9 @@ CASES: list[Case] = []
 
 def case(name: str, item: int, *, timed: bool = False
          ) -> Callable[[CaseFunction], CaseFunction]:
-    """Register the decorated function as the case ``name`` of issue 22's item ``item``
-    (``timed``: it measures a hard deadline, see :class:`~hyperplan.faults.runner.Case`)."""
+    """Register the decorated function as the case ``name`` of fault item ``item`` (numbered
+    as in docs/benchmarks.md, "Runtime trust under faults"); ``timed``: it measures a hard
+    deadline, see :class:`~hyperplan.faults.runner.Case`."""
     def register(function: CaseFunction) -> CaseFunction:
         if any(c.name == name for c in CASES):
             raise ValueError(f"case {name!r} registered twice")

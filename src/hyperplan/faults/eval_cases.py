@@ -1,7 +1,7 @@
-"""Cases of ``hyperplan bench faults`` about the evaluation store and its workers (issue 22,
-item 9): a page-corrupted and a foreign ``runs.sqlite``; ``kill -9`` of a pool worker and of
-the ``eval run`` process itself (three times, at different moments), each followed by
-``--resume``, counting the results lost.
+"""Cases of ``hyperplan bench faults`` about the evaluation store and its workers (fault item 9
+of docs/benchmarks.md, "Runtime trust under faults"): a page-corrupted and a foreign
+``runs.sqlite``; ``kill -9`` of a pool worker and of the ``eval run`` process itself (three
+times, at different moments), each followed by ``--resume``, counting the results lost.
 
 The runs are those of ``tests/test_eval_store_faults.py``: the demo suite with three agents and
 the scripted LLM double on two workers, 90 task runs in all. The kills signal only processes
@@ -85,7 +85,7 @@ def _damaged_store(path: Path) -> str:
 def store_page_corrupted(ctx: CaseContext) -> Check:
     """A page-corrupted ``runs.sqlite`` given to ``eval run --resume``, a new ``eval run`` and
     ``report``: each one line with what to do, before any work is counted; the file is left
-    as it was (item 9; the issue saw ``DatabaseError`` tracebacks and "8 task runs to do")."""
+    as it was (item 9; before the fix: ``DatabaseError`` tracebacks and "8 task runs to do")."""
     store = ctx.work / "runs.sqlite"
     run_id = _damaged_store(store)
     before = store.read_bytes()
@@ -109,7 +109,7 @@ def store_page_corrupted(ctx: CaseContext) -> Check:
 @case("store-foreign-schema", 9)
 def store_foreign_schema(ctx: CaseContext) -> Check:
     """An SQLite file with another application's tables as ``--store``: refused in one line,
-    no table added, no journal mode changed (item 9; the issue saw ``OperationalError``)."""
+    no table added, no journal mode changed (item 9; before the fix: ``OperationalError``)."""
     foreign = ctx.work / "notes.sqlite"
     with sqlite3.connect(foreign) as db:
         db.execute("CREATE TABLE notes (id INTEGER, body TEXT)")
@@ -154,8 +154,8 @@ def eval_worker_killed(ctx: CaseContext) -> Check:
 @case("eval-main-killed-three-times", 9)
 def eval_main_killed_three_times(ctx: CaseContext) -> Check:
     """``kill -9`` of the ``eval run`` process itself at 3, 30 and 60 stored results, each
-    time followed by ``--resume``: the workers die with their parent every time (the issue
-    saw them alive 17 minutes later) and in the end nothing is lost (item 9)."""
+    time followed by ``--resume``: the workers die with their parent every time (before the fix
+    they were alive 17 minutes later) and in the end nothing is lost (item 9)."""
     store = ctx.work / "runs.sqlite"
     run_id: str | None = None
     total: int | None = None

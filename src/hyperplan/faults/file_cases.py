@@ -1,7 +1,8 @@
-"""Cases of ``hyperplan bench faults`` about files and small inputs (issue 22, items 7, 8
-and 10): tampered graph files read by ``graph stats``, output paths that would destroy data
-given to ``graph build -o``, and the smaller crashes (unsplittable ``--mcp-command``, an MCP
-server printing garbage, control characters in tool names, an empty trace).
+"""Cases of ``hyperplan bench faults`` about files and small inputs (fault items 7, 8 and 10 of
+docs/benchmarks.md, "Runtime trust under faults"): tampered graph files read by ``graph stats``,
+output paths that would destroy data given to ``graph build -o``, and the smaller crashes
+(unsplittable ``--mcp-command``, an MCP server printing garbage, control characters in tool
+names, an empty trace).
 
 The tampering is the one of ``tests/test_faults.py`` and
 ``tests/test_graph_files_untrusted.py``: the demo catalog's graph is saved (in this process:
@@ -29,7 +30,7 @@ from hyperplan.faults.common import case, expect_error, goal, mcp_command, write
 from hyperplan.faults.runner import CaseContext
 from hyperplan.faults.verdict import Check
 
-# "at once": the refusal's exit after the server's garbage line (the issue saw 35 s), on a
+# "at once": the refusal's exit after the server's garbage line (before the fix: 35 s), on a
 # machine whose load may make the process's own exit take seconds
 PROMPT_S = 10.0
 _GRAPH_LOCK = threading.Lock()
@@ -93,7 +94,7 @@ def _stats(ctx: CaseContext, path: Path, *needles: str, also: bool = True,
 @case("matrix-file-dev-zero", 7)
 def matrix_file_dev_zero(ctx: CaseContext) -> Check:
     """A ``graph.json`` whose ``matrices.file`` is ``/dev/zero``, ``graph stats``: one line
-    naming the field (item 7; the issue saw 24 GB allocated and the process killed)."""
+    naming the field (item 7; before the fix: 24 GB allocated and the process killed)."""
     path = _saved_graph(ctx)
     _set_matrices(path, file="/dev/zero")
     return _stats(ctx, path, "matrices.file")
@@ -119,7 +120,7 @@ def matrix_nan_weight(ctx: CaseContext) -> Check:
 
 @case("matrix-node-id-out-of-range", 7)
 def matrix_node_id_out_of_range(ctx: CaseContext) -> Check:
-    """Link targets beyond the node count (the issue saw ``IndexError`` later): refused at
+    """Link targets beyond the node count (before the fix: ``IndexError`` later): refused at
     load (item 7)."""
     path = _saved_graph(ctx)
     _rewrite_npz(path, "link_target", lambda a, n: np.full_like(a, n + 9000))
@@ -194,7 +195,7 @@ def graph_file_fifo(ctx: CaseContext) -> Check:
 @case("output-dev-full", 8)
 def output_dev_full(ctx: CaseContext) -> Check:
     """``graph build demo -o /dev/full``: refused before any work; the device stays a device
-    (item 8; the issue saw it replaced by a regular file and "wrote")."""
+    (item 8; before the fix it was replaced by a regular file and "wrote")."""
     if not os.path.exists("/dev/full"):
         return Check(True, "no /dev/full on this machine")
     step = ctx.cli("graph", "build", "demo", "-o", "/dev/full", "--embedder", "none")
@@ -222,7 +223,7 @@ def output_is_the_source(ctx: CaseContext) -> Check:
 @case("output-another-graphs-npz", 8)
 def output_another_graphs_npz(ctx: CaseContext) -> Check:
     """``graph build demo -o out/s`` beside an earlier ``out/s.json``: refused, as ``out/s.npz``
-    holds that graph's matrices (item 8; the issue saw it clobbered)."""
+    holds that graph's matrices (item 8; before the fix it was clobbered)."""
     first = _saved_graph(ctx, "out/s.json")
     before = {p.name: p.read_bytes() for p in first.parent.iterdir()}
     step = ctx.cli("graph", "build", "demo", "-o", "out/s", "--embedder", "none")
@@ -245,7 +246,7 @@ def mcp_command_unterminated(ctx: CaseContext) -> Check:
 @case("mcp-server-prints-garbage", 10, timed=True)
 def mcp_server_prints_garbage(ctx: CaseContext) -> Check:
     """An MCP server writing non-UTF-8, non-JSON bytes on its stdout before serving: one line
-    quoting it, within a few seconds of that line (item 10; the issue saw the SDK's traceback
+    quoting it, within a few seconds of that line (item 10; before the fix: the SDK's traceback
     and a 35 s wait)."""
     step = ctx.cli("run", "--mcp-command", mcp_command(ctx, "--banner"), "--goal",
                    goal("nap", {"seconds": 0}), "--json")

@@ -1,6 +1,7 @@
-"""Cases of ``hyperplan bench faults`` that run tools (issue 22, items 1-6): writes against a
-server that never answers, secrets echoed back, deadlines against slow servers, tools and
-models, unbounded bodies, host-acting tool sources, tools that end the process.
+"""Cases of ``hyperplan bench faults`` that run tools (fault items 1-6 of docs/benchmarks.md,
+"Runtime trust under faults"): writes against a server that never answers, secrets echoed back,
+deadlines against slow servers, tools and models, unbounded bodies, host-acting tool sources,
+tools that end the process.
 
 Every case runs ``hyperplan run`` the way ``tests/test_runtime_trust.py``,
 ``tests/test_faults.py``, ``tests/test_python_tools_safety.py`` and ``tests/test_sandbox.py``
@@ -61,7 +62,7 @@ def _run(ctx: CaseContext, source: str, terminal: str, values: dict[str, object]
 @case("post-never-answers", 1, timed=True)
 def post_never_answers(ctx: CaseContext) -> Check:
     """An OpenAPI POST whose server never answers, ``run --max-seconds 3``: sent once and
-    reported ``outcome_unknown``, never re-sent (item 1; the issue saw 3 POSTs)."""
+    reported ``outcome_unknown``, never re-sent (item 1; before the fix: 3 POSTs)."""
     step = _run(ctx, write_spec(ctx), "create_payment", {"amount": 5}, deadline=DEADLINE)
     writes = ctx.lab.applied_writes(ctx.name, "/payments")
     return expect_run(step, STOPPED, tool_calls(ctx.work / "t.jsonl"), ["outcome_unknown"],
@@ -137,7 +138,7 @@ def _echo_secret(ctx: CaseContext, json_out: bool) -> Check:
 @case("secret-header-echoed-json", 2)
 def secret_header_echoed_json(ctx: CaseContext) -> Check:
     """``--header 'Authorization: $HP_LAB_AUTH'`` against a server that echoes the request's
-    headers, ``--json --trace``: the token appears nowhere (item 2; the issue saw ``Bearer
+    headers, ``--json --trace``: the token appears nowhere (item 2; before the fix: ``Bearer
     sk-...`` on stdout and in the trace). The variable's name is not credential-like, so only
     redaction by value can catch it."""
     return _echo_secret(ctx, json_out=True)
@@ -201,7 +202,7 @@ def _deadline_run(ctx: CaseContext, terminal: str, values: dict[str, object] | N
 @case("http-drip-deadline", 3, timed=True)
 def http_drip_deadline(ctx: CaseContext) -> Check:
     """A server sending one byte every 0.2 s, ``--max-seconds 3``: the run ends at its
-    deadline (item 3; the issue saw 202 s at ``--max-seconds 10``)."""
+    deadline (item 3; before the fix: 202 s at ``--max-seconds 10``)."""
     return _deadline_run(ctx, "drip", None, write_spec(ctx))
 
 
@@ -257,8 +258,8 @@ def mcp_handshake_never_completes(ctx: CaseContext) -> Check:
 @case("llm-slow-deadline", 3, timed=True)
 def llm_slow_deadline(ctx: CaseContext) -> Check:
     """A model that never answers a chat completion, ``run REQUEST --llm URL --max-seconds
-    3``: the request is cut to the time left and the run ends at its deadline (item 3; the
-    issue saw 63 s at a 20 s budget)."""
+    3``: the request is cut to the time left and the run ends at its deadline (item 3; before
+    the fix: 63 s at a 20 s budget)."""
     step = ctx.cli("run", "Echo the request", "--tools", write_spec(ctx), "--llm",
                    f"{ctx.url}/llm-slow", "--model", LAB_MODEL, "--json", "--trace", "t.jsonl",
                    "--max-seconds", f"{DEADLINE:g}", deadline=DEADLINE, expect=(1, 2))
@@ -289,7 +290,7 @@ def llm_slow_model_list(ctx: CaseContext) -> Check:
 def http_huge_body(ctx: CaseContext) -> Check:
     """A 200 MB chunked body with ``--max-response-bytes 1000000 --trace-max-chars 2000``:
     reading stops at the cap, the value is marked truncated, the trace stays small and so
-    does the process (item 4; the issue saw 5.3 GB resident and a 1 GiB trace)."""
+    does the process (item 4; before the fix: 5.3 GB resident and a 1 GiB trace)."""
     step = _run(ctx, write_spec(ctx), "huge", {"mb": "200"}, "--max-response-bytes", "1000000",
                 "--trace-max-chars", "2000", expect=(0, 2))
     calls = tool_calls(ctx.work / "t.jsonl")
@@ -366,7 +367,7 @@ def _ending_tool(ctx: CaseContext, tool: str, error: str) -> Check:
 @case("tool-raises-system-exit", 6)
 def tool_raises_system_exit(ctx: CaseContext) -> Check:
     """A tool raising ``SystemExit(3)``: an observation; ``--json`` whole, the trace ends with
-    ``run_end`` (item 6; the issue saw rc 5 and no output)."""
+    ``run_end`` (item 6; before the fix: rc 5 and no output)."""
     return _ending_tool(ctx, "quit_now", "SystemExit")
 
 
@@ -392,7 +393,7 @@ def tool_prints_to_stdout(ctx: CaseContext) -> Check:
 @case("import-calls-sys-exit", 6)
 def import_calls_sys_exit(ctx: CaseContext) -> Check:
     """``graph build python:M`` where M calls ``sys.exit(4)`` at import: one line naming the
-    module (item 6; the issue saw a silent exit)."""
+    module (item 6; before the fix: a silent exit)."""
     write(ctx, "hp_fault_exits.py", EXIT_AT_IMPORT)
     step = ctx.cli("graph", "build", "python:hp_fault_exits", "-o", "g.json", "--embedder", "none")
     return expect_error(step, "hp_fault_exits", "sys.exit(4)")
@@ -401,8 +402,8 @@ def import_calls_sys_exit(ctx: CaseContext) -> Check:
 @case("import-loops", 6, timed=True)
 def import_loops(ctx: CaseContext) -> Check:
     """``graph build python:M`` where M loops for ever at import, ``HYPERPLAN_IMPORT_TIMEOUT=1``:
-    one line after the limit, the process exits despite the looping thread (item 6; the
-    issue saw it hang for ever)."""
+    one line after the limit, the process exits despite the looping thread (item 6; before
+    the fix it hung for ever)."""
     write(ctx, "hp_fault_loops.py", LOOP_AT_IMPORT)
     step = ctx.cli("graph", "build", "python:hp_fault_loops", "-o", "g.json", "--embedder", "none",
                    env={"HYPERPLAN_IMPORT_TIMEOUT": "1"}, deadline=1.0)

@@ -1,5 +1,6 @@
 """Running the cases of ``hyperplan bench faults``: each command is a subprocess of
-``python -m hyperplan ...`` in its own session, with a hard wall-clock limit (issue 22).
+``python -m hyperplan ...`` in its own session, with a hard wall-clock limit (docs/benchmarks.md,
+"`hyperplan bench faults`: the catalogue end to end through the command line").
 
 A hard deadline (``--max-seconds``, an import time limit) runs from the command's own start,
 not from the interpreter's: importing hyperplan takes seconds of CPU, and many more on a
@@ -350,7 +351,7 @@ CaseFunction = Callable[[CaseContext], Check]
 
 @dataclass(frozen=True)
 class Case:
-    """One fault: its name, the issue item it reproduces, and the function that runs it
+    """One fault: its name, the fault item it reproduces, and the function that runs it
     (whose docstring says what it reproduces). A ``timed`` case measures a hard deadline: it
     runs alone, so that the benchmark's other cases do not slow it down."""
 

@@ -1,7 +1,8 @@
-"""The misbehaving world of ``hyperplan bench faults`` (issue 22): an HTTP server on 127.0.0.1
-that drips, floods, echoes secrets, fails, redirects forever and never answers writes; a stdio
-MCP server that prints garbage or sits on a write; Python tool modules that exit, interrupt,
-print, loop and allocate; modules that exit or loop at import.
+"""The misbehaving world of ``hyperplan bench faults`` (docs/benchmarks.md,
+"`hyperplan bench faults`: the catalogue end to end through the command line"): an HTTP
+server on 127.0.0.1 that drips, floods, echoes secrets, fails, redirects forever and never
+answers writes; a stdio MCP server that prints garbage or sits on a write; Python tool modules
+that exit, interrupt, print, loop and allocate; modules that exit or loop at import.
 
 One :class:`LabServer` serves every case of a benchmark run. Each case talks to it under its
 own prefix, ``/c/<case>/...``, so cases may run side by side and each one's requests (and the

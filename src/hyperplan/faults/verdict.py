@@ -1,7 +1,8 @@
-"""How ``hyperplan bench faults`` classifies a case (issue 22, "Done means").
+"""How ``hyperplan bench faults`` classifies a case (the buckets of docs/benchmarks.md,
+"`hyperplan bench faults`: the catalogue end to end through the command line").
 
-A case runs one or more command-line steps (:class:`Step`) and then checks what the issue
-requires of it (:class:`Check`). :func:`classify` puts the case in exactly one bucket, the
+A case runs one or more command-line steps (:class:`Step`) and then checks what is required
+of it (:class:`Check`). :func:`classify` puts the case in exactly one bucket, the
 first that applies:
 
 ``hang``
@@ -20,7 +21,7 @@ first that applies:
 ``lost_results``
     results missing after kill(s) and ``--resume``;
 ``unclear``
-    none of the above, but the case did not behave as the issue requires: a wrong exit code,
+    none of the above, but the case did not behave as required: a wrong exit code,
     no single clear ``error:`` line, a wrong status, a refused thing done anyway;
 ``clear``
     the case failed as it should, with one clear error line or a clear structured status
@@ -38,7 +39,7 @@ from enum import StrEnum
 TRACEBACK = "Traceback (most recent call last)"
 # exit codes of hyperplan itself: 0 done, 1 one clear error, 2 a run that did not succeed
 HYPERPLAN_CODES = frozenset({0, 1, 2})
-DEADLINE_TOLERANCE_S = 2.0  # the issue: every hard deadline met within 2 s
+DEADLINE_TOLERANCE_S = 2.0  # the target: every hard deadline met within 2 s
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 

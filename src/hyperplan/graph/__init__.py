@@ -1,4 +1,4 @@
-"""The Tool-Schema Hypergraph (seed 000, Preliminaries and HyperGraph Construction)."""
+"""The Tool-Schema Hypergraph (HyperAgent paper, Preliminaries and HyperGraph Construction)."""
 
 from hyperplan.graph.build import build_graph, structure_from_catalog
 from hyperplan.graph.io import load_graph, save_graph

@@ -1,4 +1,4 @@
-"""Catalog -> Tool-Schema Hypergraph (seed 000, HyperGraph Construction).
+"""Catalog -> Tool-Schema Hypergraph (HyperAgent paper, HyperGraph Construction).
 
 Each tool becomes a hyperedge from its input-schema and precondition nodes to its
 output-schema and effect nodes; dependency links are inferred (:mod:`hyperplan.graph.links`)

@@ -1,4 +1,4 @@
-"""Effect and precondition nodes (seed 000, HyperGraph Construction, "Graph Refinement").
+"""Effect and precondition nodes (HyperAgent paper, HyperGraph Construction, "Graph Refinement").
 
 The paper extracts state predicates with an LLM plus annotators; we derive them with
 documented rules and keep whatever a catalog declares:

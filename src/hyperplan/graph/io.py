@@ -14,10 +14,10 @@ new ``.npz`` beside an old JSON (a build still running, or one killed between th
 renames) gets one line saying the ``.npz`` does not belong to this graph, never a mismatched
 pair.
 
-**Outputs** (issue 22, item 8): a target that exists and is not a regular file (a device, a
-fifo, a directory, a link to one) is refused before anything is written, as is a target that
-is one of the ``protect``-ed source files (:func:`check_output`,
-:mod:`hyperplan.graph.safe_paths`).
+**Outputs** (fault item 8 of docs/benchmarks.md, "Runtime trust under faults"): a target that
+exists and is not a regular file (a device, a fifo, a directory, a link to one) is refused
+before anything is written, as is a target that is one of the ``protect``-ed source files
+(:func:`check_output`, :mod:`hyperplan.graph.safe_paths`).
 
 **Inputs** (item 7): graph files are untrusted. The JSON must be a regular file; every field
 is type-checked (node kinds are :class:`NodeKind` values, ids are integers), node and tool ids

@@ -1,4 +1,5 @@
-"""Automatic dependency links D(v_o, v_i) = w (seed 000, Preliminaries; HyperGraph Construction).
+"""Automatic dependency links D(v_o, v_i) = w (HyperAgent paper, Preliminaries; HyperGraph
+Construction).
 
 The paper takes links from an expert-annotated graph (In-N-Out). We infer them:
 

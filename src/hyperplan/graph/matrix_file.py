@@ -1,5 +1,5 @@
 """The matrix file of a saved graph (the ``.npz`` beside its JSON), read as untrusted input
-(issue 22, item 7).
+(fault item 7 of docs/benchmarks.md, "Runtime trust under faults").
 
 What is accepted, so that a hostile or damaged file is one :class:`GraphError` naming the file
 and the field, never an exception from numpy, scipy or zlib, an ``IndexError`` later, a huge

@@ -1,4 +1,4 @@
-"""The Tool-Schema Hypergraph H = (V, E, D) (seed 000, Preliminaries).
+"""The Tool-Schema Hypergraph H = (V, E, D) (HyperAgent paper, Preliminaries).
 
 * V = V_I ∪ V_O ∪ V_F: schema nodes owned by one tool each. Input-side nodes (input schemas
   and preconditions) always come first, so node id ``r < n_input_nodes`` is also the row of r
@@ -331,7 +331,7 @@ class Hypergraph:
     # ----------------------------------------------------------------- subhypergraphs
     def induce(self, tool_ids: Iterable[int]) -> Hypergraph:
         """The subhypergraph induced by tools E_S: V_S = ∪ V(e), D_S = links inside V_S
-        (seed 000, Preliminaries). Ids are renumbered; names are preserved."""
+        (HyperAgent paper, Preliminaries). Ids are renumbered; names are preserved."""
         keep = sorted(set(tool_ids))
         tool_map = {old: new for new, old in enumerate(keep)}
         old_nodes = [n for n in self.nodes if n.tool in tool_map]

@@ -1,5 +1,6 @@
 """Files hyperplan writes and reads on a user's behalf, handled so they never destroy data
-(issue 22, item 8) and never hang or exhaust memory on a hostile path (item 7).
+(fault item 8 of docs/benchmarks.md, "Runtime trust under faults") and never hang or exhaust
+memory on a hostile path (item 7).
 
 * :func:`check_output_path` refuses, in one line, an output that exists and is not a regular
   file (a device such as ``/dev/full``, a fifo, a directory, a symbolic link to one of those or

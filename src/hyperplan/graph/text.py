@@ -51,10 +51,11 @@ _PARAGRAPH_BREAK = re.compile(r"\n[ \t]*\n")
 
 
 def concise(text: str, limit: int = CONCISE_CHARS, first_paragraph: bool = True) -> str:
-    """The concise description of a tool (seed 000 describes tools and nodes by a "concise
-    description"): its first paragraph (an OpenAPI summary, a docstring's summary) with the
-    whitespace collapsed, cut after the last sentence that ends within ``limit`` characters,
-    or at a word with an ellipsis when no sentence ends past a third of the limit.
+    """The concise description of a tool (the HyperAgent paper, Task-Level Planning, "Task
+    Decomposition", serializes schema nodes with a "concise description"): its first
+    paragraph (an OpenAPI summary, a docstring's summary) with the whitespace collapsed, cut
+    after the last sentence that ends within ``limit`` characters, or at a word with an
+    ellipsis when no sentence ends past a third of the limit.
 
     >>> concise("Create an issue comment\\n\\nYou can use the REST API to ...")
     'Create an issue comment'

@@ -1,5 +1,5 @@
-"""What a ``python:`` tool source may expose to a model, and importing it safely (issue 22,
-items 5 and 6).
+"""What a ``python:`` tool source may expose to a model, and importing it safely (fault
+items 5 and 6 of docs/benchmarks.md, "Runtime trust under faults").
 
 **Host-acting modules are refused.** A model choosing the calls of ``os.system`` or
 ``shutil.rmtree`` is a remote shell, so a source naming a module of :data:`UNSAFE_MODULES`

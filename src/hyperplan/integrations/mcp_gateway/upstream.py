@@ -1,5 +1,6 @@
-"""The upstream tools behind the gateway: one catalog merged from every source, and per tool
-the hardened runtime that executes it (issue 22's trust rules hold for every forwarded call).
+"""The upstream tools behind the gateway: one catalog merged from every source, and per tool the
+hardened runtime that executes it (the trust rules of docs/benchmarks.md, "Runtime trust under
+faults" hold for every forwarded call).
 
 Sources are the ``KIND:LOCATION`` strings ``hyperplan graph build`` takes:
 
