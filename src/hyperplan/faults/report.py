@@ -38,7 +38,7 @@ def table(result: dict[str, Any]) -> Table:
                f"deadline overrun {'-' if worst is None else f'{worst:+.2f} s'} (allowed +2 s); "
                f"interpreter start-up {result['startup_s']:.1f} s; load average "
                f"{result['load_average'][0]:g} -> {result['load_average'][1]:g}")
-    grid = Table(title="bench faults (issue 22)", caption=caption)
+    grid = Table(title="bench faults", caption=caption)
     for column, justify in (("case", "left"), ("item", "right"), ("outcome", "left"),
                             ("s", "right"), ("deadline", "right"), ("ran", "right"),
                             ("detail", "left")):
