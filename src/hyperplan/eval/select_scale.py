@@ -204,6 +204,7 @@ def build_selector(n_tools: int, seed: int, embedder: str,
     started = time.perf_counter()
     graph = build_graph(catalog, embedder=inner, progress=report)
     build_seconds = time.perf_counter() - started
+    gc.collect()  # the build's garbage goes first, so that the index's RSS is its own
     rss1 = _rss_mb()
     memo = QueryMemo(inner)
     selector = Selector(catalog, graph, memo)
