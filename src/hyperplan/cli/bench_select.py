@@ -29,7 +29,7 @@ def _pair(run: dict[str, Any], key: str) -> str:
 def _table(result: dict[str, Any]) -> Table:
     table = Table(title=f"bench select (embedder {result['embedder']}, budget "
                         f"{result['budget']}, {result['queries']} queries, seed {result['seed']})")
-    for column in ("tools", "nodes", "build s", "index MB", "peak MB", "context ms",
+    for column in ("tools", "nodes", "build s", "index MB arrays / RSS", "peak MB", "context ms",
                    "context CPU ms", "+DOE ms", "+DOE CPU ms"):
         table.add_column(column, justify="right")
     for run in result["runs"]:
@@ -40,7 +40,8 @@ def _table(result: dict[str, Any]) -> Table:
             continue
         table.add_row(
             f"{run['n_tools']:,}", f"{run['n_nodes']:,}", f"{run['build_seconds']:.1f}",
-            f"{run['index_rss_mb']:,.0f}", f"{run['peak_rss_mb']:,.0f}",
+            f"{run['index_array_mb']:,.0f} / {run['index_rss_mb']:,.0f}",
+            f"{run['peak_rss_mb']:,.0f}",
             _pair(run, "context_ms"), _pair(run, "context_cpu_ms"), _pair(run, "doe_ms"),
             _pair(run, "doe_cpu_ms"))
     return table

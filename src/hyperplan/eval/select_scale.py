@@ -141,6 +141,16 @@ def _rss_mb() -> float:
         return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
+def array_mb(obj: object) -> float:
+    """MB held by the numpy arrays among ``obj``'s attributes (also inside lists and tuples
+    of arrays): the size of an index regardless of how the allocator returns freed memory."""
+    total = 0
+    for value in vars(obj).values():
+        items = value if isinstance(value, list | tuple) else (value,)
+        total += sum(v.nbytes for v in items if isinstance(v, np.ndarray))
+    return round(total / 1024**2, 1)
+
+
 def _percentiles(values: list[float]) -> tuple[float | None, float | None]:
     if not values:
         return None, None
@@ -188,7 +198,9 @@ def time_selections(selector: Any, requests: Sequence[LinkedRequest], budget: in
 def build_selector(n_tools: int, seed: int, embedder: str,
                    progress: Progress | None = None) -> tuple[Any, QueryMemo, dict[str, Any]]:
     """The selector of a synthetic catalog of ``n_tools`` (graph by link inference), its
-    query memo, and the build's description (seconds, RSS)."""
+    query memo, and the build's description: seconds; RSS added by the graph and by the
+    index (after collecting garbage; the allocator may return the build's freed memory late,
+    so the index's delta can even be negative) and the index's arrays in MB."""
     from hyperplan.graph.build import build_graph
     from hyperplan.select.selector import Selector
     from hyperplan.synthetic import synthetic_catalog
@@ -220,7 +232,7 @@ def build_selector(n_tools: int, seed: int, embedder: str,
              "build_seconds": round(build_seconds, 3),
              "index_seconds": round(index_seconds, 3),
              "graph_rss_mb": round(rss1 - rss0, 1), "index_rss_mb": round(rss2 - rss1, 1),
-             "rss_mb": rss2}
+             "index_array_mb": array_mb(selector.index), "rss_mb": rss2}
     return selector, memo, built
 
 
