@@ -54,7 +54,7 @@ COMMANDS: dict[str, Entry] = {
                    ("run", "hyperplan.cli.eval_run:eval_run_cmd"),
                    ("report", "hyperplan.cli.eval_run:report_cmd"))),
     "bench": Entry("hyperplan.cli.bench_cmds:bench_app", "Scale benchmarks on synthetic "
-                   "catalogs."),
+                   "catalogs.", (("select", "hyperplan.cli.bench_select:select_cmd"),)),
     "trace": Entry("hyperplan.cli.run_cmds:trace_app", "Read run traces."),
 }
 """The top-level commands, grouped by what users do: run the agent (``demo``, ``run``, and
