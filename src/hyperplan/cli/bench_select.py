@@ -14,9 +14,10 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from hyperplan.cli.bench_cmds import parse_sizes, run_isolated
+from hyperplan.cli.bench_cmds import parse_sizes
 from hyperplan.cli.common import console, out, stage_progress
 from hyperplan.cli.options import AsJson, Sizes, embedder_option
+from hyperplan.eval.isolated import run_isolated
 
 EMBEDDERS = ("hashing", "words")
 
