@@ -230,6 +230,15 @@ class Hypergraph:
                 index.setdefault(node.path, []).append(node.id)
         return index
 
+    @cached_property
+    def preconditions_by_path(self) -> dict[str, list[int]]:
+        """The precondition nodes by effect predicate (read only: computed once per graph)."""
+        index: dict[str, list[int]] = {}
+        for node in self.nodes[: self.n_input_nodes]:
+            if node.kind is NodeKind.PRECONDITION:
+                index.setdefault(node.path, []).append(node.id)
+        return index
+
     def tool(self, name_or_id: str | int) -> ToolEdge:
         if isinstance(name_or_id, int):
             return self.tools[name_or_id]

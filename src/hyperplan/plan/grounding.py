@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from hyperplan.graph.model import Hypergraph, NodeKind
+from hyperplan.graph.model import Hypergraph
 
 
 @dataclass(frozen=True, eq=False)
@@ -70,10 +70,9 @@ def ground(
             vector[node_id] = True
         else:
             vector[_linked_inputs(graph, node_id, min_weight)] = True
-    wanted = set(effects)
-    for node in graph.nodes[: graph.n_input_nodes]:
-        if node.kind is NodeKind.PRECONDITION and node.path in wanted:
-            vector[node.id] = True
+    preconditions = graph.preconditions_by_path
+    for effect in set(effects):
+        vector[preconditions.get(effect, [])] = True
     vector.setflags(write=False)
     return Grounding(vector)
 

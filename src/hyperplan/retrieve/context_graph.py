@@ -191,7 +191,9 @@ class GraphIndex:
         self.prod_w: Scores = prod.data.astype(np.float64)
         self.prod_row: IntArray = np.repeat(np.arange(prod.shape[0], dtype=np.int64),
                                             np.diff(self.prod_ptr))
+        self.prod_feeds: IntArray = np.bincount(self.prod_tool, minlength=graph.n_tools)
         self.precondition = np.asarray([n.kind.value == "pre" for n in graph.nodes], dtype=bool)
+        self.precondition_ids: IntArray = np.flatnonzero(self.precondition).astype(np.int64)
         required = np.zeros(graph.n_input_nodes, dtype=bool)
         required[[r for t in graph.tools for r in t.required]] = True
         required |= self.precondition[: graph.n_input_nodes]  # preconditions are required
@@ -421,7 +423,7 @@ class _State:
             self.request_sim = (index.tool_vecs @ q.request[0]).astype(np.float64)
         self.op_sim: Scores = _row_max(self.op_phrase)
         self.node_sims: FloatMatrix = index.node_vecs @ q.schemas.T  # (V, S)
-        self.node_sims[index.precondition] = -1.0  # states shared by an app's tools
+        self.node_sims[index.precondition_ids] = -1.0  # states shared by an app's tools
         self.relevance = self.op_sim
         if q.schemas.shape[0] and config.node_mix > 0:
             tool_node = np.full(index.graph.n_tools, -1.0)
@@ -591,10 +593,9 @@ class _State:
         index, n = self.index, self.index.graph.n_tools
         if self.grounded is None:
             return np.zeros(n, dtype=bool)
-        feeds = np.bincount(index.prod_tool, minlength=n)
         open_rows = ~self.grounded[index.prod_row]
         still = np.bincount(index.prod_tool, weights=open_rows, minlength=n)
-        redundant: npt.NDArray[np.bool_] = (feeds > 0) & (still == 0)
+        redundant: npt.NDArray[np.bool_] = (index.prod_feeds > 0) & (still == 0)
         return redundant
 
     def _inputs_to_supply(self, tool: int) -> list[int]:

@@ -39,8 +39,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 from hyperplan.errors import HyperplanError
@@ -388,18 +390,23 @@ def _chunk_spans(words: list[str]) -> list[tuple[int, int]]:
     return spans
 
 
-def _app_words(apps: Iterable[str]) -> dict[tuple[str, ...], str]:
+def _app_words(apps: Iterable[str]) -> Mapping[tuple[str, ...], str]:
     """Lower-case name words -> app, for every app with a word (``simple_note`` ->
-    ``("simple", "note")``)."""
+    ``("simple", "note")``); read only, computed once per set of apps."""
+    return _app_words_of(tuple(apps))
+
+
+@lru_cache(maxsize=8)
+def _app_words_of(apps: tuple[str, ...]) -> Mapping[tuple[str, ...], str]:
     out: dict[tuple[str, ...], str] = {}
     for app in apps:
         words = name_tokens(app)
         if words:
             out.setdefault(words, app)
-    return out
+    return MappingProxyType(out)
 
 
-def _app_positions(words: list[str], app_words: dict[tuple[str, ...], str]) -> dict[int, str]:
+def _app_positions(words: list[str], app_words: Mapping[tuple[str, ...], str]) -> dict[int, str]:
     """Word position -> app, for every run of ``words`` spelling an app's name (case and a
     possessive 's ignored: "Spotify's", "simple note")."""
     low = [w.lower().removesuffix("'s") for w in words]
@@ -412,13 +419,13 @@ def _app_positions(words: list[str], app_words: dict[tuple[str, ...], str]) -> d
     return found
 
 
-def _mentioned_apps(text: str, app_words: dict[tuple[str, ...], str]) -> tuple[str, ...]:
+def _mentioned_apps(text: str, app_words: Mapping[tuple[str, ...], str]) -> tuple[str, ...]:
     """The apps named in ``text``, in the order of ``app_words``."""
     named = set(_app_positions(_WORD.findall(text), app_words).values())
     return tuple(app for app in app_words.values() if app in named)
 
 
-def _lookups(clause: str, app_words: dict[tuple[str, ...], str]) -> list[str]:
+def _lookups(clause: str, app_words: Mapping[tuple[str, ...], str]) -> list[str]:
     """Lookup operations for named entities, which a plan must find before using them:
     "search <chunk>" for a content chunk holding a capitalised name besides other words ("the
     Velvet Underground album" -> "search Velvet Underground album"), and "search <previous
