@@ -10,7 +10,8 @@ from typer.testing import CliRunner
 
 from hyperplan.cli import app
 from hyperplan.embed.hashing import HashingEmbedder
-from hyperplan.eval.select_scale import QueryMemo, build_selector, linked_requests, query_texts
+from hyperplan.embed.memo import MemoEmbedder
+from hyperplan.eval.select_scale import build_selector, linked_requests, query_texts
 
 TIMING_KEYS = {f"{mode}_{kind}_{p}" for mode in ("context", "doe")
                for kind in ("ms", "cpu_ms") for p in ("p50", "p99")}
@@ -71,7 +72,7 @@ def test_requests_follow_same_app_links_and_repeat() -> None:
 
 def test_query_memo_reads_held_texts_and_passes_others() -> None:
     inner = HashingEmbedder(32)
-    memo = QueryMemo(inner)
+    memo = MemoEmbedder(inner, keep=False)
     memo.fill(["list orders", "show order"])
     held = memo.embed(["show order", "list orders"])
     assert np.array_equal(held, inner.embed(["show order", "list orders"]))

@@ -17,7 +17,7 @@ from contextlib import suppress
 from multiprocessing.connection import Connection
 from typing import Any
 
-__all__ = ["Measure", "Progress", "peak_rss_mb", "run_isolated"]
+__all__ = ["Measure", "Progress", "peak_rss_mb", "rss_mb", "run_isolated"]
 
 Progress = Callable[[str, int, int], None]
 # measure(n_tools, seed, embedder, progress, **options) -> run description
@@ -27,6 +27,16 @@ Measure = Callable[..., dict[str, Any]]
 def peak_rss_mb(who: int) -> float:
     """Peak resident set size of ``who`` (``resource.RUSAGE_SELF`` or ``RUSAGE_CHILDREN``)."""
     return round(resource.getrusage(who).ru_maxrss / 1024, 1)  # ru_maxrss is in KiB on Linux
+
+
+def rss_mb() -> float:
+    """Current resident set size in MB (Linux /proc; the peak elsewhere)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            pages = int(fh.read().split()[1])
+        return round(pages * resource.getpagesize() / 1024**2, 1)
+    except (OSError, ValueError, IndexError):
+        return peak_rss_mb(resource.RUSAGE_SELF)
 
 
 def _default_measure() -> Measure:

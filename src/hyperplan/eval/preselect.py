@@ -49,10 +49,10 @@ from typing import Any
 import numpy as np
 
 from hyperplan.embed.base import Embedder
+from hyperplan.embed.memo import MemoEmbedder
 from hyperplan.errors import HyperplanError
 from hyperplan.eval.links import split_tasks
 from hyperplan.eval.preselect_bench import (
-    MemoEmbedder,
     Part,
     PartBench,
     PreselectSuite,

@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from hyperplan.catalog import Catalog
-from hyperplan.embed.base import Embedder, FloatMatrix, check_texts, l2_normalize
+from hyperplan.embed.base import Embedder, FloatMatrix, l2_normalize
+from hyperplan.embed.memo import MemoEmbedder
 from hyperplan.importers.gold import GoldTask, unique
 
 Progress = Callable[[str, int, int], None]
@@ -51,33 +52,6 @@ class PreselectSuite:
 def gold_tools(task: GoldTask) -> tuple[str, ...]:
     """The distinct tools of the task's gold calls, else its listed tools."""
     return unique(c.tool for c in task.calls) if task.calls else task.tools
-
-
-class MemoEmbedder:
-    """``inner`` with an in-memory table of every text embedded so far: the selector's query
-    vectors are computed before its timed call and then read back, not recomputed."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self._table: dict[str, FloatMatrix] = {}
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    def embed(self, texts: Sequence[str]) -> FloatMatrix:
-        items = check_texts(texts)
-        missing = list(dict.fromkeys(t for t in items if t not in self._table))
-        if missing:
-            for text, vec in zip(missing, self.inner.embed(missing), strict=True):
-                self._table[text] = np.asarray(vec, dtype=np.float32)
-        if not items:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        return np.stack([self._table[t] for t in items])
 
 
 Row = tuple[float, bool, int, int, float, float]

@@ -10,7 +10,6 @@ vectors, ~20x faster than the hashing embedder).
 from __future__ import annotations
 
 import gc
-import resource
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -20,6 +19,7 @@ import numpy as np
 import numpy.typing as npt
 
 from hyperplan.embed.base import Embedder
+from hyperplan.eval.isolated import rss_mb
 from hyperplan.graph.model import Hypergraph
 from hyperplan.plan.doe import DOEConfig, expand
 from hyperplan.plan.grounding import Grounding
@@ -109,16 +109,6 @@ def _percentiles(values_ms: list[float]) -> tuple[float | None, float | None]:
         return None, None
     p50, p99 = np.percentile(np.asarray(values_ms), [50, 99])
     return round(float(p50), 3), round(float(p99), 3)
-
-
-def _rss_mb() -> float:
-    """Current resident set size in MB (Linux /proc; ru_maxrss elsewhere)."""
-    try:
-        with open("/proc/self/statm") as fh:
-            pages = int(fh.read().split()[1])
-        return round(pages * resource.getpagesize() / 1024**2, 1)
-    except (OSError, ValueError, IndexError):
-        return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def measure_doe(graph: Hypergraph, terminals: int = 200, grounded: float = 0.3,
@@ -222,7 +212,7 @@ def measure_scale(n_tools: int, seed: int = 0, embedder: str = "words",
     otherwise an occasional full collection walks them all inside a timed call."""
     report = progress or (lambda stage, done, total: None)
     report("generate + build", 0, 1)
-    rss_before = _rss_mb()
+    rss_before = rss_mb()
     begun = started = time.perf_counter()
     graph = synthetic_hypergraph(n_tools, seed)
     build_seconds = time.perf_counter() - started
@@ -240,7 +230,7 @@ def measure_scale(n_tools: int, seed: int = 0, embedder: str = "words",
         "build_seconds": round(build_seconds, 3),
         "aprod_seconds": round(aprod_seconds, 3),
         "aprod_nnz": int(prod.nnz),
-        "graph_rss_mb": round(_rss_mb() - rss_before, 1),
+        "graph_rss_mb": round(rss_mb() - rss_before, 1),
         **degree_stats(graph),
     }
     report("DOE", 0, 1)

@@ -13,7 +13,8 @@ One size (:func:`measure_select`, run in a fresh process by the benchmark's isol
   -> consumer tool, weight at least the context graph's ``min_link_weight``, no login
   producer, both tools of one app), written from the two tools' descriptions
   (:func:`linked_requests`);
-* every text a selection embeds is put in a :class:`QueryMemo` before anything is timed, so
+* every text a selection embeds is put in a :class:`~hyperplan.embed.memo.MemoEmbedder`
+  (``keep=False``) before anything is timed, so
   the timed :meth:`~hyperplan.select.Selector.select` reads the query vectors from memory
   (interpretation, grounding, extraction and DOE are timed); ``embed_misses`` counts texts the
   memo did not hold during the timed calls (0 when the embedding is really excluded);
@@ -24,7 +25,6 @@ One size (:func:`measure_select`, run in a fresh process by the benchmark's isol
 from __future__ import annotations
 
 import gc
-import resource
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -32,50 +32,17 @@ from typing import Any
 
 import numpy as np
 
-from hyperplan.embed.base import Embedder, FloatMatrix, check_texts
+from hyperplan.embed.base import Embedder
+from hyperplan.embed.memo import MemoEmbedder
+from hyperplan.eval.isolated import rss_mb
 from hyperplan.graph.model import Hypergraph
 
-__all__ = ["LinkedRequest", "QueryMemo", "linked_requests", "measure_select",
+__all__ = ["LinkedRequest", "linked_requests", "measure_select",
            "select_embedder"]
 
 Progress = Callable[[str, int, int], None]
 WARMUP = 2  # untimed selections first (lazy tables of the selector, caches)
 MODES = (("context", False), ("doe", True))  # key prefix, chain
-
-
-class QueryMemo:
-    """``inner`` with a table of pre-computed vectors: :meth:`fill` embeds texts ahead of
-    time; :meth:`embed` reads held texts from the table and passes any other text to
-    ``inner`` without keeping it (so building the index does not fill the table), counting
-    those in ``misses``."""
-
-    def __init__(self, inner: Embedder) -> None:
-        self.inner = inner
-        self.misses = 0
-        self._table: dict[str, FloatMatrix] = {}
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    @property
-    def dim(self) -> int:
-        return self.inner.dim
-
-    def fill(self, texts: Sequence[str]) -> None:
-        missing = list(dict.fromkeys(t for t in check_texts(texts) if t not in self._table))
-        if missing:
-            for text, vec in zip(missing, self.inner.embed(missing), strict=True):
-                self._table[text] = np.asarray(vec, dtype=np.float32)
-
-    def embed(self, texts: Sequence[str]) -> FloatMatrix:
-        items = check_texts(texts)
-        if all(t in self._table for t in items):
-            if not items:
-                return np.zeros((0, self.dim), dtype=np.float32)
-            return np.stack([self._table[t] for t in items])
-        self.misses += sum(t not in self._table for t in items)
-        return np.asarray(self.inner.embed(items), dtype=np.float32)
 
 
 @dataclass(frozen=True)
@@ -129,16 +96,6 @@ def select_embedder(spec: str) -> Embedder:
 
         return RandomWordEmbedder()
     raise ValueError(f"unknown embedder {spec!r}: use hashing or words")
-
-
-def _rss_mb() -> float:
-    """Current resident set size in MB (Linux /proc; peak RSS elsewhere)."""
-    try:
-        with open("/proc/self/statm") as fh:
-            pages = int(fh.read().split()[1])
-        return round(pages * resource.getpagesize() / 1024**2, 1)
-    except (OSError, ValueError, IndexError):
-        return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
 
 def array_mb(obj: object) -> float:
@@ -196,7 +153,7 @@ def time_selections(selector: Any, requests: Sequence[LinkedRequest], budget: in
 
 
 def build_selector(n_tools: int, seed: int, embedder: str,
-                   progress: Progress | None = None) -> tuple[Any, QueryMemo, dict[str, Any]]:
+                   progress: Progress | None = None) -> tuple[Any, MemoEmbedder, dict[str, Any]]:
     """The selector of a synthetic catalog of ``n_tools`` (graph by link inference), its
     query memo, and the build's description: seconds; RSS added by the graph and by the
     index (after collecting garbage; the allocator may return the build's freed memory late,
@@ -207,7 +164,7 @@ def build_selector(n_tools: int, seed: int, embedder: str,
 
     report = progress or (lambda stage, done, total: None)
     inner = select_embedder(embedder)
-    rss0 = _rss_mb()
+    rss0 = rss_mb()
     report("catalog", 0, 1)
     started = time.perf_counter()
     catalog = synthetic_catalog(n_tools, seed)
@@ -217,8 +174,8 @@ def build_selector(n_tools: int, seed: int, embedder: str,
     graph = build_graph(catalog, embedder=inner, progress=report)
     build_seconds = time.perf_counter() - started
     gc.collect()  # the build's garbage goes first, so that the index's RSS is its own
-    rss1 = _rss_mb()
-    memo = QueryMemo(inner)
+    rss1 = rss_mb()
+    memo = MemoEmbedder(inner, keep=False)
     selector = Selector(catalog, graph, memo)
     report("index", 0, 1)
     started = time.perf_counter()
@@ -226,7 +183,7 @@ def build_selector(n_tools: int, seed: int, embedder: str,
     index_seconds = time.perf_counter() - started
     gc.collect()
     gc.freeze()  # as a long-running selector would: no full collection inside a timed call
-    rss2 = _rss_mb()
+    rss2 = rss_mb()
     built = {"n_tools": graph.n_tools, "n_nodes": graph.n_nodes, "n_links": graph.n_links,
              "embedder": inner.name, "catalog_seconds": round(catalog_seconds, 3),
              "build_seconds": round(build_seconds, 3),
