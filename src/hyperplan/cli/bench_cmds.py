@@ -60,7 +60,7 @@ def parse_sizes(spec: str) -> list[int]:
     return sizes
 
 
-def _run_sizes(sizes: list[int], seed: int, embedder: str, *, timeout: float,
+def run_sizes(sizes: list[int], seed: int, embedder: str, *, timeout: float,
                max_memory_gb: float, quiet: bool, measure: Measure,
                options: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """:func:`run_isolated` for each size in turn, with a progress bar and a line per size
@@ -130,7 +130,7 @@ def links_cmd(
     from hyperplan.eval.link_scale import measure_links
 
     started = time.perf_counter()
-    runs = _run_sizes(counts, seed, embedder, timeout=timeout, max_memory_gb=max_memory_gb,
+    runs = run_sizes(counts, seed, embedder, timeout=timeout, max_memory_gb=max_memory_gb,
                       quiet=as_json, measure=measure_links,
                       options={"resolve_embedder": embedder_from_option})
     result = {"bench": "links", "embedder": embedder, "seed": seed, "runs": runs,
@@ -215,7 +215,7 @@ def scale_cmd(
     options = {"dim": dim, "terminals": terminals, "requests": requests, "grounded": grounded,
                "freeze_gc": freeze_gc}
     started = time.perf_counter()
-    runs = _run_sizes(counts, seed, embedder, timeout=timeout, max_memory_gb=max_memory_gb,
+    runs = run_sizes(counts, seed, embedder, timeout=timeout, max_memory_gb=max_memory_gb,
                       quiet=as_json, measure=measure_scale, options=options)
     result = {"bench": "scale", "seed": seed, "embedder": embedder, "dim": dim,
               "terminals": terminals, "grounded": grounded, "requests": requests,

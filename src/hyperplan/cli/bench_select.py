@@ -14,10 +14,9 @@ from typing import Any
 import typer
 from rich.table import Table
 
-from hyperplan.cli.bench_cmds import parse_sizes
-from hyperplan.cli.common import console, out, stage_progress
+from hyperplan.cli.bench_cmds import parse_sizes, run_sizes
+from hyperplan.cli.common import out
 from hyperplan.cli.options import AsJson, Sizes, embedder_option
-from hyperplan.eval.isolated import run_isolated
 
 EMBEDDERS = ("hashing", "words")
 
@@ -76,20 +75,8 @@ def select_cmd(
         raise typer.BadParameter("--queries and --budget must be at least 1")
     options = {"queries": queries, "budget": budget}
     started = time.perf_counter()
-    runs = []
-    with stage_progress(not as_json) as progress:
-        for n in counts:
-            def report(stage: str, done: int, total: int, n: int = n) -> None:
-                progress(f"{n:,} tools: {stage}", done, total)
-
-            runs.append(run_isolated(n, seed, embedder, timeout=timeout,
-                                     max_memory_gb=max_memory_gb, progress=report,
-                                     measure=measure_select, options=options))
-            if not as_json:
-                run = runs[-1]
-                state = f"[red]{run['error']}[/red]" if "error" in run else "done"
-                console.print(f"{n:,} tools: {state} in {run['seconds']:.1f} s",
-                              highlight=False)
+    runs = run_sizes(counts, seed, embedder, timeout=timeout, max_memory_gb=max_memory_gb,
+                     quiet=as_json, measure=measure_select, options=options)
     result = {"bench": "select", "embedder": embedder, "seed": seed, "queries": queries,
               "budget": budget, "runs": runs, "seconds": round(time.perf_counter() - started, 3)}
     if as_json:
