@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from hyperplan.eval.isolated import Progress
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.links import TextEmbedder
 from hyperplan.synthetic import (
@@ -21,6 +20,8 @@ from hyperplan.synthetic import (
     synthetic_catalog,
     synthetic_expectations,
 )
+
+Progress = Callable[[str, int, int], None]  # as hyperplan.eval.isolated's
 
 __all__ = ["measure_links", "text_embedder"]
 
