@@ -48,13 +48,14 @@ from typing import Any
 from hyperplan.search import compiled_core
 from hyperplan.search.baselines import beam, best_of_n, greedy, uct
 from hyperplan.search.env import SearchEnv
+from hyperplan.search.lats import lats
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, SearchResult
 from hyperplan.search.policies import Policy, make_policy
 
 DEV_SEEDS = range(0, 1000)
 """Seeds reserved for choosing c, lambda and Agg; report results on other seeds."""
 
-METHODS = ("hypermcts", "uct", "best_of_n", "greedy", "beam")
+METHODS = ("hypermcts", "uct", "best_of_n", "greedy", "beam", "lats")
 
 Method = Callable[[SearchEnv, Policy, MCTSConfig, int], SearchResult]
 
@@ -69,6 +70,7 @@ METHOD_FUNCS: Mapping[str, Method] = {
     "best_of_n": best_of_n,
     "greedy": greedy,
     "beam": beam,
+    "lats": lats,
 }
 
 _SCORE_KEYS = ("score", "match_score", "composite_score", "comp_score")
@@ -139,7 +141,21 @@ class MethodRuns:
             "us_per_iter_mean": statistics.fmean(r.us_per_iter for r in self.results)
             if n else 0.0,
             "failures": sum(r.failures for r in self.results),
+            # cost as the HyperMCTS paper reports it (Figure 3): per case, what a model policy
+            # would be asked and the evaluated rollouts
+            "policy_calls_per_case": statistics.fmean(r.policy_calls for r in self.results)
+            if n else 0.0,
+            "rollouts_per_case": statistics.fmean(r.rollouts for r in self.results)
+            if n else 0.0,
+            **_notes(self.results),
         }
+
+
+def _notes(results: Sequence[SearchResult]) -> dict[str, str]:
+    """Method-specific remarks (``SearchResult.notes``), each value once (distinct values
+    joined by "; ")."""
+    keys = sorted({k for r in results for k in r.notes})
+    return {k: "; ".join(sorted({r.notes[k] for r in results if k in r.notes})) for k in keys}
 
 
 Progress = Callable[[str, int, int], None]
@@ -186,6 +202,10 @@ def evaluate(
         h = [float(r.success) for r in runs["hypermcts"]]
         u = [float(r.success) for r in runs["uct"]]
         out["paired"] = {"hypermcts_minus_uct": paired_diff(h, u)}
+    if "hypermcts" in runs and "lats" in runs:  # an added key: the ones above stay as they were
+        h = [float(r.success) for r in runs["hypermcts"]]
+        la = [float(r.success) for r in runs["lats"]]
+        out.setdefault("paired", {})["hypermcts_minus_lats"] = paired_diff(h, la)
     out["seconds"] = perf_counter() - started
     return out
 
