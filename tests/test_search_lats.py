@@ -198,3 +198,19 @@ def test_greedy_policy_calls_are_one_per_step() -> None:
     result = METHOD_FUNCS["greedy"](env, policy, MCTSConfig(budget=4), 0)
     assert policy.asked == ["propose", "propose"]
     assert result.policy_calls == 2
+
+
+def test_sweep_gives_curves_for_every_method(tmp_path: Any) -> None:
+    from typer.testing import CliRunner
+
+    from hyperplan.cli import app
+
+    result = CliRunner().invoke(app, ["search", "sweep", "--suite", "toy", "--tasks", "2",
+                                      "--rollouts", "2,4", "--lams", "0,0.5", "--methods",
+                                      "all", "--output", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "| budget | λ=0 | λ=0.5 | best-of-N | greedy | beam | lats |" in result.output
+    assert (tmp_path / "mcts_sweep_toy_methods.png").stat().st_size > 1000
+    bad = CliRunner().invoke(app, ["search", "sweep", "--suite", "toy", "--methods", "nope",
+                                   "--output", str(tmp_path)])
+    assert bad.exit_code != 0
