@@ -189,7 +189,8 @@ def test_registered_with_cost_and_paired_difference() -> None:
         assert summary["policy_calls_per_case"] > 0
     assert out["methods"]["greedy"]["rollouts_per_case"] == 1.0
     assert out["methods"]["lats"]["reflection"] == "skipped (heuristic policy)"
-    assert set(out["paired"]) == {"hypermcts_minus_uct", "hypermcts_minus_lats"}
+    assert set(out["paired"]) == {f"hypermcts_minus_{m}" for m in METHODS if m != "hypermcts"}
+    assert list(out["paired"])[0] == "hypermcts_minus_uct"  # the key that was there first
 
 
 def test_greedy_policy_calls_are_one_per_step() -> None:

@@ -4,9 +4,10 @@ Per task i the methods share the seed ``seed * 1_000_003 + i`` (common random nu
 HyperMCTS - UCT comparison is paired and differs only by the hypergraph term. Reported per
 method: case accuracy (mean verifier ``success``) with a 95% Wilson interval, mean suite score
 (``metrics`` "score" / "match_score" / "composite_score", else the reward), mean rollouts used,
-and bookkeeping microseconds per iteration (median over tasks; the mean too); plus the paired
-difference hypermcts - uct with a 95% normal-approximation interval on the per-task
-differences.
+and bookkeeping microseconds per iteration (median over tasks; the mean too), and the cost as
+the HyperMCTS paper reports it (``policy_calls_per_case``, ``rollouts_per_case``); plus the
+paired difference hypermcts - uct (and hypermcts - each other method run) with a 95%
+normal-approximation interval on the per-task differences.
 
 Parameter selection protocol: defaults are chosen on the dev seed range ``DEV_SEEDS``
 (seeds 0-999) and reported on seeds >= 1000 (``hyperplan eval mcts --seed 1000`` ...); pass
@@ -202,10 +203,11 @@ def evaluate(
         h = [float(r.success) for r in runs["hypermcts"]]
         u = [float(r.success) for r in runs["uct"]]
         out["paired"] = {"hypermcts_minus_uct": paired_diff(h, u)}
-    if "hypermcts" in runs and "lats" in runs:  # an added key: the ones above stay as they were
+    if "hypermcts" in runs:  # and against every other baseline (added keys)
         h = [float(r.success) for r in runs["hypermcts"]]
-        la = [float(r.success) for r in runs["lats"]]
-        out.setdefault("paired", {})["hypermcts_minus_lats"] = paired_diff(h, la)
+        for name in (m for m in runs if m not in {"hypermcts", "uct"}):
+            other = [float(r.success) for r in runs[name]]
+            out.setdefault("paired", {})[f"hypermcts_minus_{name}"] = paired_diff(h, other)
     out["seconds"] = perf_counter() - started
     return out
 
