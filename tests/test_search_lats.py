@@ -190,7 +190,7 @@ def test_registered_with_cost_and_paired_difference() -> None:
     assert out["methods"]["greedy"]["rollouts_per_case"] == 1.0
     assert out["methods"]["lats"]["reflection"] == "skipped (heuristic policy)"
     assert set(out["paired"]) == {f"hypermcts_minus_{m}" for m in METHODS if m != "hypermcts"}
-    assert list(out["paired"])[0] == "hypermcts_minus_uct"  # the key that was there first
+    assert next(iter(out["paired"])) == "hypermcts_minus_uct"  # the key that was there first
 
 
 def test_greedy_policy_calls_are_one_per_step() -> None:
@@ -215,3 +215,22 @@ def test_sweep_gives_curves_for_every_method(tmp_path: Any) -> None:
     bad = CliRunner().invoke(app, ["search", "sweep", "--suite", "toy", "--methods", "nope",
                                    "--output", str(tmp_path)])
     assert bad.exit_code != 0
+
+
+def test_lats_reflects_with_the_llm_policy_and_later_prompts_show_it() -> None:
+    from hyperplan.eval.treesearch.toy import ToyShopEnv
+    from hyperplan.llm.scripted import ScriptedLLM, ScriptedRule
+    from hyperplan.search.llm_policy import LLMPolicyFactory
+
+    reply = {"candidates": [{"key": "P1.2", "score": 0.9}, {"key": "P0.0", "score": 0.5}]}
+    llm = ScriptedLLM([ScriptedRule(text="Check the budget first.",
+                                    system_pattern="failed attempt"),
+                       ScriptedRule(json=reply)])
+    factory = LLMPolicyFactory(llm)
+    policy = factory()
+    result = lats(ToyShopEnv(0, 2, 3), policy, MCTSConfig(budget=4, branching=2), seed=0)
+    assert not result.success
+    assert policy.reflections == ["Check the budget first."] * result.rollouts
+    assert result.notes["reflection"] == f"{result.rollouts} reflections"
+    later = [c for c in llm.calls if "Reflections on earlier failed attempts" in str(c)]
+    assert later  # proposals after the first failure carry the reflection

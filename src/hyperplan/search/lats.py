@@ -144,7 +144,8 @@ class LATS(SearchBase):
             note = ask(self.raw_env, list(actions), verdict)
         finally:
             self.policy.seconds += perf_counter() - t
-        self.reflections.append(str(note))
+        if note:
+            self.reflections.append(str(note))
 
     def iterate(self) -> None:
         """One iteration (module doc, steps 1-6)."""
