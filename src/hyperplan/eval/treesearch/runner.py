@@ -287,8 +287,9 @@ def _series(result: Mapping[str, Any]) -> list[tuple[str, list[Mapping[str, Any]
     HyperMCTS (0 = UCT), best-of-N, then each other method swept."""
     grid = result["grid"]
     out: list[tuple[str, list[Mapping[str, Any]], str]] = []
+    named = "HyperMCTS " if result.get("methods") else ""  # beside other methods: say whose
     for lam in result["lams"]:
-        label = "UCT (λ=0)" if lam == 0 else f"λ={lam:g}"
+        label = "UCT (λ=0)" if lam == 0 else f"{named}λ={lam:g}"
         out.append((label, [g for g in grid if g["lam"] == lam], "-"))
     for name in ["best_of_n", *result.get("methods", ())]:
         label = "best-of-N" if name == "best_of_n" else name
@@ -336,6 +337,7 @@ def sweep_plot(result: Mapping[str, Any], path: str, title: str = "") -> None:
     if cost:
         _plot_lines(axes[2], series, "policy_calls_per_case")
         axes[2].set_xscale("log")
+        axes[2].xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         axes[2].set_xlabel("policy calls per case")
     if title:
         fig.suptitle(title)
