@@ -42,10 +42,10 @@ _EXPORTS = {
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = [
     "COMPILED_MODULES",
+    "LATS",
     "Action",
     "HeuristicPolicy",
     "HyperMCTS",
-    "LATS",
     "LATSConfig",
     "LLMPolicy",
     "MCTSConfig",
