@@ -37,7 +37,9 @@ from hyperplan.search.policies import Policy
 from hyperplan.search.tree import Edge, HistoryTree, Node, backup
 
 DEFAULT_VALUE_WEIGHT = 0.5
-"""LATS' weight of the value function in the backed-up value (its lambda = 0.5)."""
+"""The weight of the value function's score in the backed-up value: 0.5, our reading of the
+weight lambda with which LATS (Section 4, evaluation) mixes its two scores, giving both equal
+say (read from the paper, not checked against LATS' code)."""
 
 
 @dataclass(frozen=True)
