@@ -416,7 +416,7 @@ def test_cli_json_contract(monkeypatch: pytest.MonkeyPatch) -> None:
     data = json.loads(result.stdout)
     assert {"suite", "n_tasks", "budget", "branching", "methods", "seconds", "paired"} <= set(data)
     assert data["suite"] == "shopping" and data["n_tasks"] == 4 and data["budget"] == 8
-    assert set(data["methods"]) == {"hypermcts", "uct", "best_of_n", "greedy", "beam"}
+    assert set(data["methods"]) == {"hypermcts", "uct", "best_of_n", "greedy", "beam", "lats"}
     for stats in data["methods"].values():
         assert {"case_acc", "ci95", "score", "rollouts", "us_per_iter"} <= set(stats)
         assert 0 <= stats["ci95"][0] <= stats["case_acc"] <= stats["ci95"][1] <= 1

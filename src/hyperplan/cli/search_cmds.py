@@ -141,7 +141,10 @@ def mcts_cmd(
     max_llm_calls: MaxLLMCalls = None,
     as_json: AsJson = False,
 ) -> None:
-    """HyperMCTS vs UCT, best-of-N, greedy and beam search at equal rollout budget.
+    """HyperMCTS vs UCT, best-of-N, greedy, beam search and a LATS-style baseline at equal
+    rollout budget; per method the cost as the HyperMCTS paper reports it
+    (policy_calls_per_case: every proposal, rollout choice and value request; and
+    rollouts_per_case).
 
     With --policy llm every method asks the same model (one shared answer cache, so a history
     two methods reach costs one call); the JSON's "llm" object counts the histories the model
@@ -246,14 +249,20 @@ def mcts_sweep_cmd(
     rollout_guidance: Guidance = True,
     branch_on: BranchOn = "commit",
     widen: Widen = DEFAULT_WIDEN,
+    methods: str = typer.Option("", help="other methods to sweep too, comma-separated, or "
+                                "'all' (every method of search run besides HyperMCTS and "
+                                "best-of-N; UCT too unless λ=0 is swept)"),
     as_json: AsJson = False,
 ) -> None:
-    """Case accuracy vs budget and vs lambda: a Markdown table and a matplotlib PNG."""
+    """Case accuracy vs budget and vs lambda: a Markdown table and a matplotlib PNG. With
+    --methods, accuracy against budget for those methods too, and a third panel against policy
+    calls per case (the figure is then mcts_sweep_SUITE_methods.png)."""
     try:
         budget_list = [int(x) for x in rollouts.split(",") if x.strip()]
         lam_list = [float(x) for x in lams.split(",") if x.strip()]
     except ValueError:
         fail("--rollouts takes integers and --lams numbers, comma-separated")
+    extra = _sweep_methods(methods, lam_list)
     if not budget_list or not lam_list:
         fail("--rollouts and --lams must not be empty")
     if min(budget_list) < 1 or min(lam_list) < 0:
@@ -264,11 +273,11 @@ def mcts_sweep_cmd(
     out_dir.mkdir(parents=True, exist_ok=True)  # before the sweep: a bad --output fails fast
     with stage_progress() as progress:
         result = sweep(envs, config, budget_list, lam_list, policy=policy, seed=seed,
-                       progress=progress)
+                       progress=progress, methods=extra)
     result = {"suite": suite, "seed": seed, "level": level, "policy": policy,
               "branch_on": branch_on, "rollout_guidance": rollout_guidance, "widen": widen,
               **result}
-    png = out_dir / f"mcts_sweep_{suite}.png"
+    png = out_dir / (f"mcts_sweep_{suite}_methods.png" if extra else f"mcts_sweep_{suite}.png")
     try:
         sweep_plot(result, str(png),
                    title=f"{suite}: {len(envs)} tasks, b={branching}, seed {seed}")
@@ -283,6 +292,20 @@ def mcts_sweep_cmd(
     print(sweep_table(result))
     if "figure" in result:
         print(f"\nfigure: {result['figure']}")
+
+
+def _sweep_methods(methods: str, lams: list[float]) -> list[str]:
+    """The other methods ``search sweep --methods`` names (``all``: every one of METHODS the
+    sweep does not draw already)."""
+    drawn = {"hypermcts", "best_of_n"} | ({"uct"} if 0.0 in lams else set())
+    if methods.strip() == "all":
+        return [m for m in METHODS if m not in drawn]
+    chosen = [m.strip() for m in methods.split(",") if m.strip()]
+    unknown = [m for m in chosen if m not in METHODS or m in {"hypermcts", "best_of_n"}]
+    if unknown:
+        fail(f"unknown --methods {unknown}; choose from "
+             f"{', '.join(m for m in METHODS if m not in drawn)} or all")
+    return chosen
 
 
 @search_app.command("bench")

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from hyperplan.search.common import SearchResult
     from hyperplan.search.env import Action, Objective, SearchEnv, Verdict
     from hyperplan.search.hypergraph import TrajectoryHypergraph
+    from hyperplan.search.lats import LATS, LATSConfig
     from hyperplan.search.llm_policy import LLMPolicy
     from hyperplan.search.mcts import HyperMCTS, MCTSConfig, hypermcts
     from hyperplan.search.policies import HeuristicPolicy, Policy, RandomPolicy
@@ -35,14 +36,17 @@ _EXPORTS = {
     "LLMPolicy": "llm_policy", "MCTSConfig": "mcts", "Objective": "env", "Policy": "policies",
     "RandomPolicy": "policies", "SearchEnv": "env", "SearchResult": "common",
     "TrajectoryHypergraph": "hypergraph", "Verdict": "env", "beam": "baselines",
+    "LATS": "lats", "LATSConfig": "lats",
     "best_of_n": "baselines", "greedy": "baselines", "hypermcts": "mcts", "uct": "baselines",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = [
     "COMPILED_MODULES",
+    "LATS",
     "Action",
     "HeuristicPolicy",
     "HyperMCTS",
+    "LATSConfig",
     "LLMPolicy",
     "MCTSConfig",
     "Objective",

@@ -56,7 +56,9 @@ class Timing:
 class SearchResult:
     """A search's answer: the best evaluated trajectory (``actions``) and its ``verdict``,
     the rollouts used (``rollouts`` = evaluated trajectories, failed ones included), timing,
-    and optionally the per-rollout action-key trace."""
+    optionally the per-rollout action-key trace, the policy calls (``policy_calls``: every
+    proposal, rollout choice and value request, what a model policy would be asked) and
+    method-specific remarks (``notes``, e.g. LATS' ``reflection``)."""
 
     method: str
     actions: tuple[Action, ...]
@@ -67,6 +69,8 @@ class SearchResult:
     timing: Timing = field(default_factory=Timing)
     trace: list[tuple[str, ...]] = field(default_factory=list)
     rewards: list[float] = field(default_factory=list)
+    policy_calls: int = 0
+    notes: dict[str, str] = field(default_factory=dict)
 
     @property
     def reward(self) -> float:
@@ -185,6 +189,7 @@ class SearchBase:
             timing=Timing(total=total, policy=self.policy.seconds, env=self.env.seconds),
             trace=self.trace,
             rewards=self.rewards,
+            policy_calls=self.policy.calls,
         )
 
     def run(self) -> SearchResult:

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from hyperplan.llm.budget import BudgetExceeded
 from hyperplan.llm.types import LLM, ContextLengthError, LLMError, Message
-from hyperplan.search.env import Action, SearchEnv
+from hyperplan.search.env import Action, SearchEnv, Verdict
 from hyperplan.search.policies import HeuristicPolicy, Policy, _gumbel_top_k
 
 CANDIDATE_SCHEMA: dict[str, Any] = {
@@ -51,6 +51,14 @@ _SYSTEM = (
     '{"candidates": [{"key": <decision key>, "score": <0..1>}]}, best first. Use only keys '
     "from the list."
 )
+
+_REFLECT_SYSTEM = (
+    "You review a failed attempt of a tree-search planner. In at most two sentences, say what "
+    "went wrong and what to do differently next time."
+)
+
+MAX_REFLECTIONS = 3
+"""How many of its latest reflections (:meth:`LLMPolicy.reflect`) a policy shows in a prompt."""
 
 
 def decision_names(decisions: Sequence[Action]) -> dict[str, str]:
@@ -108,6 +116,7 @@ class LLMPolicy:
         self.name = "llm"
         self.calls = 0
         self.fallbacks = 0
+        self.reflections: list[str] = []
         self._cache: dict[str, list[tuple[str, float]]] = {} if cache is None else cache
 
     def _prompt(self, env: SearchEnv, decisions: Sequence[Action], k: int,
@@ -118,9 +127,11 @@ class LLMPolicy:
         if len(shown) < len(decisions):
             heading += (f" ({len(shown)} of {len(decisions)}, the most promising by the "
                         "environment's hint)")
+        notes = "".join(f"- {r}\n" for r in self.reflections[-MAX_REFLECTIONS:])
+        lessons = f"Reflections on earlier failed attempts:\n{notes}\n" if notes else ""
         return (
             f"Task: {env.query}\n\nHistory:\n{env.describe().strip() or '(no steps yet)'}\n\n"
-            f"{heading}:\n{listed}\n\nReturn up to {k} candidates."
+            f"{heading}:\n{listed}\n\n{lessons}Return up to {k} candidates."
         )
 
     def shown(self, env: SearchEnv, decisions: Sequence[Action],
@@ -182,6 +193,26 @@ class LLMPolicy:
         except ContextLengthError:
             return None
         return response.parsed if response.parsed is not None else json.loads(response.text)
+
+    def reflect(self, env: SearchEnv, actions: Sequence[Action], verdict: Verdict) -> str:
+        """LATS' self-reflection (Zhou et al., 2024, "Language Agent Tree Search", Section 4)
+        on a failed trajectory (the environment is at its end): the model's short account of
+        what went wrong, kept in ``reflections`` and shown in this policy's later prompts (the
+        last :data:`MAX_REFLECTIONS`; a policy that never reflects keeps its prompts as they
+        were). One model call; a failed call gives no reflection."""
+        steps = env.describe().strip() or " -> ".join(a.key for a in actions)
+        prompt = (f"Task: {env.query}\n\nAttempt:\n{steps}\n\n"
+                  f"The verifier scored it {verdict.reward:.2f} and it failed.")
+        self.calls += 1
+        try:
+            reply = self.llm.complete([Message.system(_REFLECT_SYSTEM), Message.user(prompt)],
+                                      component=self.component)
+        except (LLMError, BudgetExceeded):
+            return ""
+        text = (reply.text or "").strip()
+        if text:
+            self.reflections.append(text)
+        return text
 
     def propose(
         self, env: SearchEnv, decisions: Sequence[Action], k: int, rng: random.Random

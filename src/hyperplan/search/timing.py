@@ -171,18 +171,22 @@ def unwrapped(env: SearchEnv) -> SearchEnv:
 
 class TimedPolicy:
     """A :class:`~hyperplan.search.policies.Policy` whose ``seconds`` add up the duration of
-    its calls into ``raw``; ``raw`` sees the unwrapped environment (module doc)."""
+    its calls into ``raw`` and whose ``calls`` count them (every proposal and every rollout
+    choice: what a model policy would be asked, the HyperMCTS paper's per-case LLM calls);
+    ``raw`` sees the unwrapped environment (module doc)."""
 
-    __slots__ = ("name", "raw", "seconds")
+    __slots__ = ("calls", "name", "raw", "seconds")
 
     def __init__(self, raw: Policy) -> None:
         self.raw = raw
         self.name = raw.name
         self.seconds = 0.0
+        self.calls = 0
 
     def propose(
         self, env: SearchEnv, decisions: Sequence[Action], k: int, rng: random.Random
     ) -> list[Action]:
+        self.calls += 1
         t = perf_counter()
         try:
             return self.raw.propose(unwrapped(env), decisions, k, rng)
@@ -192,6 +196,7 @@ class TimedPolicy:
     def rollout(
         self, env: SearchEnv, decisions: Sequence[Action], rng: random.Random
     ) -> Action:
+        self.calls += 1
         t = perf_counter()
         try:
             return self.raw.rollout(unwrapped(env), decisions, rng)

@@ -4,9 +4,10 @@ Per task i the methods share the seed ``seed * 1_000_003 + i`` (common random nu
 HyperMCTS - UCT comparison is paired and differs only by the hypergraph term. Reported per
 method: case accuracy (mean verifier ``success``) with a 95% Wilson interval, mean suite score
 (``metrics`` "score" / "match_score" / "composite_score", else the reward), mean rollouts used,
-and bookkeeping microseconds per iteration (median over tasks; the mean too); plus the paired
-difference hypermcts - uct with a 95% normal-approximation interval on the per-task
-differences.
+and bookkeeping microseconds per iteration (median over tasks; the mean too), and the cost as
+the HyperMCTS paper reports it (``policy_calls_per_case``, ``rollouts_per_case``); plus the
+paired difference hypermcts - uct (and hypermcts - each other method run) with a 95%
+normal-approximation interval on the per-task differences.
 
 Parameter selection protocol: defaults are chosen on the dev seed range ``DEV_SEEDS``
 (seeds 0-999) and reported on seeds >= 1000 (``hyperplan eval mcts --seed 1000`` ...); pass
@@ -48,13 +49,14 @@ from typing import Any
 from hyperplan.search import compiled_core
 from hyperplan.search.baselines import beam, best_of_n, greedy, uct
 from hyperplan.search.env import SearchEnv
+from hyperplan.search.lats import lats
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, SearchResult
 from hyperplan.search.policies import Policy, make_policy
 
 DEV_SEEDS = range(0, 1000)
 """Seeds reserved for choosing c, lambda and Agg; report results on other seeds."""
 
-METHODS = ("hypermcts", "uct", "best_of_n", "greedy", "beam")
+METHODS = ("hypermcts", "uct", "best_of_n", "greedy", "beam", "lats")
 
 Method = Callable[[SearchEnv, Policy, MCTSConfig, int], SearchResult]
 
@@ -69,6 +71,7 @@ METHOD_FUNCS: Mapping[str, Method] = {
     "best_of_n": best_of_n,
     "greedy": greedy,
     "beam": beam,
+    "lats": lats,
 }
 
 _SCORE_KEYS = ("score", "match_score", "composite_score", "comp_score")
@@ -139,7 +142,21 @@ class MethodRuns:
             "us_per_iter_mean": statistics.fmean(r.us_per_iter for r in self.results)
             if n else 0.0,
             "failures": sum(r.failures for r in self.results),
+            # cost as the HyperMCTS paper reports it (Figure 3): per case, what a model policy
+            # would be asked and the evaluated rollouts
+            "policy_calls_per_case": statistics.fmean(r.policy_calls for r in self.results)
+            if n else 0.0,
+            "rollouts_per_case": statistics.fmean(r.rollouts for r in self.results)
+            if n else 0.0,
+            **_notes(self.results),
         }
+
+
+def _notes(results: Sequence[SearchResult]) -> dict[str, str]:
+    """Method-specific remarks (``SearchResult.notes``), each value once (distinct values
+    joined by "; ")."""
+    keys = sorted({k for r in results for k in r.notes})
+    return {k: "; ".join(sorted({r.notes[k] for r in results if k in r.notes})) for k in keys}
 
 
 Progress = Callable[[str, int, int], None]
@@ -186,6 +203,11 @@ def evaluate(
         h = [float(r.success) for r in runs["hypermcts"]]
         u = [float(r.success) for r in runs["uct"]]
         out["paired"] = {"hypermcts_minus_uct": paired_diff(h, u)}
+    if "hypermcts" in runs:  # and against every other baseline (added keys)
+        h = [float(r.success) for r in runs["hypermcts"]]
+        for name in (m for m in runs if m not in {"hypermcts", "uct"}):
+            other = [float(r.success) for r in runs[name]]
+            out.setdefault("paired", {})[f"hypermcts_minus_{name}"] = paired_diff(h, other)
     out["seconds"] = perf_counter() - started
     return out
 
@@ -199,11 +221,14 @@ def sweep(
     policy: str = "heuristic",
     seed: int = 0,
     progress: Progress | None = None,
+    methods: Sequence[str] = (),
 ) -> dict[str, Any]:
     """HyperMCTS case accuracy on a (budget x lambda) grid (lambda = 0 is UCT), plus
-    best-of-N per budget as a reference line."""
+    best-of-N per budget as a reference line, plus each of ``methods`` (other baselines of
+    :data:`METHODS`, at ``config``) per budget: accuracy against budget for every method, with
+    its cost (``policy_calls_per_case``) in every row."""
     grid: list[dict[str, Any]] = []
-    total = len(budgets) * (len(lams) + 1)
+    total = len(budgets) * (len(lams) + 1 + len(methods))
     done = 0
     for budget in budgets:
         for lam in [*lams, None]:
@@ -221,27 +246,71 @@ def sweep(
             done += 1
             if progress is not None:
                 progress(f"budget {budget}", done, total)
+        for name in methods:
+            result = evaluate(tasks, replace(config, budget=budget), policy=policy, seed=seed,
+                              methods=[name])
+            grid.append({"budget": budget, "method": name, "lam": None,
+                         **result["methods"][name]})
+            done += 1
+            if progress is not None:
+                progress(f"budget {budget} {name}", done, total)
     return {"n_tasks": len(tasks), "branching": config.branching, "c": config.c,
-            "agg": config.agg, "budgets": list(budgets), "lams": list(lams), "grid": grid}
+            "agg": config.agg, "budgets": list(budgets), "lams": list(lams), "grid": grid,
+            "methods": list(methods)}
+
+
+def _cell(grid: Sequence[Mapping[str, Any]], budget: int, lam: float | None,
+          method: str) -> Mapping[str, Any]:
+    """The sweep row of one budget and one lambda (HyperMCTS) or one method (lam None)."""
+    return next(g for g in grid if g["budget"] == budget and g["lam"] == lam
+                and (lam is not None or g["method"] == method))
 
 
 def sweep_table(result: Mapping[str, Any]) -> str:
-    """The sweep as a Markdown table: rows = budgets, columns = lambda values and best-of-N."""
-    lams = result["lams"]
-    header = "| budget | " + " | ".join(f"λ={lam:g}" for lam in lams) + " | best-of-N |"
-    sep = "|---:|" + "---:|" * (len(lams) + 1)
+    """The sweep as a Markdown table: rows = budgets, columns = lambda values, best-of-N and
+    the other methods swept."""
+    lams, extra = result["lams"], list(result.get("methods", ()))
+    header = ("| budget | " + " | ".join(f"λ={lam:g}" for lam in lams) + " | best-of-N |"
+              + "".join(f" {m} |" for m in extra))
+    sep = "|---:|" + "---:|" * (len(lams) + 1 + len(extra))
     rows = [header, sep]
+    columns = [(lam, "hypermcts") for lam in lams] + [(None, m) for m in ["best_of_n", *extra]]
     for budget in result["budgets"]:
-        cells = []
-        for lam in [*lams, None]:
-            cell = next(g for g in result["grid"] if g["budget"] == budget and g["lam"] == lam)
-            cells.append(f"{100 * cell['case_acc']:.1f}")
+        cells = [f"{100 * _cell(result['grid'], budget, lam, m)['case_acc']:.1f}"
+                 for lam, m in columns]
         rows.append(f"| {budget} | " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
 
+def _series(result: Mapping[str, Any]) -> list[tuple[str, list[Mapping[str, Any]], str]]:
+    """One (label, rows in budget order, line style) per curve of the sweep: each lambda of
+    HyperMCTS (0 = UCT), best-of-N, then each other method swept."""
+    grid = result["grid"]
+    out: list[tuple[str, list[Mapping[str, Any]], str]] = []
+    named = "HyperMCTS " if result.get("methods") else ""  # beside other methods: say whose
+    for lam in result["lams"]:
+        label = "UCT (λ=0)" if lam == 0 else f"{named}λ={lam:g}"
+        out.append((label, [g for g in grid if g["lam"] == lam], "-"))
+    for name in ["best_of_n", *result.get("methods", ())]:
+        label = "best-of-N" if name == "best_of_n" else name
+        out.append((label, [g for g in grid if g["lam"] is None and g["method"] == name], "--"))
+    return out
+
+
+def _plot_lines(ax: Any, series: Sequence[tuple[str, Sequence[Mapping[str, Any]], str]],
+                x_key: str) -> None:
+    """Case accuracy (%) against ``x_key`` of the rows, one line per series."""
+    for label, rows, style in series:
+        ax.plot([g[x_key] for g in rows], [100 * g["case_acc"] for g in rows], marker="o",
+                label=label, linestyle=style)
+    ax.set_ylabel("case accuracy (%)")
+    ax.legend(fontsize=8)
+
+
 def sweep_plot(result: Mapping[str, Any], path: str, title: str = "") -> None:
-    """Case accuracy vs budget (one line per lambda) and vs lambda (one line per budget)."""
+    """Case accuracy vs budget (one line per lambda and per method) and vs lambda (one line per
+    budget); with other methods swept, a third panel: case accuracy vs policy calls per case
+    (the HyperMCTS paper's cost comparison, Figure 3)."""
     try:
         import matplotlib
 
@@ -251,17 +320,13 @@ def sweep_plot(result: Mapping[str, Any], path: str, title: str = "") -> None:
         raise RuntimeError(
             "plotting needs matplotlib: pip install 'hyperplan[plot]'"
         ) from exc
-    grid = result["grid"]
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
-    for lam in [*result["lams"], None]:
-        pts = [(g["budget"], 100 * g["case_acc"]) for g in grid if g["lam"] == lam]
-        label = "best-of-N" if lam is None else ("UCT (λ=0)" if lam == 0 else f"λ={lam:g}")
-        ax1.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=label,
-                 linestyle="--" if lam is None else "-")
+    grid, series = result["grid"], _series(result)
+    cost = bool(result.get("methods"))
+    fig, axes = plt.subplots(1, 3 if cost else 2, figsize=(15 if cost else 10, 4))
+    ax1, ax2 = axes[0], axes[1]
+    _plot_lines(ax1, series, "budget")
     ax1.set_xscale("log", base=2)
     ax1.set_xlabel("rollout budget B")
-    ax1.set_ylabel("case accuracy (%)")
-    ax1.legend(fontsize=8)
     for budget in result["budgets"]:
         pts = [(g["lam"], 100 * g["case_acc"]) for g in grid
                if g["budget"] == budget and g["lam"] is not None]
@@ -269,6 +334,11 @@ def sweep_plot(result: Mapping[str, Any], path: str, title: str = "") -> None:
     ax2.set_xlabel("λ (hypergraph weight)")
     ax2.set_ylabel("case accuracy (%)")
     ax2.legend(fontsize=8)
+    if cost:
+        _plot_lines(axes[2], series, "policy_calls_per_case")
+        axes[2].set_xscale("log")
+        axes[2].xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+        axes[2].set_xlabel("policy calls per case")
     if title:
         fig.suptitle(title)
     fig.tight_layout()
