@@ -111,7 +111,7 @@ def test_verifier_correct_answer() -> None:
     run(env, "search:q0a", "open:d0a", "answer:0:384 m")
     v = env.verify()
     assert (v.success, v.reward, v.metrics["score"]) == (True, 1.0, 1.0)
-    assert v.objective_decisions["part0"] == frozenset({"answer:0:384 m"})
+    assert v.objective_decisions["part0"] == frozenset({"answer:0:384 m", "open:d0a"})
 
 
 def test_verifier_wrong_answer_from_a_forum() -> None:
@@ -136,6 +136,7 @@ def test_verifier_decoy_value_scores_zero() -> None:
 def test_verifier_abstention_gets_half_credit() -> None:
     env = hand_task()
     run(env, "search:q0a", "open:d0a", "abstain")
+    assert not env.recorded(Action("abstain", payload=("abstain",)))
     v = env.verify()
     assert env.is_terminal()
     assert (v.success, v.reward, v.metrics["score"], v.metrics["abstained"]) == \
