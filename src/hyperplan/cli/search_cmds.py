@@ -57,7 +57,7 @@ WIDEN_HELP = ("progressive widening w of commit decision points (0 = off, Algori
               "proper); default chosen on dev seeds")
 
 # Options the commands share (typer reads the Annotated metadata).
-Suite = Annotated[str, typer.Option(help="shopping | travel | toy")]
+Suite = Annotated[str, typer.Option(help="shopping | travel | qa | toy")]
 Seed = Annotated[int, typer.Option(help="task/search seed (0-999 is the dev range)")]
 Branching = Annotated[int, typer.Option(help="children per expansion b")]
 Level = Annotated[int | None, typer.Option(help="difficulty level (suite-defined)")]

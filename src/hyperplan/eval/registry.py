@@ -99,6 +99,8 @@ REGISTRY: tuple[Suite, ...] = (
           "case accuracy: every requirement and the budget"),
     Suite("travel", ("search",), "generated per seed (DeepPlanning-style)",
           "case accuracy; commonsense and personalised scores"),
+    Suite("qa", ("search",), "generated per seed (SealQA-style noisy evidence)",
+          "case accuracy: every part answered right; score: abstention half credit"),
 )
 SUITE_TABLE: tuple[SuiteInfo, ...] = tuple(s.info for s in REGISTRY)  # as printed
 

@@ -4,6 +4,9 @@
   decoys, coupons, one coupled budget);
 * :mod:`.travel` -- generated multi-day itineraries (transport, hotel, attractions, meals under
   time windows, opening hours and a budget; commonsense and personalised scores);
+* :mod:`.qa` -- generated question answering over noisy evidence, modelled on SealQA (search
+  results and documents that conflict, are stale or are decoys; answer or abstain, half credit
+  for abstention); :mod:`.sealqa` reads SealQA's own records when a user has them;
 * :mod:`.deepplanning` -- an adapter that runs the real DeepPlanning shopping cases when the
   database has been downloaded.
 
@@ -15,14 +18,16 @@ environment also offers ``spec()`` (a JSON-serialisable task description) and
 from __future__ import annotations
 
 from hyperplan.errors import HyperplanError
+from hyperplan.eval.treesearch.suites.qa import QAEnv
+from hyperplan.eval.treesearch.suites.qa_generator import generate_qa_task
 from hyperplan.eval.treesearch.suites.shopping import ShoppingEnv, generate_shopping_task
 from hyperplan.eval.treesearch.suites.travel import TravelEnv, generate_travel_task
 from hyperplan.search.env import SearchEnv
 
-SUITES = ("shopping", "travel")
+SUITES = ("shopping", "travel", "qa")
 LEVELS = (1, 2, 3)
 
-__all__ = ["LEVELS", "SUITES", "ShoppingEnv", "TravelEnv", "make_tasks", "task_seed"]
+__all__ = ["LEVELS", "SUITES", "QAEnv", "ShoppingEnv", "TravelEnv", "make_tasks", "task_seed"]
 
 
 def task_seed(seed: int, index: int) -> int:
@@ -45,6 +50,8 @@ def make_tasks(suite: str, n: int, seed: int, level: int | None = None) -> list[
         lvl = level if level is not None else LEVELS[i % len(LEVELS)]
         if suite == "shopping":
             envs.append(ShoppingEnv(generate_shopping_task(task_seed(seed, i), lvl)))
+        elif suite == "qa":
+            envs.append(QAEnv(generate_qa_task(task_seed(seed, i), lvl)))
         else:
             envs.append(TravelEnv(generate_travel_task(task_seed(seed, i), lvl)))
     return envs
