@@ -76,7 +76,7 @@ def _refuse_source(target: Path, source: Path, option: str, error: ErrorType) ->
                     f"write there: choose another {option}")
 
 
-def atomic_write(path: str | Path, write: Callable[[BinaryIO], None], *,
+def atomic_write(path: str | Path, write: Callable[[BinaryIO], object], *,
                  error: ErrorType = HyperplanError) -> Path:
     """Write ``path`` with ``write(file)`` through a temporary sibling renamed over it (module
     doc). The new file gets the usual permissions (0666 less the umask). An ``OSError`` while

@@ -192,6 +192,10 @@ class GraphIndex:
         self.prod_row: IntArray = np.repeat(np.arange(prod.shape[0], dtype=np.int64),
                                             np.diff(self.prod_ptr))
         self.prod_feeds: IntArray = np.bincount(self.prod_tool, minlength=graph.n_tools)
+        # the A_prod entries of each producer tool, in entry order (a column view)
+        self.prod_by_tool: IntArray = np.argsort(self.prod_tool, kind="stable").astype(np.int64)
+        self.prod_tool_ptr: IntArray = np.concatenate([[0], np.cumsum(self.prod_feeds)]).astype(
+            np.int64)
         self.precondition = np.asarray([n.kind.value == "pre" for n in graph.nodes], dtype=bool)
         self.precondition_ids: IntArray = np.flatnonzero(self.precondition).astype(np.int64)
         required = np.zeros(graph.n_input_nodes, dtype=bool)
@@ -247,6 +251,13 @@ class GraphIndex:
         flat = np.concatenate([np.arange(self.name_ptr[c], self.name_ptr[c + 1]) for c in cols])
         return np.bincount(self.name_tool[flat], weights=self.name_weight[flat],
                            minlength=self.graph.n_tools).astype(np.float64)
+
+    def fed_by(self, tools: Sequence[int]) -> IntArray:
+        """The A_prod entries (positions in ``prod_tool``) whose producer is one of
+        ``tools``, in entry order."""
+        parts = [self.prod_by_tool[self.prod_tool_ptr[t]:self.prod_tool_ptr[t + 1]]
+                 for t in set(tools)]
+        return np.sort(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int64)
 
     def producers(self, rows: IntArray) -> tuple[IntArray, IntArray, Scores]:
         """(row position, producer tool, weight) of every A_prod entry in ``rows``."""

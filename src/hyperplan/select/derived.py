@@ -6,22 +6,24 @@ input each, recorded beside them and checked on every read: the digest of the te
 (and the embedder's name) for the vectors, the tokenizer's identity for the counts. A file that
 does not match, cannot be read or holds anything but what was written (a wrong shape or
 dtype, non-finite or negative values, pickled objects) is ignored and written again, so a
-stale or damaged file can cost time but never change a selection. Files are written under a
-temporary name and renamed into place; a cache that cannot be written is no error.
+stale or damaged file can cost time but never change a selection. Files are written atomically
+(:func:`~hyperplan.graph.safe_paths.atomic_write`); a cache that cannot be written is no error.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 import numpy.typing as npt
+
+from hyperplan.errors import HyperplanError
+from hyperplan.graph.safe_paths import atomic_write
 
 VECTORS_FILE = "index_vectors.npy"
 VECTORS_META = "index_vectors.json"
@@ -92,14 +94,8 @@ def _read_json(path: Path) -> Any:
         return None
 
 
-def _replace(path: Path, write: Any) -> None:
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".writing-", dir=path.parent)
-    except OSError:
-        return
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.replace(tmp, path)
-    except OSError:
-        Path(tmp).unlink(missing_ok=True)
+def _replace(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """:func:`~hyperplan.graph.safe_paths.atomic_write`, where a cache that cannot be
+    written is no error."""
+    with suppress(HyperplanError):
+        atomic_write(path, write)

@@ -22,10 +22,10 @@ import numpy as np
 from hyperplan.graph.model import Hypergraph
 from hyperplan.plan.doe import DOEConfig, SupportGraph, best_support_graph, expand
 from hyperplan.plan.grounding import Grounding
-from hyperplan.retrieve.context_graph import ContextGraph, GraphIndex, RetrievedTool
+from hyperplan.retrieve.context_graph import ContextGraph, GraphIndex, RetrievedTool, Why
 from hyperplan.select.model import ChainStep, Reason
 
-ANCHOR_REASONS = frozenset({"seed", "consumer-of", "producer-of"})
+ANCHOR_REASONS = frozenset({Why.SEED, Why.CONSUMER_OF, Why.PRODUCER_OF})
 
 
 @dataclass(frozen=True)
@@ -98,9 +98,9 @@ def merge(cg: ContextGraph, chains: Chains, budget: int,
             placed.add(item.tool)
             out.append(item)
 
-    similar = [t for t in cg.tools if t.reason == "similar"]
+    similar = [t for t in cg.tools if t.reason is Why.SIMILAR]
     for tool in cg.tools:
-        if tool.reason == "similar":
+        if tool.reason is Why.SIMILAR:
             continue
         support = chains.graphs.get(tool.tool)
         if support is not None and placement is ChainPlacement.BEFORE_ANCHOR:
@@ -125,7 +125,7 @@ def follow_calls(index: GraphIndex, called: Sequence[int],
     """
     if not called:
         return None
-    entries = np.flatnonzero(np.isin(index.prod_tool, np.asarray(called, dtype=np.int64)))
+    entries = index.fed_by(called)
     rows = index.prod_row[entries]
     consumers = index.node_tool[rows]
     keep = ~np.isin(consumers, np.asarray(called, dtype=np.int64))
@@ -168,9 +168,9 @@ def _from_context(graph: Hypergraph, tool: RetrievedTool) -> Ranked:
     """A context-graph tool as a ranked item: anchored, or a producer with what it feeds."""
     if tool.reason in ANCHOR_REASONS:
         return Ranked(tool.tool, Reason.ANCHORED, tool.score)
-    if tool.reason == "similar":
+    if tool.reason is Why.SIMILAR:
         return Ranked(tool.tool, Reason.SIMILAR, tool.score)
-    if tool.reason == "prerequisite":
+    if tool.reason is Why.PREREQUISITE:
         feeds = graph.tool_index.get(tool.via, -1)
         return Ranked(tool.tool, Reason.PRODUCER, tool.score, feeds,
                       _fed_input(graph, tool.tool, feeds))
