@@ -79,13 +79,8 @@ class LATS(SearchBase):
 
     def value(self, action: Action) -> float:
         """Step 3: the value function's score of the child reached by ``action`` from the
-        current history (the environment's hint), timed and counted as a policy call."""
-        self.policy.calls += 1
-        t = perf_counter()
-        try:
-            return self.raw_env.hint(action)
-        finally:
-            self.policy.seconds += perf_counter() - t
+        current history (:meth:`~hyperplan.search.timing.TimedPolicy.value`)."""
+        return self.policy.value(self.env, action)
 
     def select(self, root: Node, path: list[Edge]) -> Node:
         """Step 1: UCT down the expanded part of the tree; the edges go to ``path``."""
@@ -139,13 +134,7 @@ class LATS(SearchBase):
         """Step 6 on a failed trajectory: the model's reflection, when the policy has one."""
         if verdict.success or not self.can_reflect:
             return
-        ask = getattr(self.raw_policy, "reflect")  # noqa: B009 - an optional hook
-        self.policy.calls += 1
-        t = perf_counter()
-        try:
-            note = ask(self.raw_env, list(actions), verdict)
-        finally:
-            self.policy.seconds += perf_counter() - t
+        note = self.policy.reflect(self.env, actions, verdict)
         if note:
             self.reflections.append(str(note))
 

@@ -202,3 +202,26 @@ class TimedPolicy:
             return self.raw.rollout(unwrapped(env), decisions, rng)
         finally:
             self.seconds += perf_counter() - t
+
+    def value(self, env: SearchEnv, action: Action) -> float:
+        """A value function's score of the child ``action`` leads to: the environment's hint
+        (LATS' evaluation step, as llm-reasoners' ``fast_reward``), counted as one call."""
+        self.calls += 1
+        t = perf_counter()
+        try:
+            return unwrapped(env).hint(action)
+        finally:
+            self.seconds += perf_counter() - t
+
+    def reflect(self, env: SearchEnv, actions: Sequence[Action], verdict: Verdict) -> Any:
+        """The raw policy's reflection on a failed trajectory (its optional ``reflect``, which
+        asks a model), counted as one call; None when the policy has no such step."""
+        ask = getattr(self.raw, "reflect", None)
+        if not callable(ask):
+            return None
+        self.calls += 1
+        t = perf_counter()
+        try:
+            return ask(unwrapped(env), list(actions), verdict)
+        finally:
+            self.seconds += perf_counter() - t
