@@ -250,7 +250,7 @@ class QAEnv(StateEnv):
         acts: list[Action] = []
         for p, (qid, did) in zip(self.task.parts, self.task.gold_plan, strict=True):
             acts.append(Action(f"search:{qid}", ActionKind.INFO, ("search", qid)))
-            acts.append(Action(f"open:{did}", ActionKind.INFO, ("open", did)))
+            acts.append(Action(f"open:{did}", ActionKind.COMMIT, ("open", did)))
             payload = ("answer", p.index, self._docs[did].value)
             acts.append(Action(decision_id(payload), ActionKind.COMMIT, payload))
         return acts
