@@ -13,6 +13,8 @@ from __future__ import annotations
 import collections
 import sys
 
+import numpy as np
+
 from hyperplan.cli.common import embedder_from_option
 from hyperplan.embed.base import l2_normalize
 from hyperplan.eval.links import split_tasks
@@ -26,7 +28,7 @@ from hyperplan.select.cache import default_cache_dir
 BUDGETS = (5, 10, 20)
 
 
-def consumers_by_score(bench: PartBench, called: list[str], rel: object) -> list[str]:
+def consumers_by_score(bench: PartBench, called: list[str], rel: np.ndarray) -> list[str]:
     """Tools fed by the called tools' outputs (A_prod), not called, best w * max(q, 0) first."""
     index, graph = bench.index, bench.graph
     score: dict[str, float] = {}
@@ -34,7 +36,7 @@ def consumers_by_score(bench: PartBench, called: list[str], rel: object) -> list
         consumer = int(index.node_tool[index.prod_row[entry]])
         name = index.tool_names[consumer]
         if name not in called:
-            value = float(index.prod_w[entry]) * max(float(rel[consumer]), 0.0)  # type: ignore[index]
+            value = float(index.prod_w[entry]) * max(float(rel[consumer]), 0.0)
             score[name] = max(score.get(name, 0.0), value)
     return sorted(score, key=lambda n: -score[n])
 
