@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from hyperplan.cli.common import embedder_from_option
+from hyperplan.embed import get_embedder
 from hyperplan.embed.base import l2_normalize
 from hyperplan.eval.links import split_tasks
 from hyperplan.eval.preselect import load_preselect_suite
@@ -42,7 +42,7 @@ def consumers_by_score(bench: PartBench, called: list[str], rel: np.ndarray) -> 
 
 
 def main(suite: str, data: str | None, sample: int | None) -> None:
-    embedder = embedder_from_option("minilm")
+    embedder = get_embedder("minilm")
     net: collections.Counter[tuple[object, ...]] = collections.Counter()
     for part in load_preselect_suite(suite, data).parts:
         names = set(part.catalog.names())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from dataclasses import replace
 
-from hyperplan.cli.common import embedder_from_option
+from hyperplan.embed import get_embedder
 from hyperplan.eval.links import split_tasks
 from hyperplan.eval.preselect import load_preselect_suite
 from hyperplan.eval.preselect_bench import PartBench, gold_tools
@@ -23,7 +23,7 @@ VARIANTS = {"base": (False, False), "row": (True, False), "fill": (False, True),
 
 
 def main(suite: str, data: str | None, split: str) -> None:
-    embedder = embedder_from_option("minilm")
+    embedder = get_embedder("minilm")
     hits = {(v, chain, k): [0, 0] for v in VARIANTS for chain in (False, True) for k in BUDGETS}
     for part in load_preselect_suite(suite, data).parts:
         names = set(part.catalog.names())
@@ -47,9 +47,9 @@ def main(suite: str, data: str | None, split: str) -> None:
                         cell[1] += 1
     for variant in VARIANTS:
         for chain in (False, True):
-            row = {k: round(a / max(n, 1), 3) for (v, c, k), (a, n) in hits.items()
-                   if v == variant and c == chain}
-            print(suite, variant, "+doe" if chain else "", row)
+            shares = {k: round(a / max(n, 1), 3) for (v, c, k), (a, n) in hits.items()
+                      if v == variant and c == chain}
+            print(suite, variant, "+doe" if chain else "", shares)
 
 
 if __name__ == "__main__":
