@@ -28,10 +28,17 @@ from hyperplan.search.hypergraph import (
     extract,
 )
 from hyperplan.search.llm_policy import LLMPolicy
-from hyperplan.search.mcts import HyperMCTS, MCTSConfig, hypermcts
+from hyperplan.search.mcts import HyperMCTS, MCTSConfig, TreeDesign, design_config, hypermcts
 from hyperplan.search.policies import HeuristicPolicy, Policy, RandomPolicy
 from hyperplan.search.tree import HistoryTree, TreeError
 from search_reference import RefNode, ref_backup, ref_children, ref_descend
+
+
+def commit_widen(**fields: Any) -> MCTSConfig:
+    """These tests pin Algorithm 1 in the commit-widen design (the default until 2026-12-03,
+    :class:`~hyperplan.search.mcts.TreeDesign`); the full-path default has its own tests
+    (``tests/test_search_design.py``)."""
+    return design_config(TreeDesign.COMMIT_WIDEN, **fields)
 
 # --------------------------------------------------------------------------------------------
 # a reference UCT, written independently of mcts.py (replays actions instead of snapshots)
@@ -83,7 +90,7 @@ def reference_uct(
 def test_lambda_zero_equals_uct_decision_for_decision(seed: int, widen: float) -> None:
     """lam = 0 is UCT decision for decision: as in Algorithm 1 (widen = 0) and with
     progressive widening, which at lam = 0 follows the policy order only."""
-    config = MCTSConfig(budget=60, branching=3, c=0.8, lam=0.0, early_stop=False, trace=True,
+    config = commit_widen(budget=60, branching=3, c=0.8, lam=0.0, early_stop=False, trace=True,
                         widen=widen)
     assert config.branch_on == "commit"  # the default; no information actions in this toy
     ref = reference_uct(ToyShopEnv(seed, 4, 5), HeuristicPolicy(), 60, 3, 0.8, seed,
@@ -108,7 +115,7 @@ def test_lambda_zero_equals_uct_with_information_actions(
 ) -> None:
     """With information actions (where "commit" and "all" differ), lam = 0 is still UCT
     decision for decision, against a reference that branches at decision points itself."""
-    config = MCTSConfig(budget=60, branching=3, c=0.8, lam=0.0, early_stop=False, trace=True,
+    config = commit_widen(budget=60, branching=3, c=0.8, lam=0.0, early_stop=False, trace=True,
                         branch_on=branch_on, widen=widen)
     policy = HeuristicPolicy(temperature=0.5)
     ref = reference_uct(ToyShopEnv(seed, 4, 5, info=True), policy, 60, 3, 0.8, seed,
@@ -129,7 +136,7 @@ def test_lambda_zero_equals_uct_with_information_actions(
 def test_positive_lambda_changes_decisions_somewhere() -> None:
     differs = 0
     for seed in range(6):
-        cfg = MCTSConfig(budget=40, lam=1.0, early_stop=False, trace=True)
+        cfg = commit_widen(budget=40, lam=1.0, early_stop=False, trace=True)
         a = hypermcts(ToyShopEnv(seed, 4, 5), HeuristicPolicy(), cfg, seed)
         b = uct(ToyShopEnv(seed, 4, 5), HeuristicPolicy(), cfg, seed)
         differs += a.trace != b.trace
@@ -215,7 +222,7 @@ def test_prior_zero_for_unseen_and_bounded() -> None:
 
 def test_order_invariant_pooling_while_tree_keeps_both_histories() -> None:
     env = ToyShopEnv(0, 3, 1)  # one product per item: A1, B1, C1 in any order
-    search = HyperMCTS(env, RandomPolicy(), MCTSConfig(budget=40, early_stop=False), 5)
+    search = HyperMCTS(env, RandomPolicy(), commit_widen(budget=40, early_stop=False), 5)
     result = search.run()
     assert search.tree is not None and search.hypergraph is not None
     leaves = {h for h in search.tree.histories() if len(h) == 3}
@@ -238,7 +245,7 @@ def _replay(env: ToyShopEnv, keys: Sequence[str]) -> Any:
 
 def test_restore_returns_the_exact_state() -> None:
     env = ToyShopEnv(2, 3, 4, info=True)
-    search = HyperMCTS(env, HeuristicPolicy(), MCTSConfig(budget=50, early_stop=False), 1)
+    search = HyperMCTS(env, HeuristicPolicy(), commit_widen(budget=50, early_stop=False), 1)
     search.run()
     assert search.tree is not None
     stack: list[tuple[Any, tuple[str, ...]]] = [(search.tree.root, ())]
@@ -278,7 +285,7 @@ class CountingPolicy:
 
 def test_expansion_at_most_once_with_b_distinct_children() -> None:
     policy = CountingPolicy(HeuristicPolicy(temperature=0.5))
-    config = MCTSConfig(budget=80, branching=2, early_stop=False, rollout_guidance=False,
+    config = commit_widen(budget=80, branching=2, early_stop=False, rollout_guidance=False,
                         widen=0.0)  # Algorithm 1: no progressive widening
     search = HyperMCTS(ToyShopEnv(4, 4, 5), policy, config, 0)
     search.run()
@@ -301,32 +308,32 @@ def test_expansion_at_most_once_with_b_distinct_children() -> None:
 
 def test_early_stop_on_verified_perfect_reward() -> None:
     easy = ToyShopEnv(0, 3, 1)  # every complete plan is valid and within budget
-    stopped = hypermcts(easy, RandomPolicy(), MCTSConfig(budget=30), 0)
+    stopped = hypermcts(easy, RandomPolicy(), commit_widen(budget=30), 0)
     assert stopped.rollouts == 1 and stopped.stopped_early and stopped.success
-    full = hypermcts(easy, RandomPolicy(), MCTSConfig(budget=30, early_stop=False), 0)
+    full = hypermcts(easy, RandomPolicy(), commit_widen(budget=30, early_stop=False), 0)
     assert full.rollouts == 30 and not full.stopped_early
 
 
 def test_failed_rollouts_recorded_not_fatal() -> None:
     bad = [f"P{i}.{j}" for i in range(3) for j in range(2)]
     env = ToyShopEnv(1, 3, 4, fail_keys=bad)
-    result = hypermcts(env, RandomPolicy(), MCTSConfig(budget=25, early_stop=False), 2)
+    result = hypermcts(env, RandomPolicy(), commit_widen(budget=25, early_stop=False), 2)
     assert result.rollouts == 25 and result.failures > 0
     assert 0.0 in result.rewards
     assert not any(a.key in bad for a in result.actions)  # the answer is a completed plan
     everything = [a.key for a in ToyShopEnv(1, 3, 4).decisions()]
     doomed = hypermcts(ToyShopEnv(1, 3, 4, fail_keys=everything), RandomPolicy(),
-                       MCTSConfig(budget=5), 0)
+                       commit_widen(budget=5), 0)
     assert doomed.rollouts == 5 and doomed.failures == 5 and doomed.reward == 0.0
     for method in (uct, best_of_n, greedy, beam):
-        r = method(ToyShopEnv(1, 3, 4, fail_keys=bad), RandomPolicy(), MCTSConfig(budget=12), 0)
+        r = method(ToyShopEnv(1, 3, 4, fail_keys=bad), RandomPolicy(), commit_widen(budget=12), 0)
         assert r.rollouts <= 12
 
 
 @pytest.mark.parametrize("method", [hypermcts, uct, best_of_n, greedy, beam])
 def test_budget_respected_and_baselines_run(method: Any) -> None:
     for seed in range(3):
-        config = MCTSConfig(budget=17, branching=3, early_stop=False)
+        config = commit_widen(budget=17, branching=3, early_stop=False)
         result = method(ToyShopEnv(seed, 4, 5), HeuristicPolicy(), config, seed)
         assert 1 <= result.rollouts <= 17
         assert len(result.actions) == 4 and isinstance(result.verdict, Verdict)
@@ -340,7 +347,7 @@ def test_budget_respected_and_baselines_run(method: Any) -> None:
 
 def test_search_beats_single_rollout_on_toy() -> None:
     envs = make_toy_tasks(30, 7, 1)
-    config = MCTSConfig(budget=32)
+    config = commit_widen(budget=32)
     searched = sum(hypermcts(e, HeuristicPolicy(), config, i).reward for i, e in enumerate(envs))
     single = sum(greedy(e, HeuristicPolicy(), config, i).reward for i, e in enumerate(envs))
     assert searched > single
@@ -375,10 +382,10 @@ def test_llm_policy_with_scripted_double() -> None:
     assert "Valid decisions" in llm.calls[0].messages[-1].content
     policy.propose(env, env.decisions(), 2, random.Random(0))
     assert policy.calls == 1  # cached per history
-    result = hypermcts(env, policy, MCTSConfig(budget=10, branching=2), 0)
+    result = hypermcts(env, policy, commit_widen(budget=10, branching=2), 0)
     assert result.rollouts >= 1 and len(result.actions) == 2
     # the model's pick shapes the tree: the root's first child is its best valid key
-    search = HyperMCTS(env, LLMPolicy(ScriptedLLM([ScriptedRule(json=reply)])), MCTSConfig(
+    search = HyperMCTS(env, LLMPolicy(ScriptedLLM([ScriptedRule(json=reply)])), commit_widen(
         budget=4, branching=2, early_stop=False, trace=True), 0)
     search.run()
     assert search.trace[0][0] == "P1.2"
@@ -449,7 +456,7 @@ def test_unvisited_children_ordered_by_prior(tiebreak: bool) -> None:
     policy = HeuristicPolicy(temperature=0.0)
     proposals = policy.propose(env, env.decisions(), 3, random.Random(0))
     favourite = proposals[2].key
-    config = MCTSConfig(budget=1, lam=1.0, trace=True, prior_tiebreak=tiebreak)
+    config = commit_widen(budget=1, lam=1.0, trace=True, prior_tiebreak=tiebreak)
     search = HyperMCTS(env, policy, config, 0)
     assert search.hypergraph is not None
     search.hypergraph.update([Observation(frozenset({favourite}), "item0", 1.0)])
@@ -460,7 +467,7 @@ def test_unvisited_children_ordered_by_prior(tiebreak: bool) -> None:
 @pytest.mark.parametrize(("mode", "info_value"), [("neutral", 0.4), ("zero", 0.0)])
 def test_information_actions_get_a_neutral_prior(mode: str, info_value: float) -> None:
     search = HyperMCTS(ToyShopEnv(0, 2, 3, info=True), RandomPolicy(),
-                       MCTSConfig(lam=1.0, info_prior=mode), 0)
+                       commit_widen(lam=1.0, info_prior=mode), 0)
     assert search.hypergraph is not None
     search.hypergraph.update([Observation(frozenset({"P0.0"}), "item0", 0.8)])
     node = HistoryTree(None, 3).root
@@ -473,7 +480,7 @@ def test_rollout_guidance_prefers_high_prior_candidates() -> None:
     env = ToyShopEnv(0, 2, 5)
     policy = HeuristicPolicy(temperature=0.0)
     proposals = policy.propose(env, env.decisions(), 3, random.Random(0))
-    config = MCTSConfig(budget=8, lam=0.5, rollout_guidance=True)
+    config = commit_widen(budget=8, lam=0.5, rollout_guidance=True)
     search = HyperMCTS(env, policy, config, 0)
     assert search.hypergraph is not None
     assert search._rollout_pick() == search.policy.rollout  # empty hypergraph: the policy
@@ -509,7 +516,7 @@ class InfoFirstPolicy:
 def test_branching_at_decision_points(chain: bool) -> None:
     """branch_on="commit": a history whose top proposal is information gathering gets exactly
     one (information) child; commit decision points get up to b distinct commit children."""
-    config = MCTSConfig(budget=40, branching=3, early_stop=False, info_chain=chain,
+    config = commit_widen(budget=40, branching=3, early_stop=False, info_chain=chain,
                         widen=0.0)  # Algorithm 1: no progressive widening
     search = HyperMCTS(ToyShopEnv(2, 3, 4, info=True), InfoFirstPolicy(), config, 0)
     search.run()
@@ -542,12 +549,12 @@ def test_information_chain_costs_no_rollout() -> None:
     """With info_chain the first iteration expands through the information steps to the first
     commit point; without it each information node takes an iteration of its own."""
     env = ToyShopEnv(2, 3, 4, info=True)
-    chained = HyperMCTS(env, InfoFirstPolicy(), MCTSConfig(budget=1, early_stop=False), 0)
+    chained = HyperMCTS(env, InfoFirstPolicy(), commit_widen(budget=1, early_stop=False), 0)
     chained.run()
     assert chained.tree is not None
     assert len([n for n in chained.tree.nodes() if n.expanded]) == 4  # 3 inspects + 1 commit
     single = HyperMCTS(ToyShopEnv(2, 3, 4, info=True), InfoFirstPolicy(),
-                       MCTSConfig(budget=1, early_stop=False, info_chain=False), 0)
+                       commit_widen(budget=1, early_stop=False, info_chain=False), 0)
     single.run()
     assert single.tree is not None
     assert len([n for n in single.tree.nodes() if n.expanded]) == 1
@@ -557,11 +564,11 @@ def test_commit_point_tops_up_dropped_information_proposals() -> None:
     """Top proposal a commit, followed by information proposals: the information ones are
     dropped and the children topped up from the remaining commits, b in all."""
     env = ToyShopEnv(2, 3, 4, info=True)
-    search = HyperMCTS(env, InfoFirstPolicy(mix=True), MCTSConfig(budget=1), 0)
+    search = HyperMCTS(env, InfoFirstPolicy(mix=True), commit_widen(budget=1), 0)
     children = search._children(env.decisions(), 3)
     assert [a.kind for a in children] == [ActionKind.COMMIT] * 3
     assert len({a.key for a in children}) == 3
     assert children[0].key == InfoFirstPolicy(mix=True).propose(
         env, env.decisions(), 1, random.Random(0))[0].key
     with pytest.raises(ValueError, match="branch_on"):
-        MCTSConfig(branch_on="sometimes")
+        commit_widen(branch_on="sometimes")

@@ -183,5 +183,5 @@ def test_cli_runs_in_tree_rollouts() -> None:
     payload = json.loads(on.stdout)
     assert payload["expand_rollout"] is True and payload["branch_on"] == "all"
     assert set(payload["methods"]) == {"hypermcts", "uct"}
-    off = json.loads(CliRunner().invoke(app, args).stdout)
-    assert off["expand_rollout"] is False
+    off = json.loads(CliRunner().invoke(app, [*args, "--design", "commit-widen"]).stdout)
+    assert off["expand_rollout"] is False and off["design"] == "commit-widen"

@@ -26,7 +26,7 @@ from hyperplan.eval.treesearch.runner import load_tasks, task_seed
 from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.search.env import Objective, Verdict
 from hyperplan.search.hypergraph import AGGREGATORS, GLOBAL, TrajectoryHypergraph
-from hyperplan.search.mcts import HyperMCTS, MCTSConfig
+from hyperplan.search.mcts import HyperMCTS, MCTSConfig, TreeDesign, design_config
 from hyperplan.search.policies import HeuristicPolicy
 
 
@@ -39,11 +39,12 @@ def _run(env: Any, config: MCTSConfig, seed: int, temperature: float) -> dict[st
             "priors": priors}
 
 
-def fingerprint(widen: float = 0.0) -> str:
-    """The runs pinned below; with ``widen=0`` also runnable against the pre-optimisation
-    code (which had no widening)."""
+def fingerprint(widen: float = 0.0, design: TreeDesign = TreeDesign.COMMIT_WIDEN) -> str:
+    """The runs pinned below, in the commit-widen design (the default until 2026-12-03) with
+    ``widen``; with ``widen=0`` also runnable against the pre-optimisation code (which had no
+    widening). ``design=FULL_PATH`` (``widen`` 0) pins the full-path default the same way."""
     out: dict[str, Any] = {}
-    base = MCTSConfig(budget=24, trace=True, widen=widen)
+    base = design_config(design, budget=24, trace=True, widen=widen)
     variants = {"default": base, "all": replace(base, branch_on="all"),
                 "noguide": replace(base, rollout_guidance=False),
                 "min": replace(base, agg="min"), "max": replace(base, agg="max", lam=1.0),
@@ -52,7 +53,7 @@ def fingerprint(widen: float = 0.0) -> str:
         for i, env in enumerate(load_tasks(suite, n, 7)):
             for name, cfg in variants.items():
                 out[f"{suite}/{i}/{name}"] = _run(env, cfg, task_seed(7, i), 0.1)
-    toy = MCTSConfig(budget=60, trace=True, early_stop=False, widen=widen)
+    toy = design_config(design, budget=60, trace=True, early_stop=False, widen=widen)
     for seed in range(3):
         for info in (False, True):
             out[f"toy/{seed}/{info}"] = _run(ToyShopEnv(seed, 4, 5, info=info), toy, seed, 0.5)
@@ -76,9 +77,20 @@ def test_same_decisions_and_priors_as_before_the_optimisation() -> None:
     assert fingerprint() == PINNED
 
 
+PINNED_FULL_PATH = "53c4a1c82f438c15518e594085a09d277057fb3978f72126b6021e01bdcc0aba"
+"""The full-path design (the default since 2026-12-03, with the evidence widening), recorded
+with the code that produced its dev and test-seed benchmarks (docs/benchmarks.md, "The
+strongest tree design"), so later bookkeeping changes are held to the same decisions."""
+
+
 def test_same_decisions_and_priors_with_widening_as_benchmarked() -> None:
-    assert MCTSConfig().widen == 0.25
+    assert design_config(TreeDesign.COMMIT_WIDEN).widen == 0.25
     assert fingerprint(0.25) == PINNED_WIDEN
+
+
+def test_same_decisions_and_priors_in_the_full_path_design_as_benchmarked() -> None:
+    assert MCTSConfig() == design_config(TreeDesign.FULL_PATH)
+    assert fingerprint(0.0, TreeDesign.FULL_PATH) == PINNED_FULL_PATH
 
 
 # --------------------------------------------------------------------------------------------

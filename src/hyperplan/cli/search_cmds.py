@@ -43,7 +43,7 @@ from hyperplan.llm.budget import Budget as LLMBudget
 from hyperplan.search.env import SearchEnv
 from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG
 from hyperplan.search.llm_policy import LLM_ROLLOUTS, LLMPolicyFactory
-from hyperplan.search.mcts import BRANCH_ON, DEFAULT_WIDEN, MCTSConfig
+from hyperplan.search.mcts import BRANCH_ON, MCTSConfig, TreeDesign, design_config
 from hyperplan.search.policies import POLICIES, Policy
 
 search_app = typer.Typer(help="Tree search (HyperMCTS) on generated long-horizon tasks: runs, "
@@ -54,7 +54,8 @@ DEFAULT_LAM = 0.5
 
 
 WIDEN_HELP = ("progressive widening w of commit decision points (0 = off, Algorithm 1 "
-              "proper); default chosen on dev seeds")
+              "proper); default: the design's")
+DESIGN_NAMES = tuple(d.value for d in TreeDesign)
 
 # Options the commands share (typer reads the Annotated metadata).
 Suite = Annotated[str, typer.Option(help="shopping | travel | qa | toy")]
@@ -72,38 +73,56 @@ LLMRollouts = Annotated[str, typer.Option(
 MaxLLMCalls = Annotated[int | None, typer.Option(
     help="--policy llm: at most this many model calls in all; past it the policy falls back "
     "to uniform choices and the JSON says so")]
-Guidance = Annotated[bool, typer.Option(
+Design = Annotated[str, typer.Option(
+    help="tree design: full-path (default; every rollout step in the tree, llm-reasoners' "
+    "shape, with the evidence widening), paper (Algorithm 1 as written) or commit-widen (the "
+    "default until 2026-12-03); the four options below override its settings")]
+Guidance = Annotated[bool | None, typer.Option(
     "--rollout-guidance/--no-rollout-guidance",
     help="HyperMCTS rollouts also pick among the policy's b candidates by the prior "
-    "(inactive at lam = 0, i.e. for UCT)")]
-BranchOn = Annotated[str, typer.Option(
-    help="branch at commit decision points only (commit) or on every action (all)")]
-Widen = Annotated[float, typer.Option(help=WIDEN_HELP)]
+    "(inactive at lam = 0, i.e. for UCT); default: the design's", show_default=False)]
+BranchOn = Annotated[str | None, typer.Option(
+    help="branch at commit decision points only (commit) or on every action (all); default: "
+    "the design's", show_default=False)]
+Widen = Annotated[float | None, typer.Option(help=WIDEN_HELP, show_default=False)]
 Lam = Annotated[float, typer.Option(help="hypergraph prior weight lambda")]
-ExpandRollout = Annotated[bool, typer.Option(
+ExpandRollout = Annotated[bool | None, typer.Option(
     "--expand-rollout/--no-expand-rollout",
     help="run each rollout inside the tree, expanding every history it passes (llm-reasoners' "
-    "tree shape; off in Algorithm 1)")]
+    "tree shape; off in Algorithm 1); default: the design's", show_default=False)]
 
 
 def _config(
-    budget: int, branching: int, lam: float, c: float, agg: str, rollout_guidance: bool = True,
-    branch_on: str = "commit", widen: float = DEFAULT_WIDEN, expand_rollout: bool = False,
+    budget: int, branching: int, lam: float, c: float, agg: str, design: str = "full-path",
+    *, rollout_guidance: bool | None = None, branch_on: str | None = None,
+    widen: float | None = None, expand_rollout: bool | None = None,
     budget_option: str = "--rollouts",
 ) -> MCTSConfig:
     """The search configuration of the options (``budget`` is the value of
-    ``budget_option``: ``--rollouts`` or ``--iterations``), each checked."""
+    ``budget_option``: ``--rollouts`` or ``--iterations``), each checked: the design's
+    settings with the options given on top (None: not given)."""
     if agg not in AGGREGATORS:
         fail(f"unknown --agg {agg!r}; choose one of {', '.join(sorted(AGGREGATORS))}")
     if budget < 1 or branching < 1 or c < 0 or lam < 0:
         fail(f"{budget_option} and --branching must be >= 1, --c and --lam >= 0")
-    if branch_on not in BRANCH_ON:
+    if design not in DESIGN_NAMES:
+        fail(f"unknown --design {design!r}; choose one of {', '.join(DESIGN_NAMES)}")
+    if branch_on is not None and branch_on not in BRANCH_ON:
         fail(f"unknown --branch-on {branch_on!r}; choose one of {', '.join(BRANCH_ON)}")
-    if widen < 0:
+    if widen is not None and widen < 0:
         fail("--widen must be >= 0 (0 = off)")
-    return MCTSConfig(budget=budget, branching=branching, c=c, lam=lam, agg=agg,
-                      rollout_guidance=rollout_guidance, branch_on=branch_on, widen=widen,
-                      expand_rollout=expand_rollout)
+    given = {"rollout_guidance": rollout_guidance, "branch_on": branch_on, "widen": widen,
+             "expand_rollout": expand_rollout}
+    return design_config(design, budget=budget, branching=branching, c=c, lam=lam, agg=agg,
+                         **{k: v for k, v in given.items() if v is not None})
+
+
+def _design_keys(config: MCTSConfig, design: str) -> dict[str, Any]:
+    """The design and its settings, for the JSON."""
+    return {"design": design, "rollout_guidance": config.rollout_guidance,
+            "branch_on": str(config.branch_on), "widen": config.widen,
+            "expand_rollout": config.expand_rollout,
+            "evidence_widening": config.evidence_widening}
 
 
 def _tasks(suite: str, n: int, seed: int, level: int | None) -> list[SearchEnv]:
@@ -131,10 +150,11 @@ def mcts_cmd(
     agg: Agg = DEFAULT_AGG,
     policy: SearchPolicy = "heuristic",
     methods: str = typer.Option(",".join(METHODS), help="comma-separated subset of methods"),
-    rollout_guidance: Guidance = True,
-    branch_on: BranchOn = "commit",
-    widen: Widen = DEFAULT_WIDEN,
-    expand_rollout: ExpandRollout = False,
+    design: Design = "full-path",
+    rollout_guidance: Guidance = None,
+    branch_on: BranchOn = None,
+    widen: Widen = None,
+    expand_rollout: ExpandRollout = None,
     llm: str | None = llm_option("the model for --policy llm (else HYPERPLAN_LLM_BASE_URL)"),
     model: Model = None,
     llm_rollouts: LLMRollouts = "heuristic",
@@ -150,8 +170,9 @@ def mcts_cmd(
     two methods reach costs one call); the JSON's "llm" object counts the histories the model
     was asked about, the requests sent (re-asks included), the answers that gave no valid
     decision (fallbacks), tokens and model seconds."""
-    config = _config(rollouts, branching, lam, c, agg, rollout_guidance, branch_on, widen,
-                     expand_rollout)
+    config = _config(rollouts, branching, lam, c, agg, design,
+                     rollout_guidance=rollout_guidance, branch_on=branch_on, widen=widen,
+                     expand_rollout=expand_rollout)
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
     unknown = [m for m in chosen if m not in METHODS]
     if not chosen:
@@ -167,8 +188,7 @@ def mcts_cmd(
     if "llm" in extra:
         _warn_llm(extra["llm"])
     _emit({"suite": suite, "seed": seed, "level": level, "policy": policy,
-           "rollout_guidance": rollout_guidance, "branch_on": branch_on, "widen": widen,
-           "expand_rollout": expand_rollout, **result, **extra}, as_json)
+           **_design_keys(config, design), **result, **extra}, as_json)
 
 
 def _policy(name: str, url: str | None, model: str | None, rollouts: str,
@@ -246,9 +266,11 @@ def mcts_sweep_cmd(
     agg: Agg = DEFAULT_AGG,
     policy: PolicyName = "heuristic",
     out_dir: Annotated[Path, output_option("directory for the PNG")] = Path("docs/figures"),
-    rollout_guidance: Guidance = True,
-    branch_on: BranchOn = "commit",
-    widen: Widen = DEFAULT_WIDEN,
+    design: Design = "full-path",
+    rollout_guidance: Guidance = None,
+    branch_on: BranchOn = None,
+    widen: Widen = None,
+    expand_rollout: ExpandRollout = None,
     methods: str = typer.Option("", help="other methods to sweep too, comma-separated, or "
                                 "'all' (every method of search run besides HyperMCTS and "
                                 "best-of-N; UCT too unless λ=0 is swept)"),
@@ -267,16 +289,16 @@ def mcts_sweep_cmd(
         fail("--rollouts and --lams must not be empty")
     if min(budget_list) < 1 or min(lam_list) < 0:
         fail("every --rollouts value must be >= 1 and every --lams value >= 0")
-    config = _config(max(budget_list), branching, max(lam_list), c, agg, rollout_guidance,
-                     branch_on, widen)
+    config = _config(max(budget_list), branching, max(lam_list), c, agg, design,
+                     rollout_guidance=rollout_guidance, branch_on=branch_on, widen=widen,
+                     expand_rollout=expand_rollout)
     envs = _tasks(suite, tasks, seed, level)
     out_dir.mkdir(parents=True, exist_ok=True)  # before the sweep: a bad --output fails fast
     with stage_progress() as progress:
         result = sweep(envs, config, budget_list, lam_list, policy=policy, seed=seed,
                        progress=progress, methods=extra)
     result = {"suite": suite, "seed": seed, "level": level, "policy": policy,
-              "branch_on": branch_on, "rollout_guidance": rollout_guidance, "widen": widen,
-              **result}
+              **_design_keys(config, design), **result}
     png = out_dir / (f"mcts_sweep_{suite}_methods.png" if extra else f"mcts_sweep_{suite}.png")
     try:
         sweep_plot(result, str(png),
@@ -319,7 +341,8 @@ def mcts_bench_cmd(
     branching: Branching = 3,
     lam: Lam = DEFAULT_LAM,
     agg: Agg = DEFAULT_AGG,
-    widen: Widen = DEFAULT_WIDEN,
+    design: Design = "full-path",
+    widen: Widen = None,
     repeat: int = typer.Option(1, help="runs per task; a task's figure is their minimum"),
     isolate: bool = typer.Option(
         False, help="time replays of a recorded run (environment and policy answered from a "
@@ -333,13 +356,14 @@ def mcts_bench_cmd(
 
     if suite not in BENCH_SUITES:
         fail(f"--suite must be one of {', '.join(BENCH_SUITES)}")
-    _config(iterations, branching, lam, DEFAULT_C, agg, widen=widen,  # the searches' checks
-            budget_option="--iterations")
+    config = _config(iterations, branching, lam, DEFAULT_C, agg, design, widen=widen,
+                     budget_option="--iterations")
     if repeat < 1 or tasks < 1:
         fail("--repeat and --tasks must be >= 1")
     print(json.dumps(bench_bookkeeping(tasks=tasks, budget=iterations, branching=branching,
-                                       lam=lam, agg=agg, widen=widen, suite=suite, seed=seed,
-                                       repeat=repeat, isolate=isolate)))
+                                       lam=lam, agg=agg, suite=suite, seed=seed,
+                                       repeat=repeat, isolate=isolate, config=config,
+                                       design=design)))
 
 
 @search_app.command("reasoners")
@@ -352,19 +376,21 @@ def mcts_reasoners_cmd(
     branching: Branching = 3,
     lam: Lam = DEFAULT_LAM,
     c: float = typer.Option(DEFAULT_C, help="exploration constant (llm-reasoners' w_exp)"),
-    widen: float = typer.Option(DEFAULT_WIDEN, help=WIDEN_HELP + " (ours only)"),
+    design: Design = "full-path",
+    widen: float | None = typer.Option(None, help=WIDEN_HELP + " (ours only)",
+                                       show_default=False),
     as_json: AsJson = False,
 ) -> None:
     """HyperMCTS and UCT beside llm-reasoners' MCTS (optional package 'reasoners') at equal
     rollouts, with the heuristic policy."""
     from hyperplan.eval.treesearch.reasoners_bridge import compare
 
-    config = _config(rollouts, branching, lam, c, DEFAULT_AGG, True, "commit", widen)
+    config = _config(rollouts, branching, lam, c, DEFAULT_AGG, design, widen=widen)
     envs = _tasks(suite, tasks, seed, None)
     try:
         with stage_progress() as progress:
             result = compare(envs, config, seed=seed, progress=progress)
     except HyperplanError as exc:
         fail(str(exc))
-    _emit({"suite": suite, "seed": seed, "policy": "heuristic", "widen": widen, **result},
-          as_json)
+    _emit({"suite": suite, "seed": seed, "policy": "heuristic", **_design_keys(config, design),
+           **result}, as_json)

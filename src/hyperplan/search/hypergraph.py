@@ -52,7 +52,7 @@ same order as the plain update, so statistics, priors and search decisions are b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Hashable, Iterable, Mapping, Sequence
 from enum import StrEnum
 from typing import Final, NamedTuple, TypeVar
 
@@ -355,6 +355,22 @@ class TrajectoryHypergraph:
                 value = node.value = _clip(agg(node))
             out.append(value)
         return out
+
+    def verified(self, v: Hashable, labels: Container[str]) -> bool:
+        """Whether v has an observation under one of ``labels`` and every one of them scored
+        1: each objective g in ``labels`` that v was associated with (S_g of Psi) was met by
+        every rollout that took v. Scores are clipped to [0, 1], so a pooled record is all
+        ones exactly when its sum equals its count."""
+        node = self.nodes.get(v)
+        if node is None:
+            return False
+        found = False
+        for label, pooled in node.by_label.items():
+            if label in labels:
+                if pooled.total < pooled.count:
+                    return False
+                found = True
+        return found
 
     def known(self, v: Hashable) -> bool:
         """Whether v is a node of V_k (it has an incident edge)."""

@@ -69,7 +69,7 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from time import perf_counter
-from typing import Final
+from typing import Any, Final
 
 from hyperplan.search.common import FAILED, INFO, SearchBase, SearchResult, Timing
 from hyperplan.search.env import Action, SearchEnv, Verdict
@@ -77,8 +77,9 @@ from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG, Agg, Trajector
 from hyperplan.search.policies import Policy
 from hyperplan.search.tree import Child, Edge, HistoryTree, Node, Pending, backup
 
-__all__ = ["BRANCH_ON", "DEFAULT_WIDEN", "FAILED", "BranchOn", "HyperMCTS", "InfoPrior",
-           "MCTSConfig", "SearchBase", "SearchResult", "Timing", "hypermcts"]
+__all__ = ["BRANCH_ON", "DEFAULT_WIDEN", "DESIGNS", "FAILED", "BranchOn", "HyperMCTS",
+           "InfoPrior", "MCTSConfig", "SearchBase", "SearchResult", "Timing", "TreeDesign",
+           "design_config", "hypermcts"]
 
 
 class BranchOn(StrEnum):
@@ -98,9 +99,42 @@ class InfoPrior(StrEnum):
 BRANCH_ON: Final = tuple(b.value for b in BranchOn)
 """The values ``MCTSConfig.branch_on`` accepts, as strings."""
 
-DEFAULT_WIDEN: Final = 0.25
-"""The default progressive widening ``MCTSConfig.widen`` (docs/benchmarks.md, "Tree-search
-configuration history")."""
+DEFAULT_WIDEN: Final = 0.0
+"""The default progressive widening ``MCTSConfig.widen``: off in the full-path design (the
+commit-widen design used 0.25; docs/benchmarks.md, "Tree-search configuration history")."""
+
+
+class TreeDesign(StrEnum):
+    """The tree designs :func:`design_config` knows (docs/benchmarks.md, "The strongest tree
+    design"):
+
+    * ``full-path`` (the default) -- every history an evaluated rollout passes is added to the
+      tree, each expanded with the policy's top b proposals of any kind, the policy's rollout
+      choice picking among them (llm-reasoners' MCTS shape), no widening; with lam > 0 also
+      the evidence widening and the HyperUCT prior.
+    * ``paper`` -- Algorithm 1 as written in the HyperMCTS paper: one expansion of b
+      children per iteration, a policy rollout below it kept only in the hypergraph,
+      HyperUCT; nothing of ours.
+    * ``commit-widen`` -- the default until 2026-12-03: Algorithm 1 branching at commit
+      decision points with information chains, progressive widening 0.25 by the prior, and
+      rollout guidance.
+    """
+
+    FULL_PATH = "full-path"
+    PAPER = "paper"
+    COMMIT_WIDEN = "commit-widen"
+
+
+DESIGNS: Final[dict[TreeDesign, dict[str, object]]] = {
+    TreeDesign.FULL_PATH: {"expand_rollout": True, "branch_on": "all", "widen": 0.0,
+                           "rollout_guidance": False, "evidence_widening": True},
+    TreeDesign.PAPER: {"expand_rollout": False, "branch_on": "all", "widen": 0.0,
+                       "rollout_guidance": False, "evidence_widening": False},
+    TreeDesign.COMMIT_WIDEN: {"expand_rollout": False, "branch_on": "commit", "widen": 0.25,
+                              "rollout_guidance": True, "evidence_widening": False,
+                              "info_chain": True},
+}
+"""The :class:`MCTSConfig` fields each design sets."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +161,11 @@ class MCTSConfig:
     * ``widen`` -- progressive widening w: one more child each time N(h) >= w (j + 1)^2; 0 off.
     * ``widen_prior`` -- with lam > 0, widening adds the best-prior decision seen elsewhere.
     * ``expand_rollout`` -- the rollout runs inside the tree (every history on it expanded).
+    * ``evidence_widening`` -- with lam > 0, an expansion also adds one commit decision whose
+      own objectives every earlier rollout that took it met (:meth:`HyperMCTS._add_evidence`).
+
+    The defaults are the full-path design (:class:`TreeDesign`); :func:`design_config` gives
+    every design, Algorithm 1 as written among them.
     """
 
     budget: int = 32
@@ -140,12 +179,13 @@ class MCTSConfig:
     trace: bool = False
     prior_tiebreak: bool = True
     info_prior: InfoPrior | str = InfoPrior.NEUTRAL
-    rollout_guidance: bool = True
-    branch_on: BranchOn | str = BranchOn.COMMIT
+    rollout_guidance: bool = False
+    branch_on: BranchOn | str = BranchOn.ALL
     info_chain: bool = True
     widen: float = DEFAULT_WIDEN
     widen_prior: bool = True
-    expand_rollout: bool = False
+    expand_rollout: bool = True
+    evidence_widening: bool = True
 
     def __post_init__(self) -> None:
         if self.budget < 1 or self.branching < 1:
@@ -165,6 +205,17 @@ class MCTSConfig:
         object.__setattr__(self, "branch_on", BranchOn(self.branch_on))
         if self.agg in AGGREGATORS:  # an unknown one is refused by the hypergraph, as before
             object.__setattr__(self, "agg", Agg(self.agg))
+
+
+def design_config(design: TreeDesign | str = TreeDesign.FULL_PATH, **overrides: Any) -> MCTSConfig:
+    """The configuration of a tree design (:class:`TreeDesign`), with ``overrides`` (any
+    :class:`MCTSConfig` field) applied on top."""
+    try:
+        fields = DESIGNS[TreeDesign(design)]
+    except ValueError:
+        raise ValueError(f"unknown tree design {design!r}; choose one of "
+                         f"{', '.join(d.value for d in TreeDesign)}") from None
+    return MCTSConfig(**{**fields, **overrides})
 
 
 def _uct_argmax(edges: list[Edge], n_parent: int, c: float) -> Edge:
@@ -262,6 +313,10 @@ class HyperMCTS(SearchBase):
             TrajectoryHypergraph(config.agg) if config.hypergraph else None)
         self.tree: HistoryTree | None = None
         self._at: Node | None = None  # the tree node the environment is currently at
+        self._evidence = (config.evidence_widening and config.lam > 0
+                          and self.hypergraph is not None)
+        # the objectives about one part of the plan (evidence widening reads only these)
+        self._local_objectives = frozenset(o.id for o in env.objectives if o.scope != "global")
 
     def priors(self, node: Node) -> list[float]:
         """prior(phi(a, h)) per child edge. Recorded decisions read the hypergraph (0 when
@@ -479,9 +534,32 @@ class HyperMCTS(SearchBase):
             children = self._candidates(node)
             if children:
                 node.expand(children, self.config.branching)
+                if self._evidence:
+                    self._add_evidence(node)
         if not node.edges:
             node.terminal = True
         return node.edges
+
+    def _add_evidence(self, node: Node) -> None:
+        """Evidence widening (``MCTSConfig.evidence_widening``, our design): beside the
+        policy's children of a just-expanded history h, one more child -- the first commit
+        decision of A_dec(h), not yet a child, whose own objectives were met by every earlier
+        rollout that took it (:meth:`TrajectoryHypergraph.verified` over the local objectives;
+        global constraints, such as a total budget, are about the whole plan). This is where
+        evidence from other trajectories reaches a prefix the tree cannot share it with: the
+        HyperMCTS paper's aim that "evidence obtained from one rollout can inform other
+        rollouts, including those that do not share the same action prefix". No policy call;
+        nothing is added before the first rollout or at lam = 0."""
+        hypergraph = self.hypergraph
+        if hypergraph is None or hypergraph.empty:
+            return
+        local = self._local_objectives
+        have = {e.action.key for e in node.edges}
+        rest = [a for a in self._decisions_at(node) if a.kind is not INFO and a.key not in have]
+        for action, v in zip(rest, self.env.recorded_ids(rest), strict=True):
+            if v is not None and hypergraph.verified(v, local):
+                node.widen(action, v, True)
+                return
 
     def _grow(self, node: Node, path: list[Edge]) -> Node:
         """Step 2, expansion (at most once per node; with ``info_chain``, through single

@@ -89,25 +89,30 @@ def bench_bookkeeping(
     seed: int = 1,
     repeat: int = 1,
     isolate: bool = False,
+    config: MCTSConfig | None = None,
+    design: str = "full-path",
 ) -> dict[str, Any]:
     """Median and mean us/iteration of HyperMCTS and UCT over ``tasks`` tasks of ``suite``
-    (module doc). ``widen`` (progressive widening) defaults to :class:`MCTSConfig`'s;
-    ``widen=0`` measures Algorithm 1's fixed-width tree. ``seed`` picks the generated tasks
-    (shopping, travel) and their search seeds as ``hyperplan eval mcts --seed`` does."""
+    (module doc). ``config`` is the tree design's configuration (default: :class:`MCTSConfig`'s,
+    the full-path design, named ``design`` in the output); budget, branching, lam, agg and
+    early stop are set from the arguments, and ``widen`` (progressive widening) when given.
+    ``seed`` picks the generated tasks (shopping, travel) and their search seeds as
+    ``hyperplan search run --seed`` does."""
     if repeat < 1:
         raise ValueError("repeat must be at least 1")
     from hyperplan.eval.treesearch.runner import task_seed
 
     toy = suite == "toy"
-    config = MCTSConfig(budget=budget, branching=branching, lam=lam, agg=agg,
-                        early_stop=not toy)
+    config = replace(config or MCTSConfig(), budget=budget, branching=branching, lam=lam,
+                     agg=agg, early_stop=not toy)
     if widen is not None:
         config = replace(config, widen=widen)
     envs = _tasks(suite, tasks, seed, n_items, n_products)
     seeds = list(range(tasks)) if toy else [task_seed(seed, i) for i in range(tasks)]
     policy: Callable[[], Policy] = RandomPolicy if toy else (lambda: make_policy("heuristic"))
     out: dict[str, Any] = {"suite": suite, "tasks": tasks, "budget": budget,
-                           "branching": branching, "agg": agg, "widen": config.widen,
+                           "branching": branching, "agg": agg, "design": design,
+                           "widen": config.widen,
                            "repeat": repeat, "isolate": isolate}
     if toy:
         out.update(items=n_items, products=n_products)

@@ -1,0 +1,137 @@
+"""Tree designs (issue 25, item 1) and the evidence widening (item 2).
+
+The full-path design is the default (:class:`~hyperplan.search.mcts.TreeDesign`); Algorithm 1
+as written and the earlier commit-widen default stay selectable by name, from the library and
+from ``search run --design``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Hashable
+
+import pytest
+from typer.testing import CliRunner
+
+from hyperplan.cli import app
+from hyperplan.eval.treesearch.toy import ToyShopEnv
+from hyperplan.search.baselines import uct
+from hyperplan.search.env import Objective, Verdict
+from hyperplan.search.hypergraph import TrajectoryHypergraph
+from hyperplan.search.mcts import (
+    BranchOn,
+    HyperMCTS,
+    MCTSConfig,
+    TreeDesign,
+    design_config,
+)
+from hyperplan.search.policies import HeuristicPolicy, RandomPolicy
+from hyperplan.search.tree import Node
+
+
+def test_the_default_is_the_full_path_design() -> None:
+    config = MCTSConfig()
+    assert config == design_config(TreeDesign.FULL_PATH) == design_config("full-path")
+    assert config.expand_rollout and config.branch_on is BranchOn.ALL
+    assert config.widen == 0.0 and not config.rollout_guidance and config.evidence_widening
+
+
+def test_algorithm_1_as_written_and_the_earlier_default_stay_selectable() -> None:
+    paper = design_config("paper")
+    assert not paper.expand_rollout and paper.branch_on is BranchOn.ALL
+    assert paper.widen == 0.0 and not paper.rollout_guidance and not paper.evidence_widening
+    earlier = design_config(TreeDesign.COMMIT_WIDEN, budget=7)
+    assert earlier.branch_on is BranchOn.COMMIT and earlier.widen == 0.25
+    assert earlier.rollout_guidance and earlier.info_chain and not earlier.expand_rollout
+    assert earlier.budget == 7 and design_config("paper", widen=0.5).widen == 0.5
+
+
+def test_an_unknown_design_is_refused_with_the_choices() -> None:
+    with pytest.raises(ValueError, match="full-path, paper, commit-widen"):
+        design_config("wide")
+
+
+def _verdict(scores: dict[str, float], about: dict[str, frozenset[Hashable]]) -> Verdict:
+    return Verdict(reward=sum(scores.values()) / len(scores), success=False,
+                   objective_scores=scores, objective_decisions=about)
+
+
+def test_verified_means_every_observation_met_the_decisions_own_objectives() -> None:
+    objectives = [Objective("g1"), Objective("g2"), Objective("budget", scope="global")]
+    local = {"g1", "g2"}
+    hg = TrajectoryHypergraph()
+    about = {"g1": frozenset({"a"}), "g2": frozenset({"b"}), "budget": frozenset({"a", "b"})}
+    hg.observe(["a", "b"], _verdict({"g1": 1.0, "g2": 0.0, "budget": 0.0}, about), objectives)
+    assert hg.verified("a", local)  # g1 met; the failed budget is a global constraint
+    assert not hg.verified("b", local)  # g2 failed
+    assert not hg.verified("c", local)  # never observed
+    assert not hg.verified("a", {"g2"})  # no observation under these labels
+    hg.observe(["a", "c"], _verdict({"g1": 0.5, "g2": 1.0, "budget": 1.0},
+                                    {**about, "g2": frozenset({"c"})}), objectives)
+    assert not hg.verified("a", local)  # one partial score is enough to lose it
+    assert hg.verified("c", local)
+
+
+class RecordingSearch(HyperMCTS):
+    """Checks, at each evidence widening, what the widening added."""
+
+    added: list[tuple[int, Hashable]]
+
+    def _add_evidence(self, node: Node) -> None:
+        before = len(node.edges)
+        rollouts = self.rollouts
+        super()._add_evidence(node)
+        if not hasattr(self, "added"):
+            self.added = []
+        if len(node.edges) > before:
+            assert self.hypergraph is not None
+            edge = node.edges[-1]
+            assert len(node.edges) == before + 1 <= self.config.branching + 1
+            assert edge.recorded and rollouts > 0
+            assert self.hypergraph.verified(edge.identity, self._local_objectives)
+            self.added.append((rollouts, edge.identity))
+
+
+@pytest.mark.parametrize("seed", [1, 4])
+def test_evidence_widening_adds_one_verified_decision_beside_the_policy_children(
+    seed: int,
+) -> None:
+    env = ToyShopEnv(seed, 4, 6)
+    search = RecordingSearch(env, RandomPolicy(), MCTSConfig(budget=40, early_stop=False), seed)
+    search.run()
+    assert search.added  # the verified products of earlier rollouts reached other prefixes
+
+
+def test_no_evidence_widening_at_lambda_zero_or_when_switched_off() -> None:
+    for config in (MCTSConfig(budget=30, lam=0.0, early_stop=False),
+                   MCTSConfig(budget=30, evidence_widening=False, early_stop=False)):
+        search = RecordingSearch(ToyShopEnv(1, 4, 6), RandomPolicy(), config, 1)
+        search.run()
+        assert not getattr(search, "added", [])
+        assert search.tree is not None
+        assert all(node.widened == 0 for node in search.tree.nodes())
+
+
+@pytest.mark.parametrize("seed", [2, 9])
+def test_lambda_zero_in_the_full_path_design_is_uct_decision_for_decision(seed: int) -> None:
+    config = MCTSConfig(budget=40, lam=0.0, early_stop=False, trace=True)
+    env = ToyShopEnv(seed, 3, 5, info=True)
+    with_graph = HyperMCTS(env, HeuristicPolicy(), config, seed).run()
+    plain = uct(env, HeuristicPolicy(), config, seed)
+    assert with_graph.trace == plain.trace and with_graph.rewards == plain.rewards
+
+
+def test_search_run_takes_a_design_and_reports_its_settings() -> None:
+    args = ["search", "run", "--suite", "toy", "--tasks", "2", "--rollouts", "5", "--seed", "1",
+            "--methods", "hypermcts,uct", "--json"]
+    default = json.loads(CliRunner().invoke(app, args).stdout)
+    assert default["design"] == "full-path" and default["expand_rollout"] is True
+    assert default["evidence_widening"] is True and default["widen"] == 0.0
+    paper = json.loads(CliRunner().invoke(app, [*args, "--design", "paper"]).stdout)
+    assert paper["design"] == "paper" and paper["expand_rollout"] is False
+    assert paper["evidence_widening"] is False
+    tuned = json.loads(CliRunner().invoke(app, [*args, "--design", "paper", "--widen", "0.5"]
+                                          ).stdout)
+    assert tuned["widen"] == 0.5  # an option given overrides the design's setting
+    bad = CliRunner().invoke(app, [*args, "--design", "wide"])
+    assert bad.exit_code != 0 and "unknown --design 'wide'" in bad.output
