@@ -213,13 +213,16 @@ def test_retrieval_benchmark_reads_the_real_models_interpretation(
     assert again["methods"]["context_graph"]["recall"] == doc["methods"]["context_graph"]["recall"]
 
 
+@pytest.mark.parametrize("suite", ["shopping", "qa"])
 def test_tree_search_with_the_real_model_as_its_policy(
-    base_url: str, monkeypatch: pytest.MonkeyPatch
+    base_url: str, monkeypatch: pytest.MonkeyPatch, suite: str
 ) -> None:
-    """``eval mcts --policy llm``: HyperMCTS and UCT on one generated shopping task, the real
-    model proposing the children of every expanded history (rollouts by the heuristic). The
-    135M model's answers may be unusable (then the policy falls back to uniform choices); the
-    point is that every proposal goes over HTTP, is counted, and the search ends cleanly."""
+    """``search run --policy llm`` in the default (full-path) design: HyperMCTS, UCT and the
+    LATS-style baseline (its value requests and reflections asked of the model too) on one
+    generated task of each suite, the real model proposing the children of every expanded
+    history (rollouts by the heuristic). The 135M model's answers may be unusable (then the
+    policy falls back to uniform choices); the point is that every proposal goes over HTTP, is
+    counted, and the search ends cleanly."""
     import json
 
     from typer.testing import CliRunner
@@ -229,8 +232,8 @@ def test_tree_search_with_the_real_model_as_its_policy(
     monkeypatch.setenv("HYPERPLAN_LLM_MAX_TOKENS", "96")
     model = os.environ.get("HYPERPLAN_LLM_TEST_MODEL", "smollm2")
     result = CliRunner().invoke(app, [
-        "search", "run", "--suite", "shopping", "--tasks", "1", "--seed", "1", "--rollouts", "2",
-        "--methods", "hypermcts,uct", "--policy", "llm", "--llm", base_url, "--model", model,
+        "search", "run", "--suite", suite, "--tasks", "1", "--seed", "1", "--rollouts", "2",
+        "--methods", "hypermcts,uct,lats", "--policy", "llm", "--llm", base_url, "--model", model,
         "--max-llm-calls", "12", "--json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout.strip().splitlines()[-1])
@@ -238,5 +241,7 @@ def test_tree_search_with_the_real_model_as_its_policy(
     assert report["model"] == model and report["rollouts"] == "heuristic"
     assert 1 <= report["calls"] <= 12 and report["histories"] >= 1
     assert report["prompt_tokens"] > 0 and 0 <= report["fallbacks"] <= report["histories"]
-    for method in ("hypermcts", "uct"):
+    assert doc["design"] == "full-path"
+    for method in ("hypermcts", "uct", "lats"):
         assert doc["methods"][method]["rollouts"] >= 1
+        assert doc["methods"][method]["policy_calls_per_case"] >= 1

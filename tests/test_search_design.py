@@ -72,44 +72,39 @@ def test_verified_means_every_observation_met_the_decisions_own_objectives() -> 
     assert hg.verified("c", local)
 
 
-class RecordingSearch(HyperMCTS):
-    """Checks, at each evidence widening, what the widening added."""
-
-    added: list[tuple[int, Hashable]]
-
-    def _add_evidence(self, node: Node) -> None:
-        before = len(node.edges)
-        rollouts = self.rollouts
-        super()._add_evidence(node)
-        if not hasattr(self, "added"):
-            self.added = []
-        if len(node.edges) > before:
-            assert self.hypergraph is not None
-            edge = node.edges[-1]
-            assert len(node.edges) == before + 1 <= self.config.branching + 1
-            assert edge.recorded and rollouts > 0
-            assert self.hypergraph.verified(edge.identity, self._local_objectives)
-            self.added.append((rollouts, edge.identity))
+def _evidence_children(search: HyperMCTS) -> list[tuple[Node, Hashable]]:
+    """The children the evidence widening added, read from the tree: with widening off (the
+    full-path design), a node has more than its expansion's children only through it. (Read
+    after the run rather than hooked: the compiled build refuses interpreted subclasses.)"""
+    assert search.tree is not None
+    return [(node, node.edges[-1].identity) for node in search.tree.nodes() if node.widened]
 
 
 @pytest.mark.parametrize("seed", [1, 4])
 def test_evidence_widening_adds_one_verified_decision_beside_the_policy_children(
     seed: int,
 ) -> None:
-    env = ToyShopEnv(seed, 4, 6)
-    search = RecordingSearch(env, RandomPolicy(), MCTSConfig(budget=40, early_stop=False), seed)
+    search = HyperMCTS(ToyShopEnv(seed, 4, 6), RandomPolicy(),
+                       MCTSConfig(budget=40, early_stop=False), seed)
     search.run()
-    assert search.added  # the verified products of earlier rollouts reached other prefixes
+    added = _evidence_children(search)
+    assert added  # the verified products of earlier rollouts reached other prefixes
+    assert search.tree is not None and search.tree.root.widened == 0  # before any rollout
+    hypergraph = search.hypergraph
+    assert hypergraph is not None
+    for node, identity in added:
+        assert node.widened == 1 and len(node.edges) <= search.config.branching + 1
+        assert node.edges[-1].recorded and hypergraph.known(identity)
+        keys = [e.action.key for e in node.edges]
+        assert len(set(keys)) == len(keys)
 
 
 def test_no_evidence_widening_at_lambda_zero_or_when_switched_off() -> None:
     for config in (MCTSConfig(budget=30, lam=0.0, early_stop=False),
                    MCTSConfig(budget=30, evidence_widening=False, early_stop=False)):
-        search = RecordingSearch(ToyShopEnv(1, 4, 6), RandomPolicy(), config, 1)
+        search = HyperMCTS(ToyShopEnv(1, 4, 6), RandomPolicy(), config, 1)
         search.run()
-        assert not getattr(search, "added", [])
-        assert search.tree is not None
-        assert all(node.widened == 0 for node in search.tree.nodes())
+        assert not _evidence_children(search)
 
 
 @pytest.mark.parametrize("seed", [2, 9])

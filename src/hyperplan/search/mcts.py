@@ -13,43 +13,52 @@ One iteration k = one evaluated rollout:
    (rollout guidance is inactive at lambda = 0 too). Information actions (not recorded in C(tau))
    get a neutral prior (:meth:`HyperMCTS.priors`).
 
-   **Progressive widening** (``MCTSConfig.widen``, our design, on by default): on the way down, a
-   commit decision point visited often enough gets one more child before the choice -- with lambda
-   > 0 the decision with the best hypergraph prior among those evaluated elsewhere (other
-   branches, rollouts), with lambda = 0 the policy's next proposal. Algorithm 1 proper is
+   **Progressive widening** (``MCTSConfig.widen``, our design, on in the commit-widen design): on
+   the way down, a commit decision point visited often enough gets one more child before the choice
+   -- with lambda > 0 the decision with the best hypergraph prior among those evaluated elsewhere
+   (other branches, rollouts), with lambda = 0 the policy's next proposal. Algorithm 1 proper is
    ``widen=0``.
 2. **Expansion** of the reached non-terminal leaf, once (:class:`~hyperplan.search.tree.Node`
    refuses a second expansion); one child is then selected by the same rule. Which children,
    ``MCTSConfig.branch_on``:
 
-   ``"commit"`` (default) -- branching at decision points. The paper (Section 2.1): "In planning,
-   information-gathering actions A_info acquire evidence, whereas commit actions A_com select
-   an item, document, or plan component. The tree branches at these decision points,
-   retaining information-gathering steps in the history." So the policy proposes up to b
-   candidates; when its top proposal is information gathering (``ActionKind.INFO``) the node
-   gets that action as its *single* child (no branching; the step stays in the history);
-   otherwise the node branches over up to b distinct *commit* decisions: the policy's
-   proposals with the information actions dropped, topped up (only when some were dropped) by
-   a second proposal over the remaining commit decisions. Without information actions among
-   A_dec(h) this is exactly ``"all"`` (same policy calls, same rng stream).
+   ``"commit"`` (the commit-widen design) -- branching at decision points. The paper (Section 2.1):
+   "In planning, information-gathering actions A_info acquire evidence, whereas commit actions A_com
+   select an item, document, or plan component. The tree branches at these decision points,
+   retaining information-gathering steps in the history." So the policy proposes up to b candidates;
+   when its top proposal is information gathering (``ActionKind.INFO``) the node gets that action as
+   its *single* child (no branching; the step stays in the history); otherwise the node branches
+   over up to b distinct *commit* decisions: the policy's proposals with the information actions
+   dropped, topped up (only when some were dropped) by a second proposal over the remaining commit
+   decisions. Without information actions among A_dec(h) this is exactly ``"all"`` (same policy
+   calls, same rng stream).
 
    With ``MCTSConfig.info_chain`` (default) such a single information child is expanded in
    the same iteration, and so on down to the next commit decision point, so the tree's
    branching nodes are the decision points and a rollout is not spent per information step.
 
-   ``"all"`` -- the policy's top b proposals of any kind (the tree then also branches on the
-   order of information steps).
+   ``"all"`` (the default) -- the policy's top b proposals of any kind (the tree then also
+   branches on the order of information steps).
+
+   **Evidence widening** (``MCTSConfig.evidence_widening``, our design, on by default; lam > 0
+   only): the just-expanded history also gets one commit decision whose own objectives every
+   earlier rollout that took it met (:meth:`HyperMCTS._add_evidence`).
 3. **Simulation** with the policy's rollout action until the history is terminal, has no
-   decisions, or reaches the horizon H. Beyond Algorithm 1 (the paper's "domain-specific
-   guidance", Appendix A.3), on by default: ``MCTSConfig.rollout_guidance`` lets the prior pick
+   decisions, or reaches the horizon H. Beyond Algorithm 1 (the paper's "domain-specific guidance",
+   Appendix A.3), on in the commit-widen design: ``MCTSConfig.rollout_guidance`` lets the prior pick
    among the policy's b candidates (with ``branch_on="commit"`` only at commit points: an
-   information top candidate is taken as is). With ``MCTSConfig.expand_rollout`` (our design, off
-   by default) the simulation runs inside the tree instead: every history of the rollout is
+   information top candidate is taken as is). With ``MCTSConfig.expand_rollout`` (on by default: the
+   full-path design) the simulation runs inside the tree instead: every history of the rollout is
    expanded by the rule of step 2 and the rollout chooser picks among its children, so the whole
    evaluated trajectory becomes a tree path (:meth:`HyperMCTS._rollout_in_tree`).
 4. **Evaluation** by the verifier V (``env.verify()``) -> R(tau) (and rho_g).
 5. **Backup** of R along the tree path, and the **hypergraph update** with Psi(tau, G)
    (iteration k reads statistics of the preceding k - 1 rollouts only).
+
+Tree designs (:class:`TreeDesign`, :func:`design_config`): the defaults are the full-path
+design (``expand_rollout``, ``branch_on="all"``, no widening, no rollout guidance, evidence
+widening), the strongest plain MCTS measured on the dev seeds at lam = 0; ``"paper"`` is
+Algorithm 1 as written; ``"commit-widen"`` is the default until 2026-12-03.
 
 The answer is the evaluated trajectory with the best stored reward (the first one on ties);
 the search stops early on a verified perfect trajectory (reward 1 and success). A rollout whose

@@ -34,6 +34,16 @@ paired hypermcts - uct over the 180 tasks, shopping / travel, points): widen 0 (
 +17.2 (largest sum at 0.25; HyperMCTS 0.511 / 0.811 vs UCT 0.311 / 0.589 there). Ablation at
 0.25 with ``widen_prior=False`` (HyperMCTS widens by policy order like UCT): +3.3 / +19.4, so
 on shopping the gain comes from the hypergraph choosing the added decision.
+
+2026-12-03 (issue 25, the strongest tree design): the full-path design
+(:class:`~hyperplan.search.mcts.TreeDesign`; every rollout step in the tree, the policy's top b
+of any kind, no widening, no rollout guidance) became the default after dev seeds 11-12 (100
+tasks each, B = 32, b = 3): its UCT reaches 0.735 / 0.810 / 0.390 on shopping / travel / qa
+against 0.310 / 0.610 / 0.330 for UCT in the commit-widen design, and is the strongest plain
+MCTS measured here (LATS-style: 0.510 / 0.635 / 0.365). The evidence widening
+(``evidence_widening``) was adopted on the same seeds and checked on seeds 13-14; the other
+uses of the hypergraph that were tried there did not help and are written up in
+docs/benchmarks.md, "The strongest tree design".
 """
 
 from __future__ import annotations
