@@ -326,6 +326,8 @@ class HyperMCTS(SearchBase):
                           and self.hypergraph is not None)
         # the objectives about one part of the plan (evidence widening reads only these)
         self._local_objectives = frozenset(o.id for o in env.objectives if o.scope != "global")
+        # action key -> (phi, the action taken), :meth:`_note_verified`
+        self._verified: dict[str, tuple[Hashable, Action]] = {}
 
     def priors(self, node: Node) -> list[float]:
         """prior(phi(a, h)) per child edge. Recorded decisions read the hypergraph (0 when
@@ -543,7 +545,7 @@ class HyperMCTS(SearchBase):
             children = self._candidates(node)
             if children:
                 node.expand(children, self.config.branching)
-                if self._evidence:
+                if self._evidence and self._verified:
                     self._add_evidence(node)
         if not node.edges:
             node.terminal = True
@@ -558,17 +560,64 @@ class HyperMCTS(SearchBase):
         evidence from other trajectories reaches a prefix the tree cannot share it with: the
         HyperMCTS paper's aim that "evidence obtained from one rollout can inform other
         rollouts, including those that do not share the same action prefix". No policy call;
-        nothing is added before the first rollout or at lam = 0."""
-        hypergraph = self.hypergraph
-        if hypergraph is None or hypergraph.empty:
+        nothing is added before the first rollout or at lam = 0. The verified decisions are
+        kept by action key (:meth:`_note_verified`), so a history is only scanned when one of
+        them is among its decisions."""
+        verified = self._verified
+        if not verified:
             return
-        local = self._local_objectives
-        have = {e.action.key for e in node.edges}
-        rest = [a for a in self._decisions_at(node) if a.kind is not INFO and a.key not in have]
-        for action, v in zip(rest, self.env.recorded_ids(rest), strict=True):
+        self._goto(node)
+        env = self.env
+        keys = env.decision_keys()
+        hits = [k for k in verified if k in keys]
+        if hits:
+            have = {e.action.key for e in node.edges}
+            hits = [k for k in hits if k not in have]
+        if not hits:
+            return
+        hypergraph, local = self.hypergraph, self._local_objectives
+        assert hypergraph is not None
+        candidates: Sequence[Action]
+        if len(hits) == 1:  # the only candidate, as it was taken: no scan of A_dec(h)
+            candidates = [verified[hits[0]][1]]
+        else:
+            wanted = set(hits)
+            candidates = [a for a in self._decisions() if a.key in wanted]  # A_dec(h) order
+        for action in candidates:
+            if action.kind is INFO:
+                continue
+            v = env.recorded_ids([action])[0]
             if v is not None and hypergraph.verified(v, local):
                 node.widen(action, v, True)
                 return
+
+    def _note_verified(self, path: list[Edge], actions: list[Action],
+                       recorded: list[Hashable], verdict: Verdict) -> None:
+        """After the hypergraph update: ``_verified`` (action key -> (phi, the action))
+        holds the recorded decisions taken so far whose local objectives every rollout that
+        took them met. Only the decisions this rollout's observations touched (C(tau) and
+        the verdict's objective decision sets) can change; the ones already held among them
+        are checked again, then this trajectory's new ones (the tree path, and the simulated
+        steps below it) are added."""
+        hypergraph, local, verified = self.hypergraph, self._local_objectives, self._verified
+        assert hypergraph is not None
+        touched = set(recorded)
+        for members in verdict.objective_decisions.values():
+            touched.update(members)
+        stale = [k for k, (v, _) in verified.items()
+                 if v in touched and not hypergraph.verified(v, local)]
+        for key in stale:
+            del verified[key]
+        for edge in path:
+            if edge.recorded and edge.action.key not in verified and hypergraph.verified(
+                    edge.identity, local):
+                verified[edge.action.key] = (edge.identity, edge.action)
+        below = actions[len(path):]
+        if below:
+            for action, v in zip(below, self.env.recorded_ids(below), strict=True):
+                if v is not None and action.key not in verified and hypergraph.verified(
+                        v, local):
+                    verified[action.key] = (v, action)
 
     def _grow(self, node: Node, path: list[Edge]) -> Node:
         """Step 2, expansion (at most once per node; with ``info_chain``, through single
@@ -650,6 +699,8 @@ class HyperMCTS(SearchBase):
         backup(path, root, verdict.reward)  # 5. back-propagation
         if self.hypergraph is not None:  # and the hypergraph update with Psi(tau, G)
             self.hypergraph.observe(recorded, verdict, self.env.objectives)
+            if self._evidence:
+                self._note_verified(path, actions, recorded, verdict)
         self.record(actions, verdict)
 
     def run(self) -> SearchResult:

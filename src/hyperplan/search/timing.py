@@ -14,7 +14,7 @@ policy time). Bookkeeping is the rest: ``total - policy - env``
 from __future__ import annotations
 
 import random
-from collections.abc import Hashable, Sequence
+from collections.abc import Container, Hashable, Sequence
 from time import perf_counter
 from typing import Any
 
@@ -142,6 +142,20 @@ class TimedEnv:
             if raw.recorded(action):
                 recorded.append(raw.identity(action))
             raw.step(action)
+        finally:
+            self.seconds += perf_counter() - t
+
+    def decision_keys(self) -> Container[str]:
+        """The keys of A_dec(h) at the current history (empty when h is terminal): the
+        environment's own ``decision_keys()`` when it has one (a cached set), else a set of
+        its decisions' keys."""
+        t = perf_counter()
+        try:
+            raw = self.raw
+            if raw.is_terminal():
+                return frozenset()
+            own = getattr(raw, "decision_keys", None)
+            return own() if own is not None else {a.key for a in raw.decisions()}
         finally:
             self.seconds += perf_counter() - t
 

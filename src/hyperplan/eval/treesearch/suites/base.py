@@ -70,6 +70,12 @@ class StateEnv:
             self._cached = (self.state, acts, {a.key for a in acts})
         return self._cached[1]
 
+    def decision_keys(self) -> set[str]:
+        """The keys of A_dec(h), the set cached with :meth:`decisions` (read by the search's
+        evidence widening, :meth:`~hyperplan.search.timing.TimedEnv.decision_keys`)."""
+        self.decisions()
+        return self._cached[2]
+
     def step(self, action: Action) -> str:
         if self.is_terminal():
             raise ValueError("the episode is over")
