@@ -77,7 +77,7 @@ def test_same_decisions_and_priors_as_before_the_optimisation() -> None:
     assert fingerprint() == PINNED
 
 
-PINNED_FULL_PATH = "53c4a1c82f438c15518e594085a09d277057fb3978f72126b6021e01bdcc0aba"
+PINNED_FULL_PATH = "0b107767b30c54263e30598fa7cb46387e0ddb1ba875dec04250f263fda0077f"
 """The full-path design (the default since 2026-12-03, with the evidence widening), recorded
 with the code that produced its dev and test-seed benchmarks (docs/benchmarks.md, "The
 strongest tree design"), so later bookkeeping changes are held to the same decisions."""

@@ -75,8 +75,9 @@ MaxLLMCalls = Annotated[int | None, typer.Option(
     "to uniform choices and the JSON says so")]
 Design = Annotated[str, typer.Option(
     help="tree design: full-path (default; every rollout step in the tree, llm-reasoners' "
-    "shape, with the evidence widening), paper (Algorithm 1 as written) or commit-widen (the "
-    "default until 2026-12-03); the four options below override its settings")]
+    "shape, with the evidence widening and composed rollouts), paper (Algorithm 1 as "
+    "written) or commit-widen (the default until 2026-12-03); the four options below override "
+    "its settings")]
 Guidance = Annotated[bool | None, typer.Option(
     "--rollout-guidance/--no-rollout-guidance",
     help="HyperMCTS rollouts also pick among the policy's b candidates by the prior "
@@ -122,7 +123,7 @@ def _design_keys(config: MCTSConfig, design: str) -> dict[str, Any]:
     return {"design": design, "rollout_guidance": config.rollout_guidance,
             "branch_on": str(config.branch_on), "widen": config.widen,
             "expand_rollout": config.expand_rollout,
-            "evidence_widening": config.evidence_widening}
+            "evidence_widening": config.evidence_widening, "compose_every": config.compose_every}
 
 
 def _tasks(suite: str, n: int, seed: int, level: int | None) -> list[SearchEnv]:

@@ -82,7 +82,13 @@ from typing import Any, Final
 
 from hyperplan.search.common import FAILED, INFO, SearchBase, SearchResult, Timing
 from hyperplan.search.env import Action, SearchEnv, Verdict
-from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG, Agg, TrajectoryHypergraph
+from hyperplan.search.hypergraph import (
+    AGGREGATORS,
+    DEFAULT_AGG,
+    GLOBAL,
+    Agg,
+    TrajectoryHypergraph,
+)
 from hyperplan.search.policies import Policy
 from hyperplan.search.tree import Child, Edge, HistoryTree, Node, Pending, backup
 
@@ -105,6 +111,9 @@ class InfoPrior(StrEnum):
     ZERO = "zero"  # 0, the HyperUCT rule read literally
 
 
+Pick = Callable[[SearchEnv, Sequence[Action], random.Random], Action]
+"""A rollout chooser: one action of the decisions given, at the environment's history."""
+
 BRANCH_ON: Final = tuple(b.value for b in BranchOn)
 """The values ``MCTSConfig.branch_on`` accepts, as strings."""
 
@@ -120,7 +129,8 @@ class TreeDesign(StrEnum):
     * ``full-path`` (the default) -- every history an evaluated rollout passes is added to the
       tree, each expanded with the policy's top b proposals of any kind, the policy's rollout
       choice picking among them (llm-reasoners' MCTS shape), no widening; with lam > 0 also
-      the evidence widening and the HyperUCT prior.
+      the HyperUCT prior, the evidence widening and a composed rollout every third
+      iteration.
     * ``paper`` -- Algorithm 1 as written in the HyperMCTS paper: one expansion of b
       children per iteration, a policy rollout below it kept only in the hypergraph,
       HyperUCT; nothing of ours.
@@ -136,12 +146,14 @@ class TreeDesign(StrEnum):
 
 DESIGNS: Final[dict[TreeDesign, dict[str, object]]] = {
     TreeDesign.FULL_PATH: {"expand_rollout": True, "branch_on": "all", "widen": 0.0,
-                           "rollout_guidance": False, "evidence_widening": True},
+                           "rollout_guidance": False, "evidence_widening": True,
+                           "compose_every": 3},
     TreeDesign.PAPER: {"expand_rollout": False, "branch_on": "all", "widen": 0.0,
-                       "rollout_guidance": False, "evidence_widening": False},
+                       "rollout_guidance": False, "evidence_widening": False,
+                       "compose_every": 0},
     TreeDesign.COMMIT_WIDEN: {"expand_rollout": False, "branch_on": "commit", "widen": 0.25,
                               "rollout_guidance": True, "evidence_widening": False,
-                              "info_chain": True},
+                              "compose_every": 0, "info_chain": True},
 }
 """The :class:`MCTSConfig` fields each design sets."""
 
@@ -172,6 +184,8 @@ class MCTSConfig:
     * ``expand_rollout`` -- the rollout runs inside the tree (every history on it expanded).
     * ``evidence_widening`` -- with lam > 0, an expansion also adds one commit decision whose
       own objectives every earlier rollout that took it met (:meth:`HyperMCTS._add_evidence`).
+    * ``compose_every`` -- m: with lam > 0 every m-th iteration is a composed rollout of the
+      decisions verified so far (:meth:`HyperMCTS._compose`); 0 off.
 
     The defaults are the full-path design (:class:`TreeDesign`); :func:`design_config` gives
     every design, Algorithm 1 as written among them.
@@ -195,6 +209,7 @@ class MCTSConfig:
     widen_prior: bool = True
     expand_rollout: bool = True
     evidence_widening: bool = True
+    compose_every: int = 3
 
     def __post_init__(self) -> None:
         if self.budget < 1 or self.branching < 1:
@@ -209,6 +224,8 @@ class MCTSConfig:
             raise ValueError(f"branch_on is one of {BRANCH_ON}")
         if self.widen < 0:
             raise ValueError("widen must be non-negative (0 = off)")
+        if self.compose_every < 0:
+            raise ValueError("compose_every must be non-negative (0 = off)")
         # the string options as their enums (a frozen dataclass: set through object)
         object.__setattr__(self, "info_prior", InfoPrior(self.info_prior))
         object.__setattr__(self, "branch_on", BranchOn(self.branch_on))
@@ -322,10 +339,12 @@ class HyperMCTS(SearchBase):
             TrajectoryHypergraph(config.agg) if config.hypergraph else None)
         self.tree: HistoryTree | None = None
         self._at: Node | None = None  # the tree node the environment is currently at
-        self._evidence = (config.evidence_widening and config.lam > 0
-                          and self.hypergraph is not None)
+        graph = config.lam > 0 and self.hypergraph is not None
+        self._evidence = config.evidence_widening and graph
+        self._compose_every = config.compose_every if graph else 0
         # the objectives about one part of the plan (evidence widening reads only these)
         self._local_objectives = frozenset(o.id for o in env.objectives if o.scope != "global")
+        self._objective_ids = frozenset(o.id for o in env.objectives) - {GLOBAL}
         # action key -> (phi, the action taken), :meth:`_note_verified`
         self._verified: dict[str, tuple[Hashable, Action]] = {}
 
@@ -361,7 +380,7 @@ class HyperMCTS(SearchBase):
                     return edge  # unvisited first, in expansion order
         return _hyperuct_argmax(edges, self.priors(node), node.n, c, lam)
 
-    def _rollout_pick(self) -> Callable[[SearchEnv, Sequence[Action], random.Random], Action]:
+    def _rollout_pick(self) -> Pick:
         """With ``rollout_guidance`` (> 0) and a non-empty hypergraph, a rollout step asks the
         policy for its b candidates and takes the one with the highest prior (neutral for
         information actions, policy order on ties) -- a use of the hypergraph statistics
@@ -642,19 +661,56 @@ class HyperMCTS(SearchBase):
         (a single child as is), materialising it, until terminal / horizon / no decisions;
         the edges go to ``path``. Returns the final history."""
         pick = self._rollout_pick()
-        rng, env = self.rng, self.env
         while not node.terminal:
             edges = self._open(node)
             if not edges:
                 break
-            if len(edges) == 1:
-                edge = edges[0]
-            else:
-                self._goto(node)
-                key = pick(env, [e.action for e in edges], rng).key
-                edge = next(e for e in edges if e.action.key == key)
+            edge = edges[0] if len(edges) == 1 else self._picked(node, edges, pick)
             node = self._enter(node, edge, path)
         return node
+
+    def _picked(self, node: Node, edges: list[Edge], pick: Pick) -> Edge:
+        """The child edge of ``node`` the rollout chooser ``pick`` takes among ``edges``."""
+        self._goto(node)
+        key = pick(self.env, [e.action for e in edges], self.rng).key
+        return next(e for e in edges if e.action.key == key)
+
+    def _compose(self, root: Node, path: list[Edge]) -> Node:
+        """A composed rollout (``MCTSConfig.compose_every``, our design; the HyperMCTS paper's
+        "simulation guidance" use of the statistics): from h_0 down, each history takes its
+        first child whose decision met every objective it was scored on in every rollout that
+        took it (:meth:`TrajectoryHypergraph.verified` over all objectives, global
+        constraints included), so the parts that different trajectories got right are put
+        together in one; a history without such a child takes its single child, HyperUCT's
+        choice when it was expanded before, else the rollout chooser's pick among its new
+        children. Histories are expanded (evidence widening included) as in the full-path
+        rollout; the edges go to ``path``. Returns the final history."""
+        hypergraph, objectives = self.hypergraph, self._objective_ids
+        assert hypergraph is not None
+        pick = self._rollout_pick()
+        node = root
+        while not node.terminal:
+            expanded = node.expanded
+            edges = self._open(node)
+            if not edges:
+                break
+            edge = next((e for e in edges if e.recorded
+                         and hypergraph.verified(e.identity, objectives)), None)
+            if edge is None:
+                if len(edges) == 1:
+                    edge = edges[0]
+                elif expanded:
+                    edge = self.select(node)
+                else:
+                    edge = self._picked(node, edges, pick)
+            node = self._enter(node, edge, path)
+        return node
+
+    def _composing(self) -> bool:
+        """Whether this iteration is a composed rollout: every ``compose_every``-th one
+        (the 3rd, 6th, ...) once some decision is verified, with lam > 0."""
+        m = self._compose_every
+        return m > 0 and bool(self._verified) and self.rollouts % m == m - 1
 
     def _verify_at(self, node: Node) -> Verdict:
         """Evaluation of a history reached inside the tree (``expand_rollout``); a failed
@@ -688,18 +744,21 @@ class HyperMCTS(SearchBase):
         assert self.tree is not None
         root = self.tree.root
         path: list[Edge] = []
-        leaf = self._descend(root, path)  # 1. selection
-        if self.config.expand_rollout:  # 2-4. expansion and simulation inside the tree
-            verdict = self._verify_at(self._rollout_in_tree(leaf, path))
+        if self._composing():  # 1-4. a composed rollout from the root instead
+            verdict = self._verify_at(self._compose(root, path))
+            actions, recorded = _trajectory(path)
+        elif self.config.expand_rollout:  # 2-4. expansion and simulation inside the tree
+            verdict = self._verify_at(self._rollout_in_tree(self._descend(root, path), path))
             actions, recorded = _trajectory(path)
         else:
+            leaf = self._descend(root, path)  # 1. selection
             node = self._grow(leaf, path)  # 2. expansion
             actions, recorded = _trajectory(path)
             verdict = self._simulate_from(node, actions, recorded)  # 3-4. simulation
         backup(path, root, verdict.reward)  # 5. back-propagation
         if self.hypergraph is not None:  # and the hypergraph update with Psi(tau, G)
             self.hypergraph.observe(recorded, verdict, self.env.objectives)
-            if self._evidence:
+            if self._evidence or self._compose_every:
                 self._note_verified(path, actions, recorded, verdict)
         self.record(actions, verdict)
 
