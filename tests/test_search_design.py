@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Hashable
+from dataclasses import replace
 
 import pytest
 from typer.testing import CliRunner
@@ -130,3 +131,45 @@ def test_search_run_takes_a_design_and_reports_its_settings() -> None:
     assert tuned["widen"] == 0.5  # an option given overrides the design's setting
     bad = CliRunner().invoke(app, [*args, "--design", "wide"])
     assert bad.exit_code != 0 and "unknown --design 'wide'" in bad.output
+
+
+def test_every_third_iteration_composes_the_verified_decisions() -> None:
+    """Each composed rollout (the 3rd, 6th, ... iteration, once a decision is verified) takes,
+    at every history of the tree it passes, the first child verified on every objective it
+    was scored on, when there is one: checked by walking each composed trajectory down the tree
+    and the hypergraph as they stood before it (a second search with the budget cut there)."""
+    env = ToyShopEnv(3, 4, 6, slack=2.0)  # a loose budget: products verified on every objective
+    config = MCTSConfig(budget=30, early_stop=False, trace=True)
+    full = HyperMCTS(env, RandomPolicy(), config, 3).run()
+    checked = 0
+    for k in range(2, 30, 3):
+        before = HyperMCTS(env, RandomPolicy(), replace(config, budget=k), 3)
+        assert before.run().trace == full.trace[:k]  # the same search up to there
+        hypergraph, tree = before.hypergraph, before.tree
+        assert hypergraph is not None and tree is not None
+        if not before._verified:
+            continue
+        node = tree.root
+        for key in full.trace[k]:
+            if not node.expanded:
+                break  # new histories: their children are made during the rollout
+            first = next((e for e in node.edges if e.recorded and hypergraph.verified(
+                e.identity, before._objective_ids)), None)
+            if first is not None:
+                assert key == first.action.key
+                checked += 1
+            node = next(e.child for e in node.edges if e.action.key == key)
+    assert checked >= 3
+
+
+def test_composition_is_off_at_lambda_zero_and_when_set_to_zero() -> None:
+    env = ToyShopEnv(3, 4, 6, slack=2.0)
+    base = MCTSConfig(budget=30, early_stop=False, trace=True, evidence_widening=False)
+    off = HyperMCTS(env, RandomPolicy(), replace(base, compose_every=0), 3).run()
+    on = HyperMCTS(env, RandomPolicy(), base, 3).run()
+    assert on.trace != off.trace  # it changes the search ...
+    lam0 = replace(base, lam=0.0)
+    assert HyperMCTS(env, RandomPolicy(), lam0, 3).run().trace == uct(
+        env, RandomPolicy(), lam0, 3).trace  # ... and never UCT's
+    with pytest.raises(ValueError, match="compose_every"):
+        MCTSConfig(compose_every=-1)
