@@ -55,10 +55,15 @@ One iteration k = one evaluated rollout:
 5. **Backup** of R along the tree path, and the **hypergraph update** with Psi(tau, G)
    (iteration k reads statistics of the preceding k - 1 rollouts only).
 
+**Composed rollouts** (``MCTSConfig.compose_every``, our design, every third iteration by
+default; lam > 0 only): instead of steps 1-3, a rollout from h_0 that takes at every history the
+first child verified on every objective (:meth:`HyperMCTS._compose`).
+
 Tree designs (:class:`TreeDesign`, :func:`design_config`): the defaults are the full-path
 design (``expand_rollout``, ``branch_on="all"``, no widening, no rollout guidance, evidence
-widening), the strongest plain MCTS measured on the dev seeds at lam = 0; ``"paper"`` is
-Algorithm 1 as written; ``"commit-widen"`` is the default until 2026-12-03.
+widening, composed rollouts), whose lam = 0 is the strongest plain MCTS measured on the dev
+seeds; ``"paper"`` is Algorithm 1 as written; ``"commit-widen"`` is the default until
+2026-12-03.
 
 The answer is the evaluated trajectory with the best stored reward (the first one on ties);
 the search stops early on a verified perfect trajectory (reward 1 and success). A rollout whose
@@ -133,7 +138,8 @@ class TreeDesign(StrEnum):
       iteration.
     * ``paper`` -- Algorithm 1 as written in the HyperMCTS paper: one expansion of b
       children per iteration, a policy rollout below it kept only in the hypergraph,
-      HyperUCT; nothing of ours.
+      HyperUCT; nothing of ours but the order of unvisited children, which the paper leaves
+      open (``prior_tiebreak``, ``info_prior``).
     * ``commit-widen`` -- the default until 2026-12-03: Algorithm 1 branching at commit
       decision points with information chains, progressive widening 0.25 by the prior, and
       rollout guidance.
