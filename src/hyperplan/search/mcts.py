@@ -682,8 +682,8 @@ class HyperMCTS(SearchBase):
         return next(e for e in edges if e.action.key == key)
 
     def _compose(self, root: Node, path: list[Edge]) -> Node:
-        """A composed rollout (``MCTSConfig.compose_every``, our design; the HyperMCTS paper's
-        "simulation guidance" use of the statistics): from h_0 down, each history takes its
+        """A composed rollout (``MCTSConfig.compose_every``, our design: a use of the
+        statistics to guide simulation, beyond HyperUCT): from h_0 down, each history takes its
         first child whose decision met every objective it was scored on in every rollout that
         took it (:meth:`TrajectoryHypergraph.verified` over all objectives, global
         constraints included), so the parts that different trajectories got right are put
