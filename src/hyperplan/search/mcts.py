@@ -587,10 +587,8 @@ class HyperMCTS(SearchBase):
         rollouts, including those that do not share the same action prefix". No policy call;
         nothing is added before the first rollout or at lam = 0. The verified decisions are
         kept by action key (:meth:`_note_verified`), so a history is only scanned when one of
-        them is among its decisions."""
+        them is among its decisions (the caller only asks once one is)."""
         verified = self._verified
-        if not verified:
-            return
         self._goto(node)
         env = self.env
         keys = env.decision_keys()
@@ -665,21 +663,8 @@ class HyperMCTS(SearchBase):
         """Steps 2-3 with ``MCTSConfig.expand_rollout``: from the selected leaf, expand each
         history with the usual rule and take the rollout chooser's pick among its children
         (a single child as is), materialising it, until terminal / horizon / no decisions;
-        the edges go to ``path``. Returns the final history."""
-        pick = self._rollout_pick()
-        while not node.terminal:
-            edges = self._open(node)
-            if not edges:
-                break
-            edge = edges[0] if len(edges) == 1 else self._picked(node, edges, pick)
-            node = self._enter(node, edge, path)
-        return node
-
-    def _picked(self, node: Node, edges: list[Edge], pick: Pick) -> Edge:
-        """The child edge of ``node`` the rollout chooser ``pick`` takes among ``edges``."""
-        self._goto(node)
-        key = pick(self.env, [e.action for e in edges], self.rng).key
-        return next(e for e in edges if e.action.key == key)
+        the edges go to ``path``. Returns the final history (:meth:`_walk`)."""
+        return self._walk(node, path, None)
 
     def _compose(self, root: Node, path: list[Edge]) -> Node:
         """A composed rollout (``MCTSConfig.compose_every``, our design: a use of the
@@ -687,21 +672,27 @@ class HyperMCTS(SearchBase):
         first child whose decision met every objective it was scored on in every rollout that
         took it (:meth:`TrajectoryHypergraph.verified` over all objectives, global
         constraints included), so the parts that different trajectories got right are put
-        together in one; a history without such a child takes its single child, HyperUCT's
-        choice when it was expanded before, else the rollout chooser's pick among its new
-        children. Histories are expanded (evidence widening included) as in the full-path
-        rollout; the edges go to ``path``. Returns the final history."""
-        hypergraph, objectives = self.hypergraph, self._objective_ids
-        assert hypergraph is not None
+        together in one; a history without such a child is walked as in the full-path rollout
+        (:meth:`_walk`). The edges go to ``path``. Returns the final history."""
+        return self._walk(root, path, self._objective_ids)
+
+    def _walk(self, node: Node, path: list[Edge], verified_on: frozenset[str] | None) -> Node:
+        """Down from ``node`` to a terminal history (or one without decisions), expanding
+        every history on the way (evidence widening included). Each history takes, with
+        ``verified_on``, its first child verified on those objectives; otherwise its single
+        child, HyperUCT's choice when it was expanded before, else the rollout chooser's pick
+        among its new children. The edges go to ``path``; returns the final history."""
+        hypergraph = self.hypergraph
         pick = self._rollout_pick()
-        node = root
         while not node.terminal:
             expanded = node.expanded
             edges = self._open(node)
             if not edges:
                 break
-            edge = next((e for e in edges if e.recorded
-                         and hypergraph.verified(e.identity, objectives)), None)
+            edge: Edge | None = None
+            if verified_on is not None and hypergraph is not None:
+                edge = next((e for e in edges if e.recorded
+                             and hypergraph.verified(e.identity, verified_on)), None)
             if edge is None:
                 if len(edges) == 1:
                     edge = edges[0]
@@ -711,6 +702,12 @@ class HyperMCTS(SearchBase):
                     edge = self._picked(node, edges, pick)
             node = self._enter(node, edge, path)
         return node
+
+    def _picked(self, node: Node, edges: list[Edge], pick: Pick) -> Edge:
+        """The child edge of ``node`` the rollout chooser ``pick`` takes among ``edges``."""
+        self._goto(node)
+        key = pick(self.env, [e.action for e in edges], self.rng).key
+        return next(e for e in edges if e.action.key == key)
 
     def _composing(self) -> bool:
         """Whether this iteration is a composed rollout: every ``compose_every``-th one
