@@ -171,6 +171,7 @@ VARIANTS: dict[str, Run] = {
     **{f"replace_last_lam{lam}": _variant(fill=True, replace_last=True, lam=lam, **PLAIN)
        for lam in (0.1, 0.25, 0.5, 1.0)},
     "widen_only": _variant(compose_every=0),
+    "widen_fill": _variant(fill=True, compose_every=0),
     **{f"compose{m}_local": _variant(compose_every=m, compose_local=True) for m in (2, 4, 8)},
     **{f"compose{m}": _variant(compose_every=m) for m in (2, 3, 4, 8)},
     **{f"reach{m}": _variant(compose_every=m, reach=True) for m in (2, 3)},
