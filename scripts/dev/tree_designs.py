@@ -29,7 +29,7 @@ from typing import Any
 from hyperplan.eval.treesearch.runner import METHOD_FUNCS, load_tasks, task_seed
 from hyperplan.search.common import INFO, SearchResult
 from hyperplan.search.env import Action, SearchEnv, Verdict
-from hyperplan.search.mcts import HyperMCTS, MCTSConfig, design_config
+from hyperplan.search.mcts import HyperMCTS, MCTSConfig, Pick, design_config
 from hyperplan.search.policies import HeuristicPolicy, Policy, _gumbel_top_k, make_policy
 from hyperplan.search.tree import Edge, Node
 
@@ -59,35 +59,35 @@ class Variant(HyperMCTS):
     compose_local = False  # composed rollouts follow local verification only
     reach = False  # composed rollouts widen with a verified decision of A_dec(h)
 
+    _reach_on: frozenset[str] | None = None  # set during a composed walk with ``reach``
+
     def _walk(self, node: Node, path: list[Edge], verified_on: frozenset[str] | None) -> Node:
         if verified_on is not None and self.compose_local:
             verified_on = self._local_objectives
-        if not (self.select_child or self.reach):
+        self._reach_on = verified_on if self.reach else None
+        try:
             return super()._walk(node, path, verified_on)
-        pick = self._rollout_pick()
-        hypergraph = self.hypergraph
-        while not node.terminal:
-            expanded = node.expanded
-            edges = self._open(node)
-            if not edges:
-                break
-            edge: Edge | None = None
-            if verified_on is not None and hypergraph is not None:
-                edge = next((e for e in edges if e.recorded
-                             and hypergraph.verified(e.identity, verified_on)), None)
-                if edge is None and self.reach:
-                    edge = self._reach(node, edges, verified_on)
-            if edge is None:
-                if len(edges) == 1:
-                    edge = edges[0]
-                elif self.select_child and self.eps and self.rng.random() < self.eps:
-                    edge = edges[self.rng.randrange(len(edges))]
-                elif expanded or self.select_child:
-                    edge = self.select(node)
-                else:
-                    edge = self._picked(node, edges, pick)
-            node = self._enter(node, edge, path)
-        return node
+        finally:
+            self._reach_on = None
+
+    def _open(self, node: Node) -> list[Edge]:
+        """With ``reach`` in a composed walk: when no child is verified, widen with a verified
+        decision of A_dec(h), which the walk then takes."""
+        edges = super()._open(node)
+        on, hypergraph = self._reach_on, self.hypergraph
+        if on is not None and edges and hypergraph is not None and not any(
+                e.recorded and hypergraph.verified(e.identity, on) for e in edges):
+            self._reach(node, edges, on)
+        return node.edges
+
+    def _picked(self, node: Node, edges: list[Edge], pick: Pick) -> Edge:
+        """With ``select_child``, a new history's child by selection (first unvisited), or
+        with probability ``eps`` a uniformly random one, instead of the rollout chooser's."""
+        if not self.select_child:
+            return super()._picked(node, edges, pick)
+        if self.eps and self.rng.random() < self.eps:
+            return edges[self.rng.randrange(len(edges))]
+        return self.select(node)
 
     def _reach(self, node: Node, edges: list[Edge], on: frozenset[str]) -> Edge | None:
         assert self.hypergraph is not None
