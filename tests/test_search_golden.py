@@ -39,12 +39,14 @@ def _run(env: Any, config: MCTSConfig, seed: int, temperature: float) -> dict[st
             "priors": priors}
 
 
-def fingerprint(widen: float = 0.0, design: TreeDesign = TreeDesign.COMMIT_WIDEN) -> str:
+def fingerprint(widen: float = 0.0, design: TreeDesign = TreeDesign.COMMIT_WIDEN,
+                **overrides: Any) -> str:
     """The runs pinned below, in the commit-widen design (the default until 2026-12-03) with
     ``widen``; with ``widen=0`` also runnable against the pre-optimisation code (which had no
-    widening). ``design=FULL_PATH`` (``widen`` 0) pins the full-path default the same way."""
+    widening). ``design=FULL_PATH`` (``widen`` 0) pins the full-path default the same way;
+    ``overrides`` are further configuration fields of every run."""
     out: dict[str, Any] = {}
-    base = design_config(design, budget=24, trace=True, widen=widen)
+    base = design_config(design, budget=24, trace=True, widen=widen, **overrides)
     variants = {"default": base, "all": replace(base, branch_on="all"),
                 "noguide": replace(base, rollout_guidance=False),
                 "min": replace(base, agg="min"), "max": replace(base, agg="max", lam=1.0),
@@ -53,7 +55,8 @@ def fingerprint(widen: float = 0.0, design: TreeDesign = TreeDesign.COMMIT_WIDEN
         for i, env in enumerate(load_tasks(suite, n, 7)):
             for name, cfg in variants.items():
                 out[f"{suite}/{i}/{name}"] = _run(env, cfg, task_seed(7, i), 0.1)
-    toy = design_config(design, budget=60, trace=True, early_stop=False, widen=widen)
+    toy = design_config(design, budget=60, trace=True, early_stop=False, widen=widen,
+                        **overrides)
     for seed in range(3):
         for info in (False, True):
             out[f"toy/{seed}/{info}"] = _run(ToyShopEnv(seed, 4, 5, info=info), toy, seed, 0.5)
@@ -78,9 +81,15 @@ def test_same_decisions_and_priors_as_before_the_optimisation() -> None:
 
 
 PINNED_FULL_PATH = "0b107767b30c54263e30598fa7cb46387e0ddb1ba875dec04250f263fda0077f"
-"""The full-path design (the default since 2026-12-03, with the evidence widening), recorded
-with the code that produced its dev and test-seed benchmarks (docs/benchmarks.md, "The
-strongest tree design"), so later bookkeeping changes are held to the same decisions."""
+"""The full-path design before the evidence pruning (its default from 2026-12-03, with the
+evidence widening and composed rollouts), recorded with the code that produced its dev and
+test-seed benchmarks (docs/benchmarks.md, "The strongest tree design"), so later bookkeeping
+changes are held to the same decisions."""
+
+PINNED_PRUNED = "d918a7b0045db1e57d36977acc7f0e08192dd2fa4bb9ab80a254bde6de294cf0"
+"""The full-path default with the evidence pruning (``evidence_pruning``), recorded with the
+code that produced its dev and test-seed benchmarks (docs/benchmarks.md, "Evidence
+pruning")."""
 
 
 def test_same_decisions_and_priors_with_widening_as_benchmarked() -> None:
@@ -89,8 +98,13 @@ def test_same_decisions_and_priors_with_widening_as_benchmarked() -> None:
 
 
 def test_same_decisions_and_priors_in_the_full_path_design_as_benchmarked() -> None:
+    assert fingerprint(0.0, TreeDesign.FULL_PATH, evidence_pruning=False) == PINNED_FULL_PATH
+
+
+def test_same_decisions_and_priors_in_the_default_design_as_benchmarked() -> None:
     assert MCTSConfig() == design_config(TreeDesign.FULL_PATH)
-    assert fingerprint(0.0, TreeDesign.FULL_PATH) == PINNED_FULL_PATH
+    assert MCTSConfig().evidence_pruning
+    assert fingerprint(0.0, TreeDesign.FULL_PATH) == PINNED_PRUNED
 
 
 # --------------------------------------------------------------------------------------------

@@ -34,7 +34,9 @@ from hyperplan.search.policies import HeuristicPolicy, Policy, _gumbel_top_k, ma
 from hyperplan.search.tree import Edge, Node
 
 Run = Callable[[SearchEnv, int], SearchResult]
-# the full-path design without our two rules
+# the full-path default before the evidence pruning (the base of every variant here)
+BEFORE: dict[str, Any] = {"evidence_pruning": False}
+# the full-path design without our two first rules
 PLAIN: dict[str, Any] = {"evidence_widening": False, "compose_every": 0}
 
 
@@ -59,7 +61,119 @@ class Variant(HyperMCTS):
     compose_local = False  # composed rollouts follow local verification only
     reach = False  # composed rollouts widen with a verified decision of A_dec(h)
 
+    prune_free = False  # ... decisions only global objectives score included
+    prune_select = False  # ... and selection too
+    prune_expand = False  # ... and the policy proposes among the unrefuted decisions only
+    prune: str = ""  # "any"/"all": rollout choices skip refuted decisions (_refuted)
+    defer_free = False  # composed walks: free decisions (global-only ones) last
+    defer_local = False  # ... and a locally verified child first
+    novel_pick = False  # a new history takes a child never taken in any rollout, if any
+    optimistic = False  # unseen recorded decisions get prior 1 instead of 0
+    budget_pick = False  # composed walks: else the locally verified child best on globals
+    prereq_pick = False  # composed walks: else the child most verified decisions came after
+
     _reach_on: frozenset[str] | None = None  # set during a composed walk with ``reach``
+    _prereqs: dict[str, frozenset[str]]  # verified action key -> the keys taken before it
+
+    def _verified_child(self, edges: list[Edge], path: list[Edge],
+                        verified_on: frozenset[str]) -> Edge | None:
+        edge = super()._verified_child(edges, path, verified_on)
+        if edge is not None:
+            return edge
+        if self.defer_free:
+            edge = self._deferring(edges)
+            if edge is not None:
+                return edge
+        if self.budget_pick:
+            edge = self._best_on_globals(edges)
+        if edge is None and self.prereq_pick:
+            edge = self._enabling(edges, path)
+        return edge
+
+    def _is_refuted(self, e: Edge) -> bool:
+        """Whether every rollout that took this decision failed one of its local objectives
+        (``prune == "any"``) or all of them (``"all"``)."""
+        return e.recorded and self._refuted_id(e.identity)
+
+    def _refuted_id(self, v: Any) -> bool:
+        hg = self.hypergraph
+        assert hg is not None
+        node = hg.nodes.get(v)
+        if node is None:
+            return False
+        never = [p.total == 0.0 for g, p in node.by_label.items() if g in self._local_objectives]
+        if not never:
+            if self.prune_free:  # scored by global objectives only: refuted when always failed
+                glob = [p.total == 0.0 for g, p in node.by_label.items()
+                        if g in self._objective_ids]
+                return bool(glob) and all(glob)
+            return False
+        return any(never) if self.prune == "any" else all(never)
+
+    def _deferring(self, edges: list[Edge]) -> Edge | None:
+        """Free decisions (recorded, and scored under global objectives only: coupons) wait
+        until no other child is left; then the first one no rollout has taken yet."""
+        hg = self.hypergraph
+        assert hg is not None
+        glob = frozenset(o.id for o in self.env.objectives if o.scope == "global") | {"global"}
+
+        def free(e: Edge) -> bool:
+            return e.recorded and hg.known(e.identity) and set(
+                hg.nodes[e.identity].by_label) <= glob
+
+        if self.defer_local:
+            local = next((e for e in edges if e.recorded
+                          and hg.verified(e.identity, self._local_objectives)), None)
+            if local is not None:
+                return local
+        frees = [e for e in edges if free(e)]
+        if not frees:
+            return None
+        if len(frees) < len(edges):
+            return next(e for e in edges if not free(e))
+        return None
+
+    def _best_on_globals(self, edges: list[Edge]) -> Edge | None:
+        """Among the children verified on their local objectives, the one whose rollouts met
+        the global objectives most often (pooled mean over the global labels)."""
+        hg = self.hypergraph
+        assert hg is not None
+        glob = frozenset(o.id for o in self.env.objectives if o.scope == "global")
+        best, best_mean = None, -1.0
+        for e in edges:
+            if not (e.recorded and hg.verified(e.identity, self._local_objectives)):
+                continue
+            stats = hg.nodes[e.identity].by_label
+            means = [p.total / p.count for g, p in stats.items() if g in glob]
+            mean = sum(means) / len(means) if means else 0.0
+            if mean > best_mean:
+                best, best_mean = e, mean
+        return best
+
+    def _enabling(self, edges: list[Edge], path: list[Edge]) -> Edge | None:
+        """The child taken before the most verified decisions not yet on ``path`` in the
+        rollouts that verified them (their prerequisites: searches, opened documents)."""
+        taken = {e.action.key for e in path}
+        missing = [k for k in self._verified if k not in taken]
+        prereqs = getattr(self, "_prereqs", {})
+        best, best_n = None, 0
+        for e in edges:
+            n = sum(1 for k in missing if e.action.key in prereqs.get(k, ()))
+            if n > best_n:
+                best, best_n = e, n
+        return best
+
+    def _note_verified(self, path: list[Edge], actions: list[Action],
+                       recorded: list[Any], verdict: Verdict) -> None:
+        super()._note_verified(path, actions, recorded, verdict)
+        if not self.prereq_pick:
+            return
+        if not hasattr(self, "_prereqs"):
+            self._prereqs = {}
+        keys = [a.key for a in actions]
+        for k in self._verified:
+            if k not in self._prereqs and k in keys:
+                self._prereqs[k] = frozenset(keys[:keys.index(k)])
 
     def _walk(self, node: Node, path: list[Edge], verified_on: frozenset[str] | None) -> Node:
         if verified_on is not None and self.compose_local:
@@ -83,6 +197,17 @@ class Variant(HyperMCTS):
     def _picked(self, node: Node, edges: list[Edge], pick: Pick) -> Edge:
         """With ``select_child``, a new history's child by selection (first unvisited), or
         with probability ``eps`` a uniformly random one, instead of the rollout chooser's."""
+        if self.prune and self.hypergraph is not None and not self.hypergraph.empty:
+            alive = [e for e in edges if not self._is_refuted(e)]
+            if len(alive) == 1:
+                return alive[0]
+            if alive and len(alive) < len(edges):
+                edges = alive
+        if self.novel_pick and self.hypergraph is not None and not self.hypergraph.empty:
+            hg = self.hypergraph
+            fresh = next((e for e in edges if e.recorded and not hg.known(e.identity)), None)
+            if fresh is not None:
+                return fresh
         if not self.select_child:
             return super()._picked(node, edges, pick)
         if self.eps and self.rng.random() < self.eps:
@@ -101,23 +226,53 @@ class Variant(HyperMCTS):
                 return node.widen(action, v, True)
         return None
 
-    def priors(self, node: Node) -> list[float]:
+    def priors(self, node: Node, edges: list[Edge] | None = None) -> list[float]:
+        kids = node.edges if edges is None else edges
         hg = self.hypergraph
         assert hg is not None
+        if self.optimistic:  # unseen recorded decisions: prior 1 (optimism under uncertainty)
+            base = [hg.prior(e.identity) if not e.recorded or hg.known(e.identity) else 1.0
+                    for e in kids]
+            base = [p if e.recorded else -1.0 for e, p in zip(kids, base, strict=True)]
+            known = [v for v in base if v >= 0.0]
+            fill_v = sum(known) / len(known) if known else 0.0
+            return [fill_v if v < 0.0 else v for v in base]
         if self.fill:
             values = [hg.prior(e.identity) if e.recorded and hg.known(e.identity) else -1.0
-                      for e in node.edges]
+                      for e in kids]
             known = [v for v in values if v >= 0.0]
             mean = sum(known) / len(known) if known else 0.0
             base = [mean if v < 0.0 else v for v in values]
         else:
-            base = super().priors(node)
+            base = super().priors(node, edges)
         if not self.boost:
             return base
         return [p + (1.0 if e.recorded and hg.verified(e.identity, self._local_objectives)
-                     else 0.0) for e, p in zip(node.edges, base, strict=True)]
+                     else 0.0) for e, p in zip(kids, base, strict=True)]
+
+    def select(self, node: Node) -> Edge:
+        """With ``prune_select``, selection skips refuted children while others are left."""
+        if self.prune_select and self.hypergraph is not None and len(node.edges) > 1:
+            alive = [e for e in node.edges if not self._is_refuted(e)]
+            if alive and len(alive) < len(node.edges):
+                if len(alive) == 1:
+                    return alive[0]
+                full = node.edges
+                node.edges = alive
+                try:
+                    return super().select(node)
+                finally:
+                    node.edges = full
+        return super().select(node)
 
     def _children(self, decisions: Sequence[Action], k: int) -> list[Action]:
+        hg = self.hypergraph
+        if self.prune_expand and hg is not None and not hg.empty:
+            ids = self.env.recorded_ids(decisions)
+            alive = [a for a, v in zip(decisions, ids, strict=True)
+                     if v is None or not self._refuted_id(v)]
+            if alive:
+                decisions = alive
         out = super()._children(decisions, k)
         hg = self.hypergraph
         if not (self.replace_last and self.config.lam and hg is not None and not hg.empty):
@@ -140,7 +295,7 @@ def _variant(policy: Callable[[], Policy] = lambda: make_policy("heuristic"),
     cls: type[Variant] = type("V", (Variant,), attrs)
 
     def run(env: SearchEnv, seed: int) -> SearchResult:
-        config = MCTSConfig(**switches)
+        config = MCTSConfig(**{**BEFORE, **switches})
         if plain:
             config = replace(config, lam=0.0, hypergraph=False)
         search = cls(env, policy(), config, seed)
@@ -164,7 +319,8 @@ VARIANTS: dict[str, Run] = {
     "lats": _method("lats", MCTSConfig()),
     "hyper_commit_widen": _method("hypermcts", design_config("commit-widen")),
     # the hypergraph's uses in the full-path design
-    "hyper": _method("hypermcts", MCTSConfig()),
+    "hyper": _method("hypermcts", MCTSConfig(**BEFORE)),
+    "pruned": _method("hypermcts", MCTSConfig()),  # the default since the evidence pruning
     "guidance": _variant(rollout_guidance=True, **PLAIN),
     "prior_only": _variant(**PLAIN),
     "prior_fill": _variant(fill=True, **PLAIN),
@@ -175,6 +331,20 @@ VARIANTS: dict[str, Run] = {
     **{f"compose{m}_local": _variant(compose_every=m, compose_local=True) for m in (2, 4, 8)},
     **{f"compose{m}": _variant(compose_every=m) for m in (2, 3, 4, 8)},
     **{f"reach{m}": _variant(compose_every=m, reach=True) for m in (2, 3)},
+    "compose_budget": _variant(budget_pick=True),
+    "optimistic": _variant(optimistic=True),
+    "prune_any": _variant(prune="any"),
+    "prune_all": _variant(prune="all"),
+    "prune_sel": _variant(prune="any", prune_select=True),
+    "prune_sel_free": _variant(prune="any", prune_select=True, prune_free=True),
+    "prune_exp": _variant(prune="any", prune_expand=True),
+    "prune_full": _variant(prune="any", prune_select=True, prune_expand=True),
+    "defer": _variant(defer_free=True),
+    "defer_local": _variant(defer_free=True, defer_local=True),
+    "novel": _variant(novel_pick=True),
+    "novel_opt": _variant(novel_pick=True, optimistic=True),
+    "compose_prereq": _variant(prereq_pick=True),
+    "compose_both": _variant(budget_pick=True, prereq_pick=True),
     "forced_first": _variant(select_child=True, boost=True, replace_last=True, **PLAIN),
 }
 
@@ -221,7 +391,8 @@ class Recording(HyperMCTS):
 def failures(suite: str, seed: int, n: int, method: str) -> None:
     """Failed tasks of ``hyper`` (the default HyperMCTS) or ``uct``: was every local objective
     met by some rollout, and did one rollout meet them all (and break a global constraint)?"""
-    config = MCTSConfig() if method == "hyper" else MCTSConfig(lam=0.0, hypergraph=False)
+    config = {"hyper": MCTSConfig(**BEFORE), "pruned": MCTSConfig()}.get(
+        method, MCTSConfig(lam=0.0, hypergraph=False))
     counts: Counter[str] = Counter()
     for i, env in enumerate(load_tasks(suite, n, seed)):
         search = Recording(env, make_policy("heuristic"), config, task_seed(seed, i))

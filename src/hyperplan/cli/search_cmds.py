@@ -123,7 +123,8 @@ def _design_keys(config: MCTSConfig, design: str) -> dict[str, Any]:
     return {"design": design, "rollout_guidance": config.rollout_guidance,
             "branch_on": str(config.branch_on), "widen": config.widen,
             "expand_rollout": config.expand_rollout,
-            "evidence_widening": config.evidence_widening, "compose_every": config.compose_every}
+            "evidence_widening": config.evidence_widening, "compose_every": config.compose_every,
+            "evidence_pruning": config.evidence_pruning}
 
 
 def _tasks(suite: str, n: int, seed: int, level: int | None) -> list[SearchEnv]:

@@ -372,6 +372,18 @@ class TrajectoryHypergraph:
                 found = True
         return found
 
+    def refuted(self, v: Hashable, labels: Container[str]) -> bool:
+        """Whether some objective g in ``labels`` that v was associated with was failed by
+        every rollout that took v (its pooled record sums to 0: every rho_g was 0) -- the
+        counterpart of :meth:`verified`; False for a v the hypergraph has not seen."""
+        node = self.nodes.get(v)
+        if node is None:
+            return False
+        for label, pooled in node.by_label.items():
+            if label in labels and pooled.total == 0.0:
+                return True
+        return False
+
     def known(self, v: Hashable) -> bool:
         """Whether v is a node of V_k (it has an incident edge)."""
         return v in self.nodes

@@ -59,11 +59,16 @@ One iteration k = one evaluated rollout:
 default; lam > 0 only): instead of steps 1-3, a rollout from h_0 that takes at every history the
 first child verified on every objective (:meth:`HyperMCTS._compose`).
 
+**Evidence pruning** (``MCTSConfig.evidence_pruning``, our design, on by default; lam > 0 only):
+selection and the rollout chooser skip a child whose decision failed one of its own (local)
+objectives in every rollout that took it, while some other child is left
+(:meth:`HyperMCTS._alive`); when one child is left it is taken without asking the policy.
+
 Tree designs (:class:`TreeDesign`, :func:`design_config`): the defaults are the full-path
 design (``expand_rollout``, ``branch_on="all"``, no widening, no rollout guidance, evidence
-widening, composed rollouts), whose lam = 0 is the strongest plain MCTS measured on the dev
-seeds; ``"paper"`` is Algorithm 1 as written; ``"commit-widen"`` is the default until
-2026-12-03.
+widening, composed rollouts, evidence pruning), whose lam = 0 is the strongest plain MCTS
+measured on the dev seeds; ``"paper"`` is Algorithm 1 as written; ``"commit-widen"`` is the
+default until 2026-12-03.
 
 The answer is the evaluated trajectory with the best stored reward (the first one on ties);
 the search stops early on a verified perfect trajectory (reward 1 and success). A rollout whose
@@ -134,8 +139,8 @@ class TreeDesign(StrEnum):
     * ``full-path`` (the default) -- every history an evaluated rollout passes is added to the
       tree, each expanded with the policy's top b proposals of any kind, the policy's rollout
       choice picking among them (llm-reasoners' MCTS shape), no widening; with lam > 0 also
-      the HyperUCT prior, the evidence widening and a composed rollout every third
-      iteration.
+      the HyperUCT prior, the evidence widening, a composed rollout every third
+      iteration and the evidence pruning.
     * ``paper`` -- Algorithm 1 as written in the HyperMCTS paper: one expansion of b
       children per iteration, a policy rollout below it kept only in the hypergraph,
       HyperUCT; nothing of ours but the order of unvisited children, which the paper leaves
@@ -153,13 +158,13 @@ class TreeDesign(StrEnum):
 DESIGNS: Final[dict[TreeDesign, dict[str, object]]] = {
     TreeDesign.FULL_PATH: {"expand_rollout": True, "branch_on": "all", "widen": 0.0,
                            "rollout_guidance": False, "evidence_widening": True,
-                           "compose_every": 3},
+                           "compose_every": 3, "evidence_pruning": True},
     TreeDesign.PAPER: {"expand_rollout": False, "branch_on": "all", "widen": 0.0,
                        "rollout_guidance": False, "evidence_widening": False,
-                       "compose_every": 0},
+                       "compose_every": 0, "evidence_pruning": False},
     TreeDesign.COMMIT_WIDEN: {"expand_rollout": False, "branch_on": "commit", "widen": 0.25,
                               "rollout_guidance": True, "evidence_widening": False,
-                              "compose_every": 0, "info_chain": True},
+                              "compose_every": 0, "evidence_pruning": False, "info_chain": True},
 }
 """The :class:`MCTSConfig` fields each design sets."""
 
@@ -192,6 +197,9 @@ class MCTSConfig:
       own objectives every earlier rollout that took it met (:meth:`HyperMCTS._add_evidence`).
     * ``compose_every`` -- m: with lam > 0 every m-th iteration is a composed rollout of the
       decisions verified so far (:meth:`HyperMCTS._compose`); 0 off.
+    * ``evidence_pruning`` -- with lam > 0, selection and the rollout chooser skip children
+      whose decision failed one of its local objectives in every rollout that took it
+      (:meth:`HyperMCTS._alive`).
 
     The defaults are the full-path design (:class:`TreeDesign`); :func:`design_config` gives
     every design, Algorithm 1 as written among them.
@@ -216,6 +224,7 @@ class MCTSConfig:
     expand_rollout: bool = True
     evidence_widening: bool = True
     compose_every: int = 3
+    evidence_pruning: bool = True
 
     def __post_init__(self) -> None:
         if self.budget < 1 or self.branching < 1:
@@ -326,6 +335,15 @@ def _rank_by_prior(
     return candidates[best_i]
 
 
+def _touched(recorded: list[Hashable], verdict: Verdict) -> set[Hashable]:
+    """The identities one rollout's observations touch: C(tau) and the verdict's objective
+    decision sets (the only hypergraph nodes whose statistics the rollout changed)."""
+    touched = set(recorded)
+    for members in verdict.objective_decisions.values():
+        touched.update(members)
+    return touched
+
+
 def _trajectory(path: list[Edge]) -> tuple[list[Action], list[Hashable]]:
     """The actions of a tree path and the identities C(tau) of its recorded decisions."""
     return [e.action for e in path], [e.identity for e in path if e.recorded]
@@ -353,9 +371,13 @@ class HyperMCTS(SearchBase):
         self._objective_ids = frozenset(o.id for o in env.objectives) - {GLOBAL}
         # action key -> (phi, the action taken), :meth:`_note_verified`
         self._verified: dict[str, tuple[Hashable, Action]] = {}
+        self._pruning = config.evidence_pruning and graph
+        # the refuted identities phi, :meth:`_note_refuted`
+        self._refuted: set[Hashable] = set()
 
-    def priors(self, node: Node) -> list[float]:
-        """prior(phi(a, h)) per child edge. Recorded decisions read the hypergraph (0 when
+    def priors(self, node: Node, edges: list[Edge] | None = None) -> list[float]:
+        """prior(phi(a, h)) per child edge of ``node`` (or per edge of ``edges``, some of
+        them). Recorded decisions read the hypergraph (0 when
         unseen, as in the paper). Non-recorded actions (information gathering) never enter
         C(tau), so the hypergraph has no evidence about them; with ``info_prior="neutral"``
         they get the mean prior of their recorded siblings (0 when none) so the prior
@@ -363,7 +385,7 @@ class HyperMCTS(SearchBase):
         gathering; with ``"zero"`` they get 0 (the paper's rule read literally)."""
         assert self.hypergraph is not None
         values = self.hypergraph.priors_of([e.identity if e.recorded else None
-                                            for e in node.edges])
+                                            for e in (node.edges if edges is None else edges)])
         if self.config.info_prior is InfoPrior.NEUTRAL and -1.0 in values:
             known = [v for v in values if v >= 0.0]
             fill = sum(known) / len(known) if known else 0.0
@@ -371,8 +393,9 @@ class HyperMCTS(SearchBase):
         return [0.0 if v < 0.0 else v for v in values]
 
     def select(self, node: Node) -> Edge:
-        """HyperUCT over the node's expanded children; unvisited children first. A single child
-        is the argmax whatever its score, so it is returned without scoring (information steps
+        """HyperUCT over the node's expanded children (with the evidence pruning, over the
+        ones it leaves: :meth:`_alive`); unvisited children first. A single child is the
+        argmax whatever its score, so it is returned without scoring (information steps
         under ``branch_on="commit"``)."""
         edges = node.edges
         if len(edges) == 1:
@@ -380,11 +403,37 @@ class HyperMCTS(SearchBase):
         c, lam = self.config.c, self.config.lam
         if not lam or self.hypergraph is None:  # UCT
             return _uct_argmax(edges, node.n, c)
+        if self._refuted:
+            alive = self._alive(edges)
+            if len(alive) < len(edges):
+                if len(alive) == 1:
+                    return alive[0]
+                return self._hyperuct(node, alive)
+        return self._hyperuct(node, edges)
+
+    def _hyperuct(self, node: Node, edges: list[Edge]) -> Edge:
+        """HyperUCT over ``edges`` (the children of ``node``, or some of them)."""
         if not self.config.prior_tiebreak:
             for edge in edges:
                 if edge.n == 0:
                     return edge  # unvisited first, in expansion order
-        return _hyperuct_argmax(edges, self.priors(node), node.n, c, lam)
+        priors = self.priors(node) if edges is node.edges else self.priors(node, edges)
+        return _hyperuct_argmax(edges, priors, node.n, self.config.c, self.config.lam)
+
+    def _alive(self, edges: list[Edge]) -> list[Edge]:
+        """Evidence pruning (``MCTSConfig.evidence_pruning``, our design): ``edges`` without
+        the children whose decision is refuted -- it failed one of its own (local)
+        objectives in every rollout that took it (:meth:`TrajectoryHypergraph.refuted`;
+        global constraints, such as a total budget, are about the whole plan, so a failure
+        there is not pinned on one decision) -- or all of ``edges`` when every one is. The
+        counterpart of the evidence widening: what other trajectories showed to be wrong is
+        not tried again at a prefix that has not seen it fail. Empty ``_refuted`` (before the
+        first refutation, and at lam = 0) leaves every child."""
+        refuted = self._refuted
+        if not refuted:
+            return edges
+        alive = [e for e in edges if not (e.recorded and e.identity in refuted)]
+        return alive if alive else edges
 
     def _rollout_pick(self) -> Pick:
         """With ``rollout_guidance`` (> 0) and a non-empty hypergraph, a rollout step asks the
@@ -624,9 +673,7 @@ class HyperMCTS(SearchBase):
         steps below it) are added."""
         hypergraph, local, verified = self.hypergraph, self._local_objectives, self._verified
         assert hypergraph is not None
-        touched = set(recorded)
-        for members in verdict.objective_decisions.values():
-            touched.update(members)
+        touched = _touched(recorded, verdict)
         stale = [k for k, (v, _) in verified.items()
                  if v in touched and not hypergraph.verified(v, local)]
         for key in stale:
@@ -641,6 +688,18 @@ class HyperMCTS(SearchBase):
                 if v is not None and action.key not in verified and hypergraph.verified(
                         v, local):
                     verified[action.key] = (v, action)
+
+    def _note_refuted(self, recorded: list[Hashable], verdict: Verdict) -> None:
+        """After the hypergraph update: ``_refuted`` holds the identities the hypergraph
+        refutes on their local objectives (:meth:`TrajectoryHypergraph.refuted`); only the
+        ones this rollout's observations touched can change."""
+        hypergraph, local, refuted = self.hypergraph, self._local_objectives, self._refuted
+        assert hypergraph is not None
+        for v in _touched(recorded, verdict):
+            if hypergraph.refuted(v, local):
+                refuted.add(v)
+            else:
+                refuted.discard(v)
 
     def _grow(self, node: Node, path: list[Edge]) -> Node:
         """Step 2, expansion (at most once per node; with ``info_chain``, through single
@@ -682,7 +741,6 @@ class HyperMCTS(SearchBase):
         ``verified_on``, its first child verified on those objectives; otherwise its single
         child, HyperUCT's choice when it was expanded before, else the rollout chooser's pick
         among its new children. The edges go to ``path``; returns the final history."""
-        hypergraph = self.hypergraph
         pick = self._rollout_pick()
         while not node.terminal:
             expanded = node.expanded
@@ -690,9 +748,8 @@ class HyperMCTS(SearchBase):
             if not edges:
                 break
             edge: Edge | None = None
-            if verified_on is not None and hypergraph is not None:
-                edge = next((e for e in edges if e.recorded
-                             and hypergraph.verified(e.identity, verified_on)), None)
+            if verified_on is not None:
+                edge = self._verified_child(edges, path, verified_on)
             if edge is None:
                 if len(edges) == 1:
                     edge = edges[0]
@@ -703,8 +760,24 @@ class HyperMCTS(SearchBase):
             node = self._enter(node, edge, path)
         return node
 
+    def _verified_child(self, edges: list[Edge], path: list[Edge],
+                        verified_on: frozenset[str]) -> Edge | None:
+        """The composed walk's choice among ``edges`` (``path``: the walk so far): the first
+        child verified on the objectives ``verified_on``, None when there is none."""
+        hypergraph = self.hypergraph
+        if hypergraph is None:
+            return None
+        return next((e for e in edges if e.recorded
+                     and hypergraph.verified(e.identity, verified_on)), None)
+
     def _picked(self, node: Node, edges: list[Edge], pick: Pick) -> Edge:
-        """The child edge of ``node`` the rollout chooser ``pick`` takes among ``edges``."""
+        """The child edge of ``node`` the rollout chooser ``pick`` takes among ``edges``
+        (with the evidence pruning, among the ones it leaves, :meth:`_alive`; the only one
+        left is taken without asking)."""
+        if self._refuted:
+            edges = self._alive(edges)
+            if len(edges) == 1:
+                return edges[0]
         self._goto(node)
         key = pick(self.env, [e.action for e in edges], self.rng).key
         return next(e for e in edges if e.action.key == key)
@@ -763,6 +836,8 @@ class HyperMCTS(SearchBase):
             self.hypergraph.observe(recorded, verdict, self.env.objectives)
             if self._evidence or self._compose_every:
                 self._note_verified(path, actions, recorded, verdict)
+            if self._pruning:
+                self._note_refuted(recorded, verdict)
         self.record(actions, verdict)
 
     def run(self) -> SearchResult:
