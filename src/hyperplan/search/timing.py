@@ -14,7 +14,7 @@ policy time). Bookkeeping is the rest: ``total - policy - env``
 from __future__ import annotations
 
 import random
-from collections.abc import Container, Hashable, Sequence
+from collections.abc import Callable, Container, Hashable, Sequence
 from time import perf_counter
 from typing import Any
 
@@ -28,11 +28,13 @@ class TimedEnv:
     calls into ``raw``, a raising call included (the attributes ``query``, ``objectives`` and
     ``horizon`` are read through, untimed)."""
 
-    __slots__ = ("raw", "seconds")
+    __slots__ = ("_own_keys", "raw", "seconds")
 
     def __init__(self, raw: SearchEnv) -> None:
         self.raw = raw
         self.seconds = 0.0
+        # the environment's own decision_keys() when it has one (:meth:`decision_keys`)
+        self._own_keys: Callable[[], Container[str]] | None = getattr(raw, "decision_keys", None)
 
     @property
     def query(self) -> str:
@@ -145,6 +147,21 @@ class TimedEnv:
         finally:
             self.seconds += perf_counter() - t
 
+    def advance(self, action: Action, past_horizon: bool) -> tuple[Any, bool] | None:
+        """Step with ``action``, then the snapshot of the new history and whether it is
+        terminal (without asking the environment when ``past_horizon``); None when the step
+        raises (an error of the snapshot or the terminal check propagates)."""
+        t = perf_counter()
+        try:
+            raw = self.raw
+            try:
+                raw.step(action)
+            except Exception:
+                return None
+            return raw.snapshot(), past_horizon or raw.is_terminal()
+        finally:
+            self.seconds += perf_counter() - t
+
     def decision_keys(self) -> Container[str]:
         """The keys of A_dec(h) at the current history (empty when h is terminal): the
         environment's own ``decision_keys()`` when it has one (a cached set), else a set of
@@ -154,7 +171,7 @@ class TimedEnv:
             raw = self.raw
             if raw.is_terminal():
                 return frozenset()
-            own = getattr(raw, "decision_keys", None)
+            own = self._own_keys
             return own() if own is not None else {a.key for a in raw.decisions()}
         finally:
             self.seconds += perf_counter() - t
