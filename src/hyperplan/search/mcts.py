@@ -590,19 +590,17 @@ class HyperMCTS(SearchBase):
         qualifies."""
         verified = self._verified
         self._goto(node)
-        keys = self.env.decision_keys()
-        hits = [k for k in verified if k in keys]
+        hits = verified.keys() & self.env.decision_keys()  # a set: A_dec(h) gives the order
         if hits:
-            have = {e.action.key for e in node.edges}
-            hits = [k for k in hits if k not in have]
+            for edge in node.edges:
+                hits.discard(edge.action.key)
         if not hits:
             return
         if len(hits) == 1:  # the only candidate, as it was taken: no scan of A_dec(h)
-            self._widen_verified(node, verified[hits[0]][1])
+            self._widen_verified(node, verified[next(iter(hits))][1])
             return
-        wanted = set(hits)
         for action in decisions:  # the candidates in A_dec(h) order
-            if action.key in wanted and self._widen_verified(node, action):
+            if action.key in hits and self._widen_verified(node, action):
                 return
 
     def _widen_verified(self, node: Node, action: Action) -> bool:
@@ -711,7 +709,10 @@ class HyperMCTS(SearchBase):
         """The child edge of ``node`` the rollout chooser ``pick`` takes among ``edges``."""
         self._goto(node)
         key = pick(self.env, [e.action for e in edges], self.rng).key
-        return next(e for e in edges if e.action.key == key)
+        for edge in edges:
+            if edge.action.key == key:
+                return edge
+        raise StopIteration  # the chooser picks one of the actions given
 
     def _composing(self) -> bool:
         """Whether this iteration is a composed rollout: every ``compose_every``-th one

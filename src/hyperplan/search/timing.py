@@ -14,7 +14,8 @@ policy time). Bookkeeping is the rest: ``total - policy - env``
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Container, Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Set as AbstractSet
 from time import perf_counter
 from typing import Any
 
@@ -34,7 +35,7 @@ class TimedEnv:
         self.raw = raw
         self.seconds = 0.0
         # the environment's own decision_keys() when it has one (:meth:`decision_keys`)
-        self._own_keys: Callable[[], Container[str]] | None = getattr(raw, "decision_keys", None)
+        self._own_keys: Callable[[], AbstractSet[str]] | None = getattr(raw, "decision_keys", None)
 
     @property
     def query(self) -> str:
@@ -162,7 +163,7 @@ class TimedEnv:
         finally:
             self.seconds += perf_counter() - t
 
-    def decision_keys(self) -> Container[str]:
+    def decision_keys(self) -> AbstractSet[str]:
         """The keys of A_dec(h) at the current history (empty when h is terminal): the
         environment's own ``decision_keys()`` when it has one (a cached set), else a set of
         its decisions' keys."""
