@@ -345,6 +345,7 @@ class HyperMCTS(SearchBase):
             TrajectoryHypergraph(config.agg) if config.hypergraph else None)
         self.tree: HistoryTree | None = None
         self._at: Node | None = None  # the tree node the environment is currently at
+        self._at_commits = config.branch_on is BranchOn.COMMIT  # (enum reads are slow)
         graph = config.lam > 0 and self.hypergraph is not None
         self._evidence = config.evidence_widening and graph
         self._compose_every = config.compose_every if graph else 0
@@ -439,7 +440,7 @@ class HyperMCTS(SearchBase):
         proposed commits, topped up from the remaining commits when information proposals
         were dropped (module doc, step 2)."""
         proposed = self._propose(decisions, k)
-        if self.config.branch_on is not BranchOn.COMMIT or not proposed:
+        if not self._at_commits or not proposed:
             return proposed
         if proposed[0].kind is INFO:
             return proposed[:1]
@@ -610,7 +611,7 @@ class HyperMCTS(SearchBase):
             return False
         hypergraph = self.hypergraph
         assert hypergraph is not None
-        v = self.env.recorded_ids([action])[0]
+        v = self.env.recorded_id(action)
         if v is None or not hypergraph.verified(v, self._local_objectives):
             return False
         node.widen(action, v, True)

@@ -177,6 +177,15 @@ class TimedEnv:
         finally:
             self.seconds += perf_counter() - t
 
+    def recorded_id(self, action: Action) -> Hashable | None:
+        """phi(a, h) of ``action`` when it is a recorded decision, else None."""
+        t = perf_counter()
+        try:
+            raw = self.raw
+            return raw.identity(action) if raw.recorded(action) else None
+        finally:
+            self.seconds += perf_counter() - t
+
     def recorded_ids(self, actions: Sequence[Action]) -> list[Hashable | None]:
         """phi(a, h) of each recorded decision of ``actions``, None for the others."""
         t = perf_counter()
