@@ -363,6 +363,7 @@ class HyperMCTS(SearchBase):
             TrajectoryHypergraph(config.agg) if config.hypergraph else None)
         self.tree: HistoryTree | None = None
         self._at: Node | None = None  # the tree node the environment is currently at
+        self._at_commits = config.branch_on is BranchOn.COMMIT  # (enum reads are slow)
         graph = config.lam > 0 and self.hypergraph is not None
         self._evidence = config.evidence_widening and graph
         self._compose_every = config.compose_every if graph else 0
@@ -472,16 +473,14 @@ class HyperMCTS(SearchBase):
     def _materialize(self, parent: Node, edge: Edge) -> None:
         """Take the edge's step once and snapshot the child (lazy, so expansion is free)."""
         child = edge.child
-        env = self.env
         self._goto(parent)
-        try:
-            env.step(edge.action)
-        except Exception:
+        # the step, the snapshot and the terminal check as one environment call
+        reached = self.env.advance(edge.action, child.depth >= self.horizon)
+        if reached is None:  # the step raised
             child.failed = child.terminal = True
             self._at = None
             return
-        child.snapshot = env.snapshot()
-        child.terminal = child.depth >= self.horizon or env.is_terminal()
+        child.snapshot, child.terminal = reached
         self._at = child
 
     def _children(self, decisions: Sequence[Action], k: int) -> list[Action]:
@@ -490,7 +489,7 @@ class HyperMCTS(SearchBase):
         proposed commits, topped up from the remaining commits when information proposals
         were dropped (module doc, step 2)."""
         proposed = self._propose(decisions, k)
-        if self.config.branch_on is not BranchOn.COMMIT or not proposed:
+        if not self._at_commits or not proposed:
             return proposed
         if proposed[0].kind is INFO:
             return proposed[:1]
@@ -503,10 +502,9 @@ class HyperMCTS(SearchBase):
                             if a.key not in keys]
         return commits[:k]
 
-    def _candidates(self, node: Node) -> list[Child]:
-        """The children an expansion of ``node`` adds (:meth:`_children` over A_dec(h); none
-        when h has no decisions)."""
-        decisions = self._decisions_at(node)
+    def _candidates(self, decisions: Sequence[Action]) -> list[Child]:
+        """The children an expansion of a history with decisions A_dec(h) = ``decisions``
+        adds (:meth:`_children`; none when h has no decisions)."""
         if not decisions:
             return []
         return self.env.children(self._children(decisions, self.config.branching))
@@ -616,16 +614,17 @@ class HyperMCTS(SearchBase):
         """The children of ``node``, expanding it first unless it already is (step 2); a
         history without decisions (or none proposed) becomes terminal and has none."""
         if not node.expanded:
-            children = self._candidates(node)
+            decisions = self._decisions_at(node)
+            children = self._candidates(decisions)
             if children:
                 node.expand(children, self.config.branching)
                 if self._evidence and self._verified:
-                    self._add_evidence(node)
+                    self._add_evidence(node, decisions)
         if not node.edges:
             node.terminal = True
         return node.edges
 
-    def _add_evidence(self, node: Node) -> None:
+    def _add_evidence(self, node: Node, decisions: Sequence[Action]) -> None:
         """Evidence widening (``MCTSConfig.evidence_widening``, our design): beside the
         policy's children of a just-expanded history h, one more child -- the first commit
         decision of A_dec(h), not yet a child, whose own objectives were met by every earlier
@@ -634,34 +633,38 @@ class HyperMCTS(SearchBase):
         evidence from other trajectories reaches a prefix the tree cannot share it with: the
         HyperMCTS paper's aim that "evidence obtained from one rollout can inform other
         rollouts, including those that do not share the same action prefix". No policy call;
-        nothing is added before the first rollout or at lam = 0. The verified decisions are
-        kept by action key (:meth:`_note_verified`), so a history is only scanned when one of
-        them is among its decisions (the caller only asks once one is)."""
+        nothing is added before the first rollout or at lam = 0. ``decisions`` is A_dec(h),
+        as the expansion listed it. The verified decisions are kept by action key
+        (:meth:`_note_verified`), so a history is only scanned when one of them is among its
+        decisions (the caller only asks once one is), and only up to the first that
+        qualifies."""
         verified = self._verified
         self._goto(node)
-        env = self.env
-        keys = env.decision_keys()
-        hits = [k for k in verified if k in keys]
+        hits = verified.keys() & self.env.decision_keys()  # a set: A_dec(h) gives the order
         if hits:
-            have = {e.action.key for e in node.edges}
-            hits = [k for k in hits if k not in have]
+            for edge in node.edges:
+                hits.discard(edge.action.key)
         if not hits:
             return
-        hypergraph, local = self.hypergraph, self._local_objectives
-        assert hypergraph is not None
-        candidates: Sequence[Action]
         if len(hits) == 1:  # the only candidate, as it was taken: no scan of A_dec(h)
-            candidates = [verified[hits[0]][1]]
-        else:
-            wanted = set(hits)
-            candidates = [a for a in self._decisions() if a.key in wanted]  # A_dec(h) order
-        for action in candidates:
-            if action.kind is INFO:
-                continue
-            v = env.recorded_ids([action])[0]
-            if v is not None and hypergraph.verified(v, local):
-                node.widen(action, v, True)
+            self._widen_verified(node, verified[next(iter(hits))][1])
+            return
+        for action in decisions:  # the candidates in A_dec(h) order
+            if action.key in hits and self._widen_verified(node, action):
                 return
+
+    def _widen_verified(self, node: Node, action: Action) -> bool:
+        """Widen ``node`` with ``action`` when it is a recorded commit decision verified on
+        the local objectives (:meth:`_add_evidence`); whether it was."""
+        if action.kind is INFO:
+            return False
+        hypergraph = self.hypergraph
+        assert hypergraph is not None
+        v = self.env.recorded_id(action)
+        if v is None or not hypergraph.verified(v, self._local_objectives):
+            return False
+        node.widen(action, v, True)
+        return True
 
     def _note_verified(self, path: list[Edge], actions: list[Action],
                        recorded: list[Hashable], verdict: Verdict) -> None:
@@ -780,7 +783,10 @@ class HyperMCTS(SearchBase):
                 return edges[0]
         self._goto(node)
         key = pick(self.env, [e.action for e in edges], self.rng).key
-        return next(e for e in edges if e.action.key == key)
+        for edge in edges:
+            if edge.action.key == key:
+                return edge
+        raise StopIteration  # the chooser picks one of the actions given
 
     def _composing(self) -> bool:
         """Whether this iteration is a composed rollout: every ``compose_every``-th one

@@ -14,7 +14,8 @@ policy time). Bookkeeping is the rest: ``total - policy - env``
 from __future__ import annotations
 
 import random
-from collections.abc import Container, Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Set as AbstractSet
 from time import perf_counter
 from typing import Any
 
@@ -28,11 +29,13 @@ class TimedEnv:
     calls into ``raw``, a raising call included (the attributes ``query``, ``objectives`` and
     ``horizon`` are read through, untimed)."""
 
-    __slots__ = ("raw", "seconds")
+    __slots__ = ("_own_keys", "raw", "seconds")
 
     def __init__(self, raw: SearchEnv) -> None:
         self.raw = raw
         self.seconds = 0.0
+        # the environment's own decision_keys() when it has one (:meth:`decision_keys`)
+        self._own_keys: Callable[[], AbstractSet[str]] | None = getattr(raw, "decision_keys", None)
 
     @property
     def query(self) -> str:
@@ -145,7 +148,22 @@ class TimedEnv:
         finally:
             self.seconds += perf_counter() - t
 
-    def decision_keys(self) -> Container[str]:
+    def advance(self, action: Action, past_horizon: bool) -> tuple[Any, bool] | None:
+        """Step with ``action``, then the snapshot of the new history and whether it is
+        terminal (without asking the environment when ``past_horizon``); None when the step
+        raises (an error of the snapshot or the terminal check propagates)."""
+        t = perf_counter()
+        try:
+            raw = self.raw
+            try:
+                raw.step(action)
+            except Exception:
+                return None
+            return raw.snapshot(), past_horizon or raw.is_terminal()
+        finally:
+            self.seconds += perf_counter() - t
+
+    def decision_keys(self) -> AbstractSet[str]:
         """The keys of A_dec(h) at the current history (empty when h is terminal): the
         environment's own ``decision_keys()`` when it has one (a cached set), else a set of
         its decisions' keys."""
@@ -154,8 +172,17 @@ class TimedEnv:
             raw = self.raw
             if raw.is_terminal():
                 return frozenset()
-            own = getattr(raw, "decision_keys", None)
+            own = self._own_keys
             return own() if own is not None else {a.key for a in raw.decisions()}
+        finally:
+            self.seconds += perf_counter() - t
+
+    def recorded_id(self, action: Action) -> Hashable | None:
+        """phi(a, h) of ``action`` when it is a recorded decision, else None."""
+        t = perf_counter()
+        try:
+            raw = self.raw
+            return raw.identity(action) if raw.recorded(action) else None
         finally:
             self.seconds += perf_counter() - t
 

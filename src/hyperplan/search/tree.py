@@ -6,7 +6,8 @@ different nodes even though the hypergraph pools them). It stores the visit coun
 environment snapshot (taken lazily the first time the search reaches it, so expanding a node
 costs no environment steps), and, once expanded, up to b child edges of *distinct* decisions.
 An edge (h, a) stores the backup count N(h, a) and the sum of backed-up rewards, so
-Q_tree(h, a) = W(h, a) / N(h, a) is the mean backed-up reward.
+Q_tree(h, a) = W(h, a) / N(h, a) is the mean backed-up reward; its child node is made the first
+time it is read (most children are never taken).
 
 Each non-terminal node is expanded at most once (Algorithm 1): :meth:`Node.expand` refuses a
 second call. Progressive widening (``MCTSConfig.widen``, our design, off in Algorithm 1) adds
@@ -37,19 +38,30 @@ child = tuple.__new__  # ``child(Child, (a, v, flag))``: a Child without the slo
 
 
 class Edge:
-    """The tree edge (h, a): decision ``action`` at the parent history, its identity
-    phi(a, h), whether it is a recorded decision for C(tau), and the statistics N(h, a) and
-    W(h, a) (sum of backed-up rewards)."""
+    """The tree edge (h, a): decision ``action`` at the ``parent`` history, its identity
+    phi(a, h), whether it is a recorded decision for C(tau), the statistics N(h, a) and
+    W(h, a) (sum of backed-up rewards), and the child history (h, a) (:attr:`child`)."""
 
-    __slots__ = ("action", "child", "identity", "n", "recorded", "w")
+    __slots__ = ("_child", "action", "identity", "n", "parent", "recorded", "w")
 
-    def __init__(self, action: Action, identity: Hashable, recorded: bool, child: Node) -> None:
+    def __init__(self, action: Action, identity: Hashable, recorded: bool, parent: Node) -> None:
         self.action = action
         self.identity = identity
         self.recorded = recorded
-        self.child = child
+        self.parent = parent
+        self._child: Node | None = None
         self.n = 0
         self.w = 0.0
+
+    @property
+    def child(self) -> Node:
+        """The child history (h, a), made on first access: most children an expansion adds
+        are never taken, so their nodes are not built until they are."""
+        node = self._child
+        if node is None:
+            parent = self.parent
+            node = self._child = Node(parent, parent.depth + 1)
+        return node
 
     @property
     def q(self) -> float:
@@ -150,7 +162,7 @@ class Node:
             if action.key in seen:
                 raise TreeError(f"duplicate decision {action.key!r} in one expansion")
             seen.add(action.key)
-            edges.append(Edge(action, identity, recorded, Node(self, self.depth + 1)))
+            edges.append(Edge(action, identity, recorded, self))
         if len(edges) > max_children:
             raise TreeError(f"{len(edges)} children exceed the branching factor {max_children}")
         self.edges = edges
@@ -162,9 +174,11 @@ class Node:
         from its children). Not part of Algorithm 1 (module doc)."""
         if not self.expanded:
             raise TreeError("only an expanded node is widened")
-        if any(e.action.key == action.key for e in self.edges):
-            raise TreeError(f"duplicate decision {action.key!r} in a widening")
-        edge = Edge(action, identity, recorded, Node(self, self.depth + 1))
+        key = action.key
+        for e in self.edges:
+            if e.action.key == key:
+                raise TreeError(f"duplicate decision {key!r} in a widening")
+        edge = Edge(action, identity, recorded, self)
         self.edges.append(edge)
         self.widened += 1
         return edge
