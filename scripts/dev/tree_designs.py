@@ -64,6 +64,8 @@ class Variant(HyperMCTS):
     prune_free = False  # ... decisions only global objectives score included
     prune_select = False  # ... and selection too
     prune_expand = False  # ... and the policy proposes among the unrefuted decisions only
+    repair = False  # composed turns replay the first locally complete trajectory, free
+    # decisions (global-only ones) left to the rollout after it
     prune: str = ""  # "any"/"all": rollout choices skip refuted decisions (_refuted)
     defer_free = False  # composed walks: free decisions (global-only ones) last
     defer_local = False  # ... and a locally verified child first
@@ -109,6 +111,68 @@ class Variant(HyperMCTS):
                 return bool(glob) and all(glob)
             return False
         return any(never) if self.prune == "any" else all(never)
+
+    _repair_from: tuple[Action, ...] | None = None
+
+    def record(self, actions: Sequence[Action], verdict: Verdict) -> None:
+        """With ``repair``: keep the trajectory to repair -- the first one that met every
+        local objective and failed a global one -- without its free decisions (the recorded
+        ones no local objective is about) and its last step."""
+        super().record(actions, verdict)
+        if not self.repair or self._repair_from is not None:
+            return
+        scores, local = verdict.objective_scores, self._local_objectives
+        if not local or not all(scores.get(g, 0.0) >= 1.0 for g in local):
+            return
+        if all(v >= 1.0 for v in scores.values()):
+            return
+        bound: set[Any] = set()
+        for g in local:
+            bound |= verdict.objective_decisions.get(g, frozenset())
+        self._repair_bound = bound
+        self._repair_from = tuple(actions[:-1])
+
+    def iterate(self) -> None:
+        if not (self.repair and self._repair_from is not None and self._composing()):
+            return super().iterate()
+        from hyperplan.search.mcts import _trajectory
+        from hyperplan.search.tree import backup
+        assert self.tree is not None and self.hypergraph is not None
+        root = self.tree.root
+        path: list[Edge] = []
+        node = self._replay(root, path)
+        if not node.terminal:
+            node = self._walk(node, path, None)
+        verdict = self._verify_at(node)
+        actions, recorded = _trajectory(path)
+        backup(path, root, verdict.reward)
+        self.hypergraph.observe(recorded, verdict, self.env.objectives)
+        self._note_verified(path, actions, recorded, verdict)
+        if self._pruning:
+            self._note_refuted(recorded, verdict)
+        self.record(actions, verdict)
+        return None
+
+    def _replay(self, node: Node, path: list[Edge]) -> Node:
+        """Down the tree along the trajectory to repair, skipping its free decisions
+        (widening a history whose children lack the step); stops where a step is invalid."""
+        assert self._repair_from is not None
+        env = self.env
+        for action in self._repair_from:
+            if node.terminal:
+                break
+            self._goto(node)
+            if env.recorded(action) and env.identity(action) not in self._repair_bound:
+                continue  # a free decision: left to the rollout after the replay
+            edges = self._open(node)
+            edge = next((e for e in edges if e.action.key == action.key), None)
+            if edge is None:
+                self._goto(node)
+                if action.key not in env.decision_keys():
+                    break
+                edge = node.widen(action, env.identity(action), env.recorded(action))
+            node = self._enter(node, edge, path)
+        return node
 
     def _deferring(self, edges: list[Edge]) -> Edge | None:
         """Free decisions (recorded, and scored under global objectives only: coupons) wait
@@ -337,6 +401,7 @@ VARIANTS: dict[str, Run] = {
     "prune_all": _variant(prune="all"),
     "prune_sel": _variant(prune="any", prune_select=True),
     "prune_sel_free": _variant(prune="any", prune_select=True, prune_free=True),
+    "repair": _variant(repair=True, evidence_pruning=True),
     "prune_exp": _variant(prune="any", prune_expand=True),
     "prune_full": _variant(prune="any", prune_select=True, prune_expand=True),
     "defer": _variant(defer_free=True),

@@ -100,7 +100,7 @@ from hyperplan.search.hypergraph import (
     TrajectoryHypergraph,
 )
 from hyperplan.search.policies import Policy
-from hyperplan.search.tree import Child, Edge, HistoryTree, Node, Pending, backup
+from hyperplan.search.tree import Child, Edge, HistoryTree, Node, Pending, TreeError, backup
 
 __all__ = ["BRANCH_ON", "DEFAULT_WIDEN", "DESIGNS", "FAILED", "BranchOn", "HyperMCTS",
            "InfoPrior", "MCTSConfig", "SearchBase", "SearchResult", "Timing", "TreeDesign",
@@ -786,7 +786,8 @@ class HyperMCTS(SearchBase):
         for edge in edges:
             if edge.action.key == key:
                 return edge
-        raise StopIteration  # the chooser picks one of the actions given
+        raise TreeError(f"the rollout chooser picked {key!r}, which is not among the "
+                        "actions it was given")
 
     def _composing(self) -> bool:
         """Whether this iteration is a composed rollout: every ``compose_every``-th one
