@@ -147,9 +147,7 @@ class Variant(HyperMCTS):
         actions, recorded = _trajectory(path)
         backup(path, root, verdict.reward)
         self.hypergraph.observe(recorded, verdict, self.env.objectives)
-        self._note_verified(path, actions, recorded, verdict)
-        if self._pruning:
-            self._note_refuted(recorded, verdict)
+        self._note_evidence(path, actions, recorded, verdict)
         self.record(actions, verdict)
         return None
 
@@ -228,8 +226,8 @@ class Variant(HyperMCTS):
         return best
 
     def _note_verified(self, path: list[Edge], actions: list[Action],
-                       recorded: list[Any], verdict: Verdict) -> None:
-        super()._note_verified(path, actions, recorded, verdict)
+                       touched: set[Any]) -> None:
+        super()._note_verified(path, actions, touched)
         if not self.prereq_pick:
             return
         if not hasattr(self, "_prereqs"):

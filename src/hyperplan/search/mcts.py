@@ -666,17 +666,26 @@ class HyperMCTS(SearchBase):
         node.widen(action, v, True)
         return True
 
-    def _note_verified(self, path: list[Edge], actions: list[Action],
+    def _note_evidence(self, path: list[Edge], actions: list[Action],
                        recorded: list[Hashable], verdict: Verdict) -> None:
-        """After the hypergraph update: ``_verified`` (action key -> (phi, the action))
-        holds the recorded decisions taken so far whose local objectives every rollout that
-        took them met. Only the decisions this rollout's observations touched (C(tau) and
-        the verdict's objective decision sets) can change; the ones already held among them
-        are checked again, then this trajectory's new ones (the tree path, and the simulated
-        steps below it) are added."""
+        """After the hypergraph update, what the evidence widening, the composed rollouts
+        and the evidence pruning read (:meth:`_note_verified`, :meth:`_note_refuted`), from
+        the identities this rollout's observations touched (the only ones whose statistics
+        changed)."""
+        touched = _touched(recorded, verdict)
+        if self._evidence or self._compose_every:
+            self._note_verified(path, actions, touched)
+        if self._pruning:
+            self._note_refuted(touched)
+
+    def _note_verified(self, path: list[Edge], actions: list[Action],
+                       touched: set[Hashable]) -> None:
+        """``_verified`` (action key -> (phi, the action)) holds the recorded decisions taken
+        so far whose local objectives every rollout that took them met. Only the ``touched``
+        identities can change; the ones already held among them are checked again, then this
+        trajectory's new ones (the tree path, and the simulated steps below it) are added."""
         hypergraph, local, verified = self.hypergraph, self._local_objectives, self._verified
         assert hypergraph is not None
-        touched = _touched(recorded, verdict)
         stale = [k for k, (v, _) in verified.items()
                  if v in touched and not hypergraph.verified(v, local)]
         for key in stale:
@@ -692,13 +701,13 @@ class HyperMCTS(SearchBase):
                         v, local):
                     verified[action.key] = (v, action)
 
-    def _note_refuted(self, recorded: list[Hashable], verdict: Verdict) -> None:
-        """After the hypergraph update: ``_refuted`` holds the identities the hypergraph
-        refutes on their local objectives (:meth:`TrajectoryHypergraph.refuted`); only the
-        ones this rollout's observations touched can change."""
+    def _note_refuted(self, touched: set[Hashable]) -> None:
+        """``_refuted`` holds the identities the hypergraph refutes on their local
+        objectives (:meth:`TrajectoryHypergraph.refuted`); only the ``touched`` ones can
+        change."""
         hypergraph, local, refuted = self.hypergraph, self._local_objectives, self._refuted
         assert hypergraph is not None
-        for v in _touched(recorded, verdict):
+        for v in touched:
             if hypergraph.refuted(v, local):
                 refuted.add(v)
             else:
@@ -841,10 +850,8 @@ class HyperMCTS(SearchBase):
         backup(path, root, verdict.reward)  # 5. back-propagation
         if self.hypergraph is not None:  # and the hypergraph update with Psi(tau, G)
             self.hypergraph.observe(recorded, verdict, self.env.objectives)
-            if self._evidence or self._compose_every:
-                self._note_verified(path, actions, recorded, verdict)
-            if self._pruning:
-                self._note_refuted(recorded, verdict)
+            if self._evidence or self._compose_every or self._pruning:
+                self._note_evidence(path, actions, recorded, verdict)
         self.record(actions, verdict)
 
     def run(self) -> SearchResult:
