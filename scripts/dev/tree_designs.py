@@ -7,9 +7,11 @@ named, in points with a normal 95% interval.
     python scripts/dev/tree_designs.py SUITE SEEDS TASKS VARIANT[,VARIANT...]
     python scripts/dev/tree_designs.py shopping 11,12 100 uct,hyper,widen_only
     python scripts/dev/tree_designs.py shopping 11 100 --failures hyper
+    python scripts/dev/tree_designs.py shopping 11 100 --gold pruned
 
-``--failures`` counts, for the failed tasks of ``hyper`` or ``uct``, whether every local
-objective was met by some rollout (the failure analysis). The variants that are not
+``--failures`` counts, for the failed tasks of ``hyper``, ``pruned`` or ``uct``, whether every
+local objective was met by some rollout (the failure analysis); ``shopping SEED N --gold
+METHOD`` compares the failed shopping tasks with their hidden gold plans. The variants that are not
 configurations are subclasses of HyperMCTS here, so run this on the pure-Python install (the
 compiled core refuses interpreted subclasses). Dev seeds only (0-999).
 """
@@ -473,9 +475,49 @@ def failures(suite: str, seed: int, n: int, method: str) -> None:
     print(suite, seed, method, dict(counts))
 
 
+class Trajectories(HyperMCTS):
+    """HyperMCTS keeping every evaluated trajectory's action keys (``trajectories``)."""
+
+    trajectories: list[set[str]]
+
+    def record(self, actions: Sequence[Action], verdict: Verdict) -> None:
+        self.trajectories.append({a.key for a in actions})
+        super().record(actions, verdict)
+
+
+def gold_failures(seed: int, n: int, method: str) -> None:
+    """Failed shopping tasks of ``hyper`` / ``pruned`` / ``uct`` against the hidden gold
+    plan (read here for the analysis only; the search never sees it): was every gold product
+    chosen by some rollout, did one rollout choose them all, and did such a rollout also apply
+    the gold coupons?"""
+    config = {"hyper": MCTSConfig(**BEFORE), "pruned": MCTSConfig()}.get(
+        method, MCTSConfig(lam=0.0, hypergraph=False))
+    counts: Counter[str] = Counter()
+    for i, env in enumerate(load_tasks("shopping", n, seed)):
+        search = Trajectories(env, make_policy("heuristic"), config, task_seed(seed, i))
+        search.trajectories = []
+        if search.run().success:
+            continue
+        task: Any = env.task  # type: ignore[attr-defined]
+        gold = {f"choose:{it.index}:{pid}" for it, pid in zip(task.items, task.gold,
+                                                              strict=True)}
+        coupons = {f"coupon:{name}" for name in task.gold_coupons}
+        seen = search.trajectories
+        complete = [t for t in seen if gold <= t]
+        counts["failed"] += 1
+        counts["every gold product chosen by some rollout"] += all(
+            any(g in t for t in seen) for g in gold)
+        counts["the gold plan needs coupons"] += bool(coupons)
+        counts["one rollout chose every gold product"] += bool(complete)
+        counts["... and applied the gold coupons"] += any(coupons <= t for t in complete)
+    print("shopping", seed, method, dict(counts))
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 5 and sys.argv[4] == "--failures":
         failures(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[5])
+    elif len(sys.argv) > 5 and sys.argv[4] == "--gold":
+        gold_failures(int(sys.argv[2]), int(sys.argv[3]), sys.argv[5])
     else:
         compare(sys.argv[1], [int(s) for s in sys.argv[2].split(",")], int(sys.argv[3]),
                 sys.argv[4].split(","))
