@@ -1,6 +1,7 @@
 """Reference pieces for the tree-search tests, written independently of mcts.py (they replay
 actions instead of restoring snapshots): a plain UCT node, the expansion rule, progressive
-widening by policy order, the UCT descent, and a hypergraph that may not be read."""
+widening by policy order, the UCT descent, a hypergraph that may not be read, and the two-item
+verdicts the hand-checked hypergraph tests feed it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import math
 import random
 from collections.abc import Hashable, Iterable, Sequence
 
-from hyperplan.search.env import Action, ActionKind, SearchEnv
+from hyperplan.search.env import Action, ActionKind, Objective, SearchEnv, Verdict
 from hyperplan.search.hypergraph import TrajectoryHypergraph
 from hyperplan.search.policies import Policy
 
@@ -111,3 +112,18 @@ class Unreadable(TrajectoryHypergraph):
     @property
     def empty(self) -> bool:
         raise AssertionError("the hypergraph was read at lam = 0")
+
+
+TWO_GOALS_AND_A_BUDGET = [Objective("g1"), Objective("g2"), Objective("budget", scope="global")]
+"""Two local objectives and a global one, for hand-checked hypergraph tests."""
+
+TWO_GOALS_ABOUT: dict[str, frozenset[Hashable]] = {
+    "g1": frozenset({"a"}), "g2": frozenset({"b"}), "budget": frozenset({"a", "b"})}
+"""The decisions each of :data:`TWO_GOALS_AND_A_BUDGET` is about: g1 decision a, g2
+decision b, the budget both."""
+
+
+def verdict_of(scores: dict[str, float], about: dict[str, frozenset[Hashable]]) -> Verdict:
+    """A failed verdict with these objective scores (reward: their mean) and decision sets."""
+    return Verdict(reward=sum(scores.values()) / len(scores), success=False,
+                   objective_scores=scores, objective_decisions=about)

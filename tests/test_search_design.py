@@ -17,7 +17,6 @@ from typer.testing import CliRunner
 from hyperplan.cli import app
 from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.search.baselines import uct
-from hyperplan.search.env import Objective, Verdict
 from hyperplan.search.hypergraph import TrajectoryHypergraph
 from hyperplan.search.mcts import (
     BranchOn,
@@ -28,6 +27,7 @@ from hyperplan.search.mcts import (
 )
 from hyperplan.search.policies import HeuristicPolicy, RandomPolicy
 from hyperplan.search.tree import Node
+from search_reference import TWO_GOALS_ABOUT, TWO_GOALS_AND_A_BUDGET, verdict_of
 
 
 def test_the_default_is_the_full_path_design() -> None:
@@ -52,23 +52,16 @@ def test_an_unknown_design_is_refused_with_the_choices() -> None:
         design_config("wide")
 
 
-def _verdict(scores: dict[str, float], about: dict[str, frozenset[Hashable]]) -> Verdict:
-    return Verdict(reward=sum(scores.values()) / len(scores), success=False,
-                   objective_scores=scores, objective_decisions=about)
-
-
 def test_verified_means_every_observation_met_the_decisions_own_objectives() -> None:
-    objectives = [Objective("g1"), Objective("g2"), Objective("budget", scope="global")]
-    local = {"g1", "g2"}
+    objectives, about, local = TWO_GOALS_AND_A_BUDGET, TWO_GOALS_ABOUT, {"g1", "g2"}
     hg = TrajectoryHypergraph()
-    about = {"g1": frozenset({"a"}), "g2": frozenset({"b"}), "budget": frozenset({"a", "b"})}
-    hg.observe(["a", "b"], _verdict({"g1": 1.0, "g2": 0.0, "budget": 0.0}, about), objectives)
+    hg.observe(["a", "b"], verdict_of({"g1": 1.0, "g2": 0.0, "budget": 0.0}, about), objectives)
     assert hg.verified("a", local)  # g1 met; the failed budget is a global constraint
     assert not hg.verified("b", local)  # g2 failed
     assert not hg.verified("c", local)  # never observed
     assert not hg.verified("a", {"g2"})  # no observation under these labels
-    hg.observe(["a", "c"], _verdict({"g1": 0.5, "g2": 1.0, "budget": 1.0},
-                                    {**about, "g2": frozenset({"c"})}), objectives)
+    hg.observe(["a", "c"], verdict_of({"g1": 0.5, "g2": 1.0, "budget": 1.0},
+                                      {**about, "g2": frozenset({"c"})}), objectives)
     assert not hg.verified("a", local)  # one partial score is enough to lose it
     assert hg.verified("c", local)
 

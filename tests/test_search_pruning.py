@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import random
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -19,31 +19,25 @@ from typer.testing import CliRunner
 from hyperplan.cli import app
 from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.search.baselines import uct
-from hyperplan.search.env import Action, Objective, SearchEnv, Verdict
+from hyperplan.search.env import Action, SearchEnv
 from hyperplan.search.hypergraph import TrajectoryHypergraph
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, design_config
 from hyperplan.search.policies import RandomPolicy
 from hyperplan.search.tree import Node
-
-
-def _verdict(scores: dict[str, float], about: dict[str, frozenset[Hashable]]) -> Verdict:
-    return Verdict(reward=sum(scores.values()) / len(scores), success=False,
-                   objective_scores=scores, objective_decisions=about)
+from search_reference import TWO_GOALS_ABOUT, TWO_GOALS_AND_A_BUDGET, verdict_of
 
 
 def test_refuted_means_every_observation_failed_one_of_the_decisions_own_objectives() -> None:
-    objectives = [Objective("g1"), Objective("g2"), Objective("budget", scope="global")]
-    local = {"g1", "g2"}
+    objectives, about, local = TWO_GOALS_AND_A_BUDGET, TWO_GOALS_ABOUT, {"g1", "g2"}
     hg = TrajectoryHypergraph()
-    about = {"g1": frozenset({"a"}), "g2": frozenset({"b"}), "budget": frozenset({"a", "b"})}
-    hg.observe(["a", "b"], _verdict({"g1": 1.0, "g2": 0.0, "budget": 0.0}, about), objectives)
+    hg.observe(["a", "b"], verdict_of({"g1": 1.0, "g2": 0.0, "budget": 0.0}, about), objectives)
     assert hg.refuted("b", local)  # g2 failed by the only rollout that took b
     assert not hg.refuted("a", local)  # g1 met; the failed budget is a global constraint
     assert hg.refuted("a", {"budget"})  # ... which a caller may ask about
     assert not hg.refuted("c", local)  # never observed: no evidence either way
-    hg.observe(["b"], _verdict({"g1": 0.0, "g2": 0.5, "budget": 0.0}, about), objectives)
+    hg.observe(["b"], verdict_of({"g1": 0.0, "g2": 0.5, "budget": 0.0}, about), objectives)
     assert not hg.refuted("b", local)  # one partial success is enough to keep it
-    hg.observe(["a"], _verdict({"g1": 0.0, "g2": 0.0, "budget": 0.0}, about), objectives)
+    hg.observe(["a"], verdict_of({"g1": 0.0, "g2": 0.0, "budget": 0.0}, about), objectives)
     assert not hg.refuted("a", local)  # met once, failed once: not refuted
 
 
