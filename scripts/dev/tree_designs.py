@@ -66,6 +66,7 @@ class Variant(HyperMCTS):
     prune_free = False  # ... decisions only global objectives score included
     prune_select = False  # ... and selection too
     prune_expand = False  # ... and the policy proposes among the unrefuted decisions only
+    free_yield = False  # spent free decisions yield to untried recorded siblings (_alive)
     repair = False  # composed turns replay the first locally complete trajectory, free
     # decisions (global-only ones) left to the rollout after it
     prune: str = ""  # "any"/"all": rollout choices skip refuted decisions (_refuted)
@@ -173,6 +174,27 @@ class Variant(HyperMCTS):
                 edge = node.widen(action, env.identity(action), env.recorded(action))
             node = self._enter(node, edge, path)
         return node
+
+    def _alive(self, edges: list[Edge]) -> list[Edge]:
+        """With ``free_yield``: free decisions (scored by global objectives only) that failed
+        them in every rollout that took them also yield to a recorded sibling that did not."""
+        alive = super()._alive(edges)
+        if not self.free_yield:
+            return alive
+        hg = self.hypergraph
+        assert hg is not None
+        glob = frozenset(o.id for o in self.env.objectives if o.scope == "global")
+
+        def spent(e: Edge) -> bool:
+            node = hg.nodes.get(e.identity) if e.recorded else None
+            if node is None or any(g not in glob and g != "global" for g in node.by_label):
+                return False
+            return all(p.total == 0.0 for g, p in node.by_label.items() if g in glob)
+
+        out = [e for e in alive if spent(e)]
+        if out and any(e.recorded and e not in out for e in alive):
+            return [e for e in alive if e not in out]
+        return alive
 
     def _deferring(self, edges: list[Edge]) -> Edge | None:
         """Free decisions (recorded, and scored under global objectives only: coupons) wait
@@ -401,6 +423,7 @@ VARIANTS: dict[str, Run] = {
     "prune_all": _variant(prune="all"),
     "prune_sel": _variant(prune="any", prune_select=True),
     "prune_sel_free": _variant(prune="any", prune_select=True, prune_free=True),
+    "free_yield": _variant(free_yield=True, evidence_pruning=True),
     "repair": _variant(repair=True, evidence_pruning=True),
     "prune_exp": _variant(prune="any", prune_expand=True),
     "prune_full": _variant(prune="any", prune_select=True, prune_expand=True),
