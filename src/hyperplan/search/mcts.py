@@ -378,12 +378,12 @@ class HyperMCTS(SearchBase):
 
     def priors(self, node: Node, edges: list[Edge] | None = None) -> list[float]:
         """prior(phi(a, h)) per child edge of ``node`` (or per edge of ``edges``, some of
-        them). Recorded decisions read the hypergraph (0 when
-        unseen, as in the paper). Non-recorded actions (information gathering) never enter
-        C(tau), so the hypergraph has no evidence about them; with ``info_prior="neutral"``
-        they get the mean prior of their recorded siblings (0 when none) so the prior
-        ranks commits against each other without a systematic bias against information
-        gathering; with ``"zero"`` they get 0 (the paper's rule read literally)."""
+        them). Recorded decisions read the hypergraph (0 when unseen, as in the paper).
+        Non-recorded actions (information gathering) never enter C(tau), so the hypergraph
+        has no evidence about them; with ``info_prior="neutral"`` they get the mean prior of
+        their recorded siblings (0 when none) so the prior ranks commits against each other
+        without a systematic bias against information gathering; with ``"zero"`` they get 0
+        (the paper's rule read literally)."""
         assert self.hypergraph is not None
         values = self.hypergraph.priors_of([e.identity if e.recorded else None
                                             for e in (node.edges if edges is None else edges)])
