@@ -418,8 +418,8 @@ class HyperMCTS(SearchBase):
             for edge in edges:
                 if edge.n == 0:
                     return edge  # unvisited first, in expansion order
-        priors = self.priors(node) if edges is node.edges else self.priors(node, edges)
-        return _hyperuct_argmax(edges, priors, node.n, self.config.c, self.config.lam)
+        return _hyperuct_argmax(edges, self.priors(node, edges), node.n, self.config.c,
+                                self.config.lam)
 
     def _alive(self, edges: list[Edge]) -> list[Edge]:
         """Evidence pruning (``MCTSConfig.evidence_pruning``, our design): ``edges`` without
