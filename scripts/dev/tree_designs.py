@@ -45,11 +45,11 @@ PLAIN: dict[str, Any] = {"evidence_widening": False, "compose_every": 0}
 class SortedHeuristic(HeuristicPolicy):
     """The heuristic's k draws returned sorted by hint instead of in draw order."""
 
-    def propose(self, env: SearchEnv, decisions: Sequence[Action], k: int,
-                rng: Any) -> list[Action]:
+    def _draw(self, env: SearchEnv, decisions: Sequence[Action], k: int,
+              rng: Any) -> tuple[list[Action], list[float]]:
         scores = [env.hint(a) for a in decisions]
         idx = sorted(_gumbel_top_k(scores, k, self.temperature, rng), key=lambda i: -scores[i])
-        return [decisions[i] for i in idx]
+        return [decisions[i] for i in idx], scores
 
 
 class Variant(HyperMCTS):
@@ -169,7 +169,7 @@ class Variant(HyperMCTS):
             edge = next((e for e in edges if e.action.key == action.key), None)
             if edge is None:
                 self._goto(node)
-                if action.key not in env.decision_keys():
+                if action.key not in env.decision_index():
                     break
                 edge = node.widen(action, env.identity(action), env.recorded(action))
             node = self._enter(node, edge, path)
@@ -280,7 +280,7 @@ class Variant(HyperMCTS):
             self._reach(node, edges, on)
         return node.edges
 
-    def _picked(self, node: Node, edges: list[Edge], pick: Pick) -> Edge:
+    def _picked(self, node: Node, edges: list[Edge], pick: Pick, scored: bool = False) -> Edge:
         """With ``select_child``, a new history's child by selection (first unvisited), or
         with probability ``eps`` a uniformly random one, instead of the rollout chooser's."""
         if self.prune and self.hypergraph is not None and not self.hypergraph.empty:
@@ -295,7 +295,7 @@ class Variant(HyperMCTS):
             if fresh is not None:
                 return fresh
         if not self.select_child:
-            return super()._picked(node, edges, pick)
+            return super()._picked(node, edges, pick, scored)
         if self.eps and self.rng.random() < self.eps:
             return edges[self.rng.randrange(len(edges))]
         return self.select(node)

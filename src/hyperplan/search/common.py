@@ -28,6 +28,19 @@ FAILED = Verdict(reward=0.0, success=False, metrics={"failed": 1.0})
 
 INFO: Final = ActionKind.INFO  # a module constant: enum attribute access is slow in the hot loops
 
+def _distinct(proposed: list[Action], k: int) -> list[Action]:
+    """The first ``k`` of ``proposed`` distinct by key (the first of each key kept)."""
+    if len({a.key for a in proposed}) == len(proposed):
+        return proposed[:k]
+    out: list[Action] = []
+    keys: set[str] = set()
+    for action in proposed:
+        if action.key not in keys:
+            keys.add(action.key)
+            out.append(action)
+    return out[:k]
+
+
 class Best:
     """The best evaluated trajectory so far: its reward, actions and verdict."""
 
@@ -119,16 +132,15 @@ class SearchBase:
     def _propose(self, decisions: Sequence[Action], k: int) -> list[Action]:
         """The policy's up to ``k`` proposals among ``decisions``, distinct by key (the
         contract asks for distinct ones; duplicates are dropped, first kept)."""
-        proposed = self.policy.propose(self.env, decisions, k, self.rng)
-        if len({a.key for a in proposed}) == len(proposed):
-            return proposed[:k]
-        out: list[Action] = []
-        keys: set[str] = set()
-        for action in proposed:
-            if action.key not in keys:
-                keys.add(action.key)
-                out.append(action)
-        return out[:k]
+        return _distinct(self.policy.propose(self.env, decisions, k, self.rng), k)
+
+    def _propose_scored(
+        self, decisions: Sequence[Action], k: int
+    ) -> tuple[list[Action], dict[str, float] | None]:
+        """:meth:`_propose` with the scores a scoring policy gave (None from any other),
+        one policy call (:meth:`~hyperplan.search.timing.TimedPolicy.propose_scored`)."""
+        proposed, scores = self.policy.propose_scored(self.env, decisions, k, self.rng)
+        return _distinct(proposed, k), scores
 
     # -- rollouts ----------------------------------------------------------------------
     def simulate(

@@ -217,12 +217,30 @@ class LLMPolicy:
     def propose(
         self, env: SearchEnv, decisions: Sequence[Action], k: int, rng: random.Random
     ) -> list[Action]:
+        return self.propose_scored(env, decisions, k, rng)[0]
+
+    def propose_scored(
+        self, env: SearchEnv, decisions: Sequence[Action], k: int, rng: random.Random
+    ) -> tuple[list[Action], dict[str, float] | None]:
+        """:meth:`propose` and the model's scores by key (a
+        :class:`~hyperplan.search.policies.ScoringPolicy`), so the search's rollout choice
+        among the proposed children is drawn from this answer (:meth:`choose`) rather than
+        from a second question. No scores when the answer gave no valid key (the uniform
+        fallback) or when the rollouts are another policy's (``rollout_policy``)."""
         scored = self.score(env, decisions, k)
         if not scored:
-            return rng.sample(list(decisions), min(k, len(decisions)))
+            return rng.sample(list(decisions), min(k, len(decisions))), None
         by_key = {a.key: a for a in decisions}
         ranked = sorted(scored, key=lambda ks: -ks[1])
-        return [by_key[key] for key, _ in ranked[:k]]
+        proposed = [by_key[key] for key, _ in ranked[:k]]
+        return proposed, None if self.rollout_policy is not None else dict(scored)
+
+    def choose(self, scores: Sequence[float], rng: random.Random) -> int:
+        """:meth:`rollout`'s rule over scores the model gave: one softmax draw at
+        ``temperature`` (the only one of one)."""
+        if len(scores) == 1:
+            return 0
+        return _gumbel_top_k(list(scores), 1, self.temperature, rng)[0]
 
     def rollout(
         self, env: SearchEnv, decisions: Sequence[Action], rng: random.Random

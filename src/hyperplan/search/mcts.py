@@ -200,6 +200,12 @@ class MCTSConfig:
     * ``evidence_pruning`` -- with lam > 0, selection and the rollout chooser skip children
       whose decision failed one of its local objectives in every rollout that took it
       (:meth:`HyperMCTS._alive`).
+    * ``scored_picks`` -- with a scoring policy
+      (:class:`~hyperplan.search.policies.ScoringPolicy`), the unguided rollout choice among
+      a new history's children is drawn from the scores its proposal gave, by the policy's
+      own rollout rule, instead of a second policy call (llm-reasoners' MCTS reuses
+      ``fast_reward`` so); a child without a score falls back to the call. For the heuristic
+      policy the choice is the same, draw for draw (:meth:`HyperMCTS._picked`).
 
     The defaults are the full-path design (:class:`TreeDesign`); :func:`design_config` gives
     every design, Algorithm 1 as written among them.
@@ -225,6 +231,7 @@ class MCTSConfig:
     evidence_widening: bool = True
     compose_every: int = 3
     evidence_pruning: bool = True
+    scored_picks: bool = True
 
     def __post_init__(self) -> None:
         if self.budget < 1 or self.branching < 1:
@@ -375,6 +382,10 @@ class HyperMCTS(SearchBase):
         self._pruning = config.evidence_pruning and graph
         # the refuted identities phi, :meth:`_note_refuted`
         self._refuted: set[Hashable] = set()
+        # rollout choices among new children from the proposal's scores (``scored_picks``);
+        # the scores of the latest expansion's first proposal (:meth:`_children`)
+        self._scored_picks = config.scored_picks and self.policy.scoring
+        self._proposal_scores: dict[str, float] | None = None
 
     def priors(self, node: Node, edges: list[Edge] | None = None) -> list[float]:
         """prior(phi(a, h)) per child edge of ``node`` (or per edge of ``edges``, some of
@@ -443,8 +454,7 @@ class HyperMCTS(SearchBase):
         beyond the HyperUCT term (the HyperMCTS paper's ablation removes "the hypergraph
         component as a whole"); inactive at lam = 0, so lam = 0 always means plain UCT."""
         hypergraph = self.hypergraph
-        active = self.config.rollout_guidance and self.config.lam > 0
-        if not active or hypergraph is None or hypergraph.empty:
+        if not self._guiding() or hypergraph is None:
             return self.policy.rollout
         propose, k = self.policy.propose, self.config.branching
         priors_of = hypergraph.priors_of
@@ -463,6 +473,12 @@ class HyperMCTS(SearchBase):
             return _rank_by_prior(candidates, priors_of(ids), neutral, at_commits)
 
         return pick
+
+    def _guiding(self) -> bool:
+        """Whether the rollout guidance is active now (:meth:`_rollout_pick`)."""
+        hypergraph = self.hypergraph
+        return (self.config.rollout_guidance and self.config.lam > 0
+                and hypergraph is not None and not hypergraph.empty)
 
     def _goto(self, node: Node) -> None:
         """Restore the environment to ``node``'s history unless it is already there."""
@@ -487,8 +503,12 @@ class HyperMCTS(SearchBase):
         """The up to ``k`` distinct actions an expansion adds (``MCTSConfig.branch_on``):
         with "commit", the top proposal alone when it is information gathering, else the
         proposed commits, topped up from the remaining commits when information proposals
-        were dropped (module doc, step 2)."""
-        proposed = self._propose(decisions, k)
+        were dropped (module doc, step 2). With ``scored_picks`` the first proposal's scores
+        are kept for the node being expanded (:meth:`_open`)."""
+        if self._scored_picks:
+            proposed, self._proposal_scores = self._propose_scored(decisions, k)
+        else:
+            proposed = self._propose(decisions, k)
         if not self._at_commits or not proposed:
             return proposed
         if proposed[0].kind is INFO:
@@ -615,9 +635,11 @@ class HyperMCTS(SearchBase):
         history without decisions (or none proposed) becomes terminal and has none."""
         if not node.expanded:
             decisions = self._decisions_at(node)
+            self._proposal_scores = None
             children = self._candidates(decisions)
             if children:
                 node.expand(children, self.config.branching)
+                node.scores = self._proposal_scores
                 if self._evidence and self._verified:
                     self._add_evidence(node, decisions)
         if not node.edges:
@@ -635,33 +657,43 @@ class HyperMCTS(SearchBase):
         rollouts, including those that do not share the same action prefix". No policy call;
         nothing is added before the first rollout or at lam = 0. ``decisions`` is A_dec(h),
         as the expansion listed it. The verified decisions are kept by action key
-        (:meth:`_note_verified`), so a history is only scanned when one of them is among its
-        decisions (the caller only asks once one is), and only up to the first that
-        qualifies."""
+        (:meth:`_note_verified`), so a history is only looked at when one of them is among
+        its decisions (the caller only asks once one is), and only up to the first that
+        qualifies; the candidates are put in A_dec(h) order by the environment's position
+        index (:meth:`~hyperplan.search.timing.TimedEnv.decision_index`), not by a scan."""
         verified = self._verified
         self._goto(node)
-        hits = verified.keys() & self.env.decision_keys()  # a set: A_dec(h) gives the order
+        index = self.env.decision_index()
+        hits = verified.keys() & index.keys()
         if hits:
             for edge in node.edges:
                 hits.discard(edge.action.key)
         if not hits:
             return
-        if len(hits) == 1:  # the only candidate, as it was taken: no scan of A_dec(h)
-            self._widen_verified(node, verified[next(iter(hits))][1])
+        if len(hits) == 1:  # the only candidate, as it was taken: no lookup in A_dec(h)
+            phi, action = verified[next(iter(hits))]
+            self._widen_verified(node, action, phi)
             return
-        for action in decisions:  # the candidates in A_dec(h) order
-            if action.key in hits and self._widen_verified(node, action):
+        position = index.__getitem__
+        key = min(hits, key=position)  # the first in A_dec(h) order, nearly always taken
+        if self._widen_verified(node, decisions[position(key)], verified[key][0]):
+            return
+        hits.discard(key)
+        for key in sorted(hits, key=position):  # the others, in A_dec(h) order
+            if self._widen_verified(node, decisions[position(key)], verified[key][0]):
                 return
 
-    def _widen_verified(self, node: Node, action: Action) -> bool:
+    def _widen_verified(self, node: Node, action: Action, known: Hashable) -> bool:
         """Widen ``node`` with ``action`` when it is a recorded commit decision verified on
-        the local objectives (:meth:`_add_evidence`); whether it was."""
+        the local objectives (:meth:`_add_evidence`); whether it was. ``known`` is the
+        identity ``_verified`` holds for the action's key, verified by construction
+        (:meth:`_note_verified`), so the hypergraph is only asked about another one."""
         if action.kind is INFO:
             return False
         hypergraph = self.hypergraph
         assert hypergraph is not None
         v = self.env.recorded_id(action)
-        if v is None or not hypergraph.verified(v, self._local_objectives):
+        if v is None or (v != known and not hypergraph.verified(v, self._local_objectives)):
             return False
         node.widen(action, v, True)
         return True
@@ -754,6 +786,7 @@ class HyperMCTS(SearchBase):
         child, HyperUCT's choice when it was expanded before, else the rollout chooser's pick
         among its new children. The edges go to ``path``; returns the final history."""
         pick = self._rollout_pick()
+        scored = self._scored_picks and not self._guiding()
         while not node.terminal:
             expanded = node.expanded
             edges = self._open(node)
@@ -768,7 +801,7 @@ class HyperMCTS(SearchBase):
                 elif expanded:
                     edge = self.select(node)
                 else:
-                    edge = self._picked(node, edges, pick)
+                    edge = self._picked(node, edges, pick, scored)
             node = self._enter(node, edge, path)
         return node
 
@@ -782,14 +815,33 @@ class HyperMCTS(SearchBase):
         return next((e for e in edges if e.recorded
                      and hypergraph.verified(e.identity, verified_on)), None)
 
-    def _picked(self, node: Node, edges: list[Edge], pick: Pick) -> Edge:
+    def _picked(self, node: Node, edges: list[Edge], pick: Pick, scored: bool = False) -> Edge:
         """The child edge of ``node`` the rollout chooser ``pick`` takes among ``edges``
         (with the evidence pruning, among the ones it leaves, :meth:`_alive`; the only one
-        left is taken without asking)."""
+        left is taken without asking). With ``scored`` (``MCTSConfig.scored_picks``, the
+        chooser being the policy's own rollout) and a score for every one of them from the
+        proposal that expanded ``node``, the policy's rule draws among those scores
+        (:meth:`~hyperplan.search.timing.TimedPolicy.choose`, no call): the draw
+        ``pick`` would make when the scores are what it would compute at this history, as
+        the heuristic's hints are."""
         if self._refuted:
             edges = self._alive(edges)
             if len(edges) == 1:
                 return edges[0]
+        scores = node.scores
+        if scored and scores is not None:
+            known: list[float] = []
+            for edge in edges:
+                score = scores.get(edge.action.key)
+                if score is None:
+                    break
+                known.append(score)
+            else:
+                i = self.policy.choose(known, self.rng)
+                if not 0 <= i < len(edges):
+                    raise TreeError(f"the policy {self.policy.name!r} chose index {i} among "
+                                    f"{len(edges)} scored children")
+                return edges[i]
         self._goto(node)
         key = pick(self.env, [e.action for e in edges], self.rng).key
         for edge in edges:

@@ -42,6 +42,28 @@ class Policy(Protocol):
         ...
 
 
+@runtime_checkable
+class ScoringPolicy(Protocol):
+    """A :class:`Policy` whose proposal also says how it scored the decisions, so a rollout
+    choice among the candidates it has just scored is drawn from those scores by its own
+    rollout rule instead of asking it again -- as llm-reasoners' MCTS reuses ``fast_reward``
+    from expansion in its simulation (:class:`~hyperplan.search.mcts.MCTSConfig`,
+    ``scored_picks``). One call of :meth:`propose_scored` is one question to the policy;
+    :meth:`choose` asks nothing."""
+
+    def propose_scored(
+        self, env: SearchEnv, decisions: Sequence[Action], k: int, rng: random.Random
+    ) -> tuple[list[Action], dict[str, float] | None]:
+        """:meth:`Policy.propose`'s answer (drawing from ``rng`` exactly as it does) and the
+        score of each decision the policy scored, by key (None: it gives none this time)."""
+        ...
+
+    def choose(self, scores: Sequence[float], rng: random.Random) -> int:
+        """The index :meth:`Policy.rollout` would pick among candidates with these scores
+        (its rule and its draws from ``rng``), without asking anything."""
+        ...
+
+
 class RandomPolicy:
     """Uniform: random distinct candidates, random rollout actions."""
 
@@ -93,8 +115,14 @@ class HeuristicPolicy:
     def propose(
         self, env: SearchEnv, decisions: Sequence[Action], k: int, rng: random.Random
     ) -> list[Action]:
+        return self._draw(env, decisions, k, rng)[0]
+
+    def _draw(
+        self, env: SearchEnv, decisions: Sequence[Action], k: int, rng: random.Random
+    ) -> tuple[list[Action], list[float]]:
+        """The k proposals (Gumbel top-k over the hints) and the hints."""
         scores = [env.hint(a) for a in decisions]
-        return [decisions[i] for i in _gumbel_top_k(scores, k, self.temperature, rng)]
+        return [decisions[i] for i in _gumbel_top_k(scores, k, self.temperature, rng)], scores
 
     def rollout(
         self, env: SearchEnv, decisions: Sequence[Action], rng: random.Random
@@ -105,6 +133,23 @@ class HeuristicPolicy:
             return decisions[rng.randrange(len(decisions))]
         scores = [env.hint(a) for a in decisions]
         return decisions[_gumbel_top_k(scores, 1, self.temperature, rng)[0]]
+
+    def propose_scored(
+        self, env: SearchEnv, decisions: Sequence[Action], k: int, rng: random.Random
+    ) -> tuple[list[Action], dict[str, float] | None]:
+        """:meth:`propose` and the hint of every decision (:class:`ScoringPolicy`): the
+        hints are this policy's scores, so :meth:`choose` over them is :meth:`rollout`'s
+        draw at the same history (hints depend on the history only)."""
+        picked, scores = self._draw(env, decisions, k, rng)
+        return picked, {a.key: s for a, s in zip(decisions, scores, strict=True)}
+
+    def choose(self, scores: Sequence[float], rng: random.Random) -> int:
+        """:meth:`rollout`'s rule over known hints: the same draws from ``rng``."""
+        if len(scores) == 1:
+            return 0
+        if rng.random() < self.epsilon:
+            return rng.randrange(len(scores))
+        return _gumbel_top_k(scores, 1, self.temperature, rng)[0]
 
 
 class PolicyName(StrEnum):

@@ -14,8 +14,7 @@ policy time). Bookkeeping is the rest: ``total - policy - env``
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Hashable, Sequence
-from collections.abc import Set as AbstractSet
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from time import perf_counter
 from typing import Any
 
@@ -29,13 +28,14 @@ class TimedEnv:
     calls into ``raw``, a raising call included (the attributes ``query``, ``objectives`` and
     ``horizon`` are read through, untimed)."""
 
-    __slots__ = ("_own_keys", "raw", "seconds")
+    __slots__ = ("_own_index", "raw", "seconds")
 
     def __init__(self, raw: SearchEnv) -> None:
         self.raw = raw
         self.seconds = 0.0
-        # the environment's own decision_keys() when it has one (:meth:`decision_keys`)
-        self._own_keys: Callable[[], AbstractSet[str]] | None = getattr(raw, "decision_keys", None)
+        # the environment's own decision_index() when it has one (:meth:`decision_index`)
+        self._own_index: Callable[[], Mapping[str, int]] | None = getattr(
+            raw, "decision_index", None)
 
     @property
     def query(self) -> str:
@@ -163,17 +163,19 @@ class TimedEnv:
         finally:
             self.seconds += perf_counter() - t
 
-    def decision_keys(self) -> AbstractSet[str]:
-        """The keys of A_dec(h) at the current history (empty when h is terminal): the
-        environment's own ``decision_keys()`` when it has one (a cached set), else a set of
-        its decisions' keys."""
+    def decision_index(self) -> Mapping[str, int]:
+        """Each key of A_dec(h) at the current history -> its position in ``decisions()``
+        (empty when h is terminal): the environment's own ``decision_index()`` when it has
+        one (a cached dict), else one built from its decisions."""
         t = perf_counter()
         try:
             raw = self.raw
             if raw.is_terminal():
-                return frozenset()
-            own = self._own_keys
-            return own() if own is not None else {a.key for a in raw.decisions()}
+                return {}
+            own = self._own_index
+            if own is not None:
+                return own()
+            return {a.key: i for i, a in enumerate(raw.decisions())}
         finally:
             self.seconds += perf_counter() - t
 
@@ -213,16 +215,30 @@ def unwrapped(env: SearchEnv) -> SearchEnv:
 class TimedPolicy:
     """A :class:`~hyperplan.search.policies.Policy` whose ``seconds`` add up the duration of
     its calls into ``raw`` and whose ``calls`` count them (every proposal and every rollout
-    choice: what a model policy would be asked, the HyperMCTS paper's per-case LLM calls);
-    ``raw`` sees the unwrapped environment (module doc)."""
+    choice: what a model policy would be asked, the HyperMCTS paper's per-case LLM calls; a
+    :meth:`choose` among candidates the policy has already scored asks nothing, so it is
+    timed but not counted); ``raw`` sees the unwrapped environment (module doc)."""
 
-    __slots__ = ("calls", "name", "raw", "seconds")
+    __slots__ = ("_choose", "_propose_scored", "calls", "name", "raw", "seconds")
 
     def __init__(self, raw: Policy) -> None:
         self.raw = raw
         self.name = raw.name
         self.seconds = 0.0
         self.calls = 0
+        # the raw policy's ScoringPolicy methods, when it has both (:meth:`propose_scored`)
+        scored = getattr(raw, "propose_scored", None)
+        choose = getattr(raw, "choose", None)
+        both = callable(scored) and callable(choose)
+        self._propose_scored: Callable[..., tuple[list[Action], dict[str, float] | None]] | None = (
+            scored if both else None)
+        self._choose: Callable[[Sequence[float], random.Random], int] | None = (
+            choose if both else None)
+
+    @property
+    def scoring(self) -> bool:
+        """Whether the raw policy is a :class:`~hyperplan.search.policies.ScoringPolicy`."""
+        return self._propose_scored is not None
 
     def propose(
         self, env: SearchEnv, decisions: Sequence[Action], k: int, rng: random.Random
@@ -231,6 +247,33 @@ class TimedPolicy:
         t = perf_counter()
         try:
             return self.raw.propose(unwrapped(env), decisions, k, rng)
+        finally:
+            self.seconds += perf_counter() - t
+
+    def propose_scored(
+        self, env: SearchEnv, decisions: Sequence[Action], k: int, rng: random.Random
+    ) -> tuple[list[Action], dict[str, float] | None]:
+        """The raw policy's proposal and its scores by key, one call (None scores from a
+        policy that is not a :class:`~hyperplan.search.policies.ScoringPolicy`)."""
+        ask = self._propose_scored
+        if ask is None:
+            return self.propose(env, decisions, k, rng), None
+        self.calls += 1
+        t = perf_counter()
+        try:
+            return ask(unwrapped(env), decisions, k, rng)
+        finally:
+            self.seconds += perf_counter() - t
+
+    def choose(self, scores: Sequence[float], rng: random.Random) -> int:
+        """The raw policy's rollout rule over scores it gave (policy time, not a call:
+        nothing is asked); only for a scoring policy."""
+        choose = self._choose
+        if choose is None:
+            raise TypeError(f"the policy {self.name!r} gives no scores to choose from")
+        t = perf_counter()
+        try:
+            return choose(scores, rng)
         finally:
             self.seconds += perf_counter() - t
 

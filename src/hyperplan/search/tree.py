@@ -124,13 +124,14 @@ class Pending:
 
 class Node:
     """A history h: N(h), its snapshot (``None`` until first reached), depth (actions taken
-    since h_0), terminal flag, and the child edges once expanded.
+    since h_0), terminal flag, and the child edges once expanded (with the proposal's
+    ``scores`` when a scoring policy gave them).
 
     ``failed`` marks a history whose creating step raised (an invalid action): it is treated
     as terminal with reward 0."""
 
     __slots__ = ("depth", "edges", "expanded", "failed", "n", "parent", "pending", "saturated",
-                 "snapshot", "terminal", "widened")
+                 "scores", "snapshot", "terminal", "widened")
 
     def __init__(self, parent: Node | None, depth: int, snapshot: Any = None) -> None:
         self.parent = parent
@@ -145,6 +146,9 @@ class Node:
         self.saturated = False  # widening found no decision left to add
         # commit decisions of A_dec(h) not yet children, listed at the first widening
         self.pending: Pending | None = None
+        # a scoring policy's scores by action key from the proposal that expanded h (None:
+        # none given), read by the search's rollout choice among the new children
+        self.scores: dict[str, float] | None = None
 
     @property
     def materialized(self) -> bool:
@@ -226,4 +230,4 @@ def backup(path: list[Edge], root: Node, reward: float) -> None:
     for edge in path:
         edge.n += 1
         edge.w += reward
-        edge.child.n += 1
+        edge.child.n += 1  # (made when the path entered it: the property only reads it)

@@ -115,6 +115,30 @@ class _RecordingPolicy:
         return result
 
 
+class _RecordingScoringPolicy(_RecordingPolicy):
+    """A :class:`_RecordingPolicy` of a scoring policy, logging its scored proposals and its
+    choices among scores too."""
+
+    def propose_scored(self, env: SearchEnv, decisions: Sequence[Action], k: int,
+                       rng: random.Random) -> tuple[list[Action], dict[str, float] | None]:
+        result = self._policy.propose_scored(  # type: ignore[attr-defined]
+            env, decisions, k, rng)
+        self._log.append(("propose_scored", result))
+        return result  # type: ignore[no-any-return]
+
+    def choose(self, scores: Sequence[float], rng: random.Random) -> int:
+        result = self._policy.choose(scores, rng)  # type: ignore[attr-defined]
+        self._log.append(("choose", result))
+        return result  # type: ignore[no-any-return]
+
+
+def _scoring(policy: Policy) -> bool:
+    """Whether ``policy`` is a :class:`~hyperplan.search.policies.ScoringPolicy` (as the
+    search's :class:`~hyperplan.search.timing.TimedPolicy` tells)."""
+    return callable(getattr(policy, "propose_scored", None)) and callable(
+        getattr(policy, "choose", None))
+
+
 @dataclass
 class Recorder:
     """One recorded run's environment and policy (wrap them, run the search, keep ``env_log``
@@ -126,8 +150,8 @@ class Recorder:
     policy_log: CallLog = field(default_factory=CallLog)
 
     def wrapped(self) -> tuple[SearchEnv, Policy]:
-        return _RecordingEnv(self.env, self.env_log), _RecordingPolicy(self.policy,
-                                                                         self.policy_log)
+        kind = _RecordingScoringPolicy if _scoring(self.policy) else _RecordingPolicy
+        return _RecordingEnv(self.env, self.env_log), kind(self.policy, self.policy_log)
 
 
 def _answers(log: CallLog) -> Callable[[str], Any]:
@@ -198,11 +222,21 @@ class _ReplayPolicy:
         return self._answer("rollout")  # type: ignore[no-any-return]
 
 
+class _ReplayScoringPolicy(_ReplayPolicy):
+    def propose_scored(self, env: SearchEnv, decisions: Sequence[Action], k: int,
+                       rng: random.Random) -> tuple[list[Action], dict[str, float] | None]:
+        return self._answer("propose_scored")  # type: ignore[no-any-return]
+
+    def choose(self, scores: Sequence[float], rng: random.Random) -> int:
+        return self._answer("choose")  # type: ignore[no-any-return]
+
+
 def replay_env(recorder: Recorder) -> SearchEnv:
     """A fresh environment answering from ``recorder``'s log, from its first call."""
     return _ReplayEnv(recorder)
 
 
 def replay_policy(recorder: Recorder) -> Policy:
-    """A fresh policy answering from ``recorder``'s log, from its first call."""
-    return _ReplayPolicy(recorder)
+    """A fresh policy answering from ``recorder``'s log, from its first call (a scoring one
+    when the recorded policy is)."""
+    return (_ReplayScoringPolicy if _scoring(recorder.policy) else _ReplayPolicy)(recorder)

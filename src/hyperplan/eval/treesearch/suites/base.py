@@ -39,7 +39,7 @@ class StateEnv:
         """Set the initial (immutable) state; call once from ``__init__``."""
         self._initial = initial
         self.state = initial
-        self._cached: tuple[object, tuple[Action, ...], set[str]] = (None, (), set())
+        self._cached: tuple[object, tuple[Action, ...], dict[str, int]] = (None, (), {})
 
     @property
     def objectives(self) -> Sequence[Objective]:
@@ -67,12 +67,13 @@ class StateEnv:
         """A_dec(h), cached for the current (immutable) state object."""
         if self._cached[0] is not self.state:
             acts = tuple(self._compute_decisions())
-            self._cached = (self.state, acts, {a.key for a in acts})
+            self._cached = (self.state, acts, {a.key: i for i, a in enumerate(acts)})
         return self._cached[1]
 
-    def decision_keys(self) -> set[str]:
-        """The keys of A_dec(h), the set cached with :meth:`decisions` (read by the search's
-        evidence widening, :meth:`~hyperplan.search.timing.TimedEnv.decision_keys`)."""
+    def decision_index(self) -> dict[str, int]:
+        """Each key of A_dec(h) -> its position in :meth:`decisions`, the dict cached with
+        them (read by the search's evidence widening,
+        :meth:`~hyperplan.search.timing.TimedEnv.decision_index`)."""
         self.decisions()
         return self._cached[2]
 
