@@ -14,9 +14,9 @@ from hyperplan.eval.treesearch.replay import Recorder, replay_env, replay_policy
 from hyperplan.eval.treesearch.runner import load_tasks, task_seed
 from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.llm.scripted import ScriptedLLM, ScriptedRule
-from hyperplan.search.env import Action, SearchEnv
+from hyperplan.search.env import Action, SearchEnv, TreeError
 from hyperplan.search.llm_policy import LLMPolicyFactory
-from hyperplan.search.mcts import HyperMCTS, MCTSConfig, TreeError
+from hyperplan.search.mcts import HyperMCTS, MCTSConfig
 from hyperplan.search.policies import HeuristicPolicy, ScoringPolicy
 
 
