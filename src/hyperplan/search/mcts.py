@@ -522,6 +522,13 @@ class HyperMCTS(SearchBase):
                             if a.key not in keys]
         return commits[:k]
 
+    def _take_scores(self) -> dict[str, float] | None:
+        """The scores :meth:`_children` kept from its proposal (None when it kept none), reset
+        so that they are read once, by the expansion they came from."""
+        scores = self._proposal_scores
+        self._proposal_scores = None
+        return scores
+
     def _candidates(self, decisions: Sequence[Action]) -> list[Child]:
         """The children an expansion of a history with decisions A_dec(h) = ``decisions``
         adds (:meth:`_children`; none when h has no decisions)."""
@@ -635,11 +642,11 @@ class HyperMCTS(SearchBase):
         history without decisions (or none proposed) becomes terminal and has none."""
         if not node.expanded:
             decisions = self._decisions_at(node)
-            self._proposal_scores = None
             children = self._candidates(decisions)
+            scores = self._take_scores()
             if children:
                 node.expand(children, self.config.branching)
-                node.scores = self._proposal_scores
+                node.scores = scores
                 if self._evidence and self._verified:
                     self._add_evidence(node, decisions)
         if not node.edges:
