@@ -371,11 +371,40 @@ class Variant(HyperMCTS):
         return out
 
 
+# the budget objective of each suite and the metrics its graded score is read from
+BUDGETS = {"budget": "final_price", "ps.budget": "cost"}
+
+
+def graded_budget(verdict: Verdict, reward_too: bool = False) -> Verdict:
+    """``verdict`` with a broken budget objective scored budget / cost instead of 0 when the
+    plan is complete and over budget (rho_g as graded search feedback; ``success`` and, unless
+    ``reward_too``, R unchanged). With ``reward_too`` R moves by the same amount times the
+    objective's weight in R (shopping: 1 / (n_items + 1); travel: 1 / (2 * n_ps))."""
+    m = verdict.metrics
+    for gid, cost_key in BUDGETS.items():
+        if verdict.objective_scores.get(gid) != 0.0 or cost_key not in m:
+            continue
+        cost, budget = m[cost_key], m["budget"]
+        complete = m.get("over_budget", 0.0) > 0.0 if gid == "budget" else cost > budget
+        if not complete:
+            return verdict  # an unfinished plan stays at 0
+        graded = budget / cost
+        scores = {**verdict.objective_scores, gid: graded}
+        reward = verdict.reward
+        if reward_too:
+            n_ps = sum(1 for g in scores if g.startswith("ps."))
+            weight = 1.0 / (m["chosen"] + 1) if gid == "budget" else 0.5 / n_ps
+            reward += weight * graded
+        return replace(verdict, objective_scores=scores, reward=reward)
+    return verdict
+
+
 def _variant(policy: Callable[[], Policy] = lambda: make_policy("heuristic"),
-             plain: bool = False, **switches: Any) -> Run:
+             plain: bool = False, graded: str = "", **switches: Any) -> Run:
     """A Variant run: the switches that are class attributes set on a subclass, the rest
     passed to the configuration (the full-path default); ``plain`` is UCT (lam = 0, no
-    hypergraph)."""
+    hypergraph); ``graded``: the budget objective graded (:func:`graded_budget`), "rho" in
+    the objective scores only, "reward" in R as well."""
     attrs = {k: switches.pop(k) for k in list(switches) if hasattr(Variant, k)
              and not hasattr(MCTSConfig, k)}
     cls: type[Variant] = type("V", (Variant,), attrs)
@@ -384,8 +413,14 @@ def _variant(policy: Callable[[], Policy] = lambda: make_policy("heuristic"),
         config = MCTSConfig(**{**BEFORE, **switches})
         if plain:
             config = replace(config, lam=0.0, hypergraph=False)
-        search = cls(env, policy(), config, seed)
-        return search.run()
+        if not graded:
+            return cls(env, policy(), config, seed).run()
+        verify = env.verify
+        env.verify = lambda: graded_budget(verify(), graded == "reward")  # type: ignore[method-assign]
+        try:
+            return cls(env, policy(), config, seed).run()
+        finally:
+            del env.verify
 
     return run
 
@@ -433,6 +468,9 @@ VARIANTS: dict[str, Run] = {
     "novel_opt": _variant(novel_pick=True, optimistic=True),
     "compose_prereq": _variant(prereq_pick=True),
     "compose_both": _variant(budget_pick=True, prereq_pick=True),
+    "graded": _variant(graded="rho", evidence_pruning=True),
+    "graded_both": _variant(graded="reward", evidence_pruning=True),
+    "uct_graded": _variant(plain=True, graded="reward"),
     "forced_first": _variant(select_child=True, boost=True, replace_last=True, **PLAIN),
 }
 
