@@ -85,7 +85,7 @@ def test_old_mcts_runs_as_search_run() -> None:
 def test_old_mcts_bench_runs_as_search_bench() -> None:
     for args in (("search", "bench", "--iterations", "4"), ("eval", "mcts-bench", "--budget",
                                                              "4")):
-        code, out, err = invoke(*args, "--tasks", "1")
+        code, out, err = invoke(*args, "--tasks", "1", "--json")
         assert code == 0, err
         assert json.loads(out)["budget"] == 4
         assert len(deprecations(err)) == (2 if args[0] == "eval" else 0)

@@ -349,10 +349,11 @@ def mcts_bench_cmd(
     isolate: bool = typer.Option(
         False, help="time replays of a recorded run (environment and policy answered from a "
         "log): the search's own work with warm caches"),
+    as_json: AsJson = False,
 ) -> None:
     """Bookkeeping microseconds per iteration (policy and environment time excluded).
 
-    The JSON says whether the compiled search core ran (built by
+    The result says whether the compiled search core ran (built by
     `HYPERPLAN_COMPILE=1 pip install .`)."""
     from hyperplan.eval.treesearch.bench import BENCH_SUITES, bench_bookkeeping
 
@@ -362,10 +363,9 @@ def mcts_bench_cmd(
                      budget_option="--iterations")
     if repeat < 1 or tasks < 1:
         fail("--repeat and --tasks must be >= 1")
-    print(json.dumps(bench_bookkeeping(tasks=tasks, budget=iterations, branching=branching,
-                                       lam=lam, agg=agg, suite=suite, seed=seed,
-                                       repeat=repeat, isolate=isolate, config=config,
-                                       design=design)))
+    _emit(bench_bookkeeping(tasks=tasks, budget=iterations, branching=branching, lam=lam,
+                            agg=agg, suite=suite, seed=seed, repeat=repeat, isolate=isolate,
+                            config=config, design=design), as_json)
 
 
 @search_app.command("reasoners")
