@@ -15,7 +15,8 @@ import sys
 
 from setuptools import setup
 
-SEARCH_CORE = ("tree", "hypergraph", "timing", "common", "mcts", "baselines")
+SEARCH_CORE = ("tree", "hypergraph", "timing", "config", "common", "selection", "mcts",
+               "baselines")
 
 
 def compile_requested() -> bool:

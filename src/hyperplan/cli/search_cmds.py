@@ -40,10 +40,10 @@ from hyperplan.eval.treesearch.runner import (
 )
 from hyperplan.llm.budget import Accounting
 from hyperplan.llm.budget import Budget as LLMBudget
+from hyperplan.search.config import BRANCH_ON, MCTSConfig, TreeDesign, design_config
 from hyperplan.search.env import SearchEnv
 from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG
 from hyperplan.search.llm_policy import LLM_ROLLOUTS, LLMPolicyFactory
-from hyperplan.search.mcts import BRANCH_ON, MCTSConfig, TreeDesign, design_config
 from hyperplan.search.policies import POLICIES, Policy
 
 search_app = typer.Typer(help="Tree search (HyperMCTS) on generated long-horizon tasks: runs, "

@@ -10,14 +10,16 @@ from hyperplan._lazy import lazy_exports
 if TYPE_CHECKING:
     from hyperplan.search.baselines import beam, best_of_n, greedy, uct
     from hyperplan.search.common import SearchResult
+    from hyperplan.search.config import MCTSConfig
     from hyperplan.search.env import Action, Objective, SearchEnv, Verdict
     from hyperplan.search.hypergraph import TrajectoryHypergraph
     from hyperplan.search.lats import LATS, LATSConfig
     from hyperplan.search.llm_policy import LLMPolicy
-    from hyperplan.search.mcts import HyperMCTS, MCTSConfig, hypermcts
+    from hyperplan.search.mcts import HyperMCTS, hypermcts
     from hyperplan.search.policies import HeuristicPolicy, Policy, RandomPolicy
 
-COMPILED_MODULES = ("tree", "hypergraph", "timing", "common", "mcts", "baselines")
+COMPILED_MODULES = ("tree", "hypergraph", "timing", "config", "common", "selection", "mcts",
+                    "baselines")
 """The bookkeeping modules ``HYPERPLAN_COMPILE=1 pip install .`` compiles with mypyc."""
 
 
@@ -33,7 +35,7 @@ def compiled_core() -> bool:
 
 _EXPORTS = {
     "Action": "env", "HeuristicPolicy": "policies", "HyperMCTS": "mcts",
-    "LLMPolicy": "llm_policy", "MCTSConfig": "mcts", "Objective": "env", "Policy": "policies",
+    "LLMPolicy": "llm_policy", "MCTSConfig": "config", "Objective": "env", "Policy": "policies",
     "RandomPolicy": "policies", "SearchEnv": "env", "SearchResult": "common",
     "TrajectoryHypergraph": "hypergraph", "Verdict": "env", "beam": "baselines",
     "LATS": "lats", "LATSConfig": "lats",

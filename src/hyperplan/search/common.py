@@ -2,8 +2,8 @@
 the baselines): results and timing (:class:`SearchResult`, :class:`Timing`) and
 :class:`SearchBase` -- rollouts to a terminal history, the budget in evaluated trajectories,
 best-answer tracking and early stop, on an environment and a policy timed by
-:mod:`hyperplan.search.timing`. HyperMCTS and its configuration are in
-:mod:`hyperplan.search.mcts`.
+:mod:`hyperplan.search.timing`. HyperMCTS is in :mod:`hyperplan.search.mcts`,
+its configuration in :mod:`hyperplan.search.config`.
 """
 
 from __future__ import annotations
@@ -12,21 +12,20 @@ import random
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import TYPE_CHECKING, Final
+from typing import Final
 
 from mypy_extensions import mypyc_attr
 
+from hyperplan.search.config import MCTSConfig
 from hyperplan.search.env import Action, ActionKind, SearchEnv, Verdict
 from hyperplan.search.policies import Policy
 from hyperplan.search.timing import TimedEnv, TimedPolicy
-
-if TYPE_CHECKING:  # mcts imports this module; MCTSConfig lives beside HyperMCTS
-    from hyperplan.search.mcts import MCTSConfig
 
 FAILED = Verdict(reward=0.0, success=False, metrics={"failed": 1.0})
 """The verdict recorded for a rollout whose environment step raised."""
 
 INFO: Final = ActionKind.INFO  # a module constant: enum attribute access is slow in the hot loops
+
 
 def _distinct(proposed: list[Action], k: int) -> list[Action]:
     """The first ``k`` of ``proposed`` distinct by key (the first of each key kept)."""

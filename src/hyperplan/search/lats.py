@@ -6,7 +6,7 @@ comparison of Figure 3).
 One iteration = one evaluated rollout, so the budget B is accounted as for every other method
 (:class:`~hyperplan.search.common.SearchBase`):
 
-1. **Selection** -- UCT over the tree from the root (:func:`~hyperplan.search.mcts._uct_argmax`
+1. **Selection** -- UCT over the tree from the root (:func:`~hyperplan.search.selection.uct_argmax`
    on the backed-up values; an unvisited child first, children being kept in value order).
 2. **Expansion** -- the reached leaf gets ``n`` sampled children (the policy's ``n = b``
    proposals; LATS samples n actions from the model).
@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from time import perf_counter
 
 from hyperplan.search.common import FAILED, SearchBase, SearchResult
+from hyperplan.search.config import MCTSConfig
 from hyperplan.search.env import Action, SearchEnv, Verdict
-from hyperplan.search.mcts import MCTSConfig, _uct_argmax
 from hyperplan.search.policies import Policy
+from hyperplan.search.selection import uct_argmax
 from hyperplan.search.tree import Edge, HistoryTree, Node, backup
 
 DEFAULT_VALUE_WEIGHT = 0.5
@@ -86,7 +87,7 @@ class LATS(SearchBase):
         """Step 1: UCT down the expanded part of the tree; the edges go to ``path``."""
         node = root
         while node.expanded and node.edges and not node.terminal:
-            edge = _uct_argmax(node.edges, node.n, self.config.c)
+            edge = uct_argmax(node.edges, node.n, self.config.c)
             path.append(edge)
             node = edge.child
         return node

@@ -82,24 +82,25 @@ search's own overhead per iteration.
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
 from time import perf_counter
-from typing import Any, Final
 
 from hyperplan.search.common import FAILED, INFO, SearchBase, SearchResult, Timing
-from hyperplan.search.env import Action, SearchEnv, Verdict
-from hyperplan.search.hypergraph import (
-    AGGREGATORS,
-    DEFAULT_AGG,
-    GLOBAL,
-    Agg,
-    TrajectoryHypergraph,
+from hyperplan.search.config import (
+    BRANCH_ON,
+    DEFAULT_WIDEN,
+    DESIGNS,
+    BranchOn,
+    InfoPrior,
+    MCTSConfig,
+    TreeDesign,
+    design_config,
 )
+from hyperplan.search.env import Action, SearchEnv, Verdict
+from hyperplan.search.hypergraph import GLOBAL, TrajectoryHypergraph
 from hyperplan.search.policies import Policy
+from hyperplan.search.selection import hyperuct_argmax, rank_by_prior, uct_argmax
 from hyperplan.search.tree import Child, Edge, HistoryTree, Node, Pending, TreeError, backup
 
 __all__ = ["BRANCH_ON", "DEFAULT_WIDEN", "DESIGNS", "FAILED", "BranchOn", "HyperMCTS",
@@ -107,239 +108,8 @@ __all__ = ["BRANCH_ON", "DEFAULT_WIDEN", "DESIGNS", "FAILED", "BranchOn", "Hyper
            "design_config", "hypermcts"]
 
 
-class BranchOn(StrEnum):
-    """Where the tree branches (``MCTSConfig.branch_on``, module doc, step 2)."""
-
-    COMMIT = "commit"  # at commit decision points; an information step is a single child
-    ALL = "all"  # over the policy's top b proposals of any kind
-
-
-class InfoPrior(StrEnum):
-    """The prior of an information action, which never enters C(tau) (:meth:`HyperMCTS.priors`)."""
-
-    NEUTRAL = "neutral"  # the mean prior of its recorded siblings (0 when none)
-    ZERO = "zero"  # 0, the HyperUCT rule read literally
-
-
 Pick = Callable[[SearchEnv, Sequence[Action], random.Random], Action]
 """A rollout chooser: one action of the decisions given, at the environment's history."""
-
-BRANCH_ON: Final = tuple(b.value for b in BranchOn)
-"""The values ``MCTSConfig.branch_on`` accepts, as strings."""
-
-DEFAULT_WIDEN: Final = 0.0
-"""The default progressive widening ``MCTSConfig.widen``: off in the full-path design (the
-commit-widen design used 0.25; docs/benchmarks.md, "Tree-search configuration history")."""
-
-
-class TreeDesign(StrEnum):
-    """The tree designs :func:`design_config` knows (docs/benchmarks.md, "The strongest tree
-    design"):
-
-    * ``full-path`` (the default) -- every history an evaluated rollout passes is added to the
-      tree, each expanded with the policy's top b proposals of any kind, the policy's rollout
-      choice picking among them (llm-reasoners' MCTS shape), no widening; with lam > 0 also
-      the HyperUCT prior, the evidence widening, a composed rollout every third
-      iteration and the evidence pruning.
-    * ``paper`` -- Algorithm 1 as written in the HyperMCTS paper: one expansion of b
-      children per iteration, a policy rollout below it kept only in the hypergraph,
-      HyperUCT; nothing of ours but the order of unvisited children, which the paper leaves
-      open (``prior_tiebreak``, ``info_prior``).
-    * ``commit-widen`` -- the default until 2026-12-03: Algorithm 1 branching at commit
-      decision points with information chains, progressive widening 0.25 by the prior, and
-      rollout guidance.
-    """
-
-    FULL_PATH = "full-path"
-    PAPER = "paper"
-    COMMIT_WIDEN = "commit-widen"
-
-
-DESIGNS: Final[dict[TreeDesign, dict[str, object]]] = {
-    TreeDesign.FULL_PATH: {"expand_rollout": True, "branch_on": "all", "widen": 0.0,
-                           "rollout_guidance": False, "evidence_widening": True,
-                           "compose_every": 3, "evidence_pruning": True},
-    TreeDesign.PAPER: {"expand_rollout": False, "branch_on": "all", "widen": 0.0,
-                       "rollout_guidance": False, "evidence_widening": False,
-                       "compose_every": 0, "evidence_pruning": False},
-    TreeDesign.COMMIT_WIDEN: {"expand_rollout": False, "branch_on": "commit", "widen": 0.25,
-                              "rollout_guidance": True, "evidence_widening": False,
-                              "compose_every": 0, "evidence_pruning": False, "info_chain": True},
-}
-"""The :class:`MCTSConfig` fields each design sets."""
-
-
-@dataclass(frozen=True)
-class MCTSConfig:
-    """Search hyperparameters of HyperMCTS and the baselines (HyperMCTS paper, Algorithm 1 and
-    the HyperUCT rule). The options typed as enums also accept their values as strings (from
-    the command line or JSON). Why each default is what it is: docs/benchmarks.md,
-    "Tree-search configuration history".
-
-    * ``budget`` -- B, the number of evaluated rollouts (= iterations).
-    * ``branching`` -- b, the most children one expansion adds.
-    * ``c`` -- the exploration constant c of HyperUCT.
-    * ``lam`` -- lambda, the weight of the hypergraph prior (0: UCT).
-    * ``agg`` -- Agg, how prior(v) pools v's incident hyperedges (:class:`Agg`).
-    * ``horizon`` -- H when set, else the environment's.
-    * ``early_stop`` -- stop on a verified perfect trajectory (reward 1 and success).
-    * ``hypergraph`` -- maintain the hypergraph at all (False: pure UCT, needs lam = 0).
-    * ``trace`` -- keep each rollout's action keys (``SearchResult.trace``).
-    * ``prior_tiebreak`` -- unvisited children in prior order (else in expansion order).
-    * ``info_prior`` -- the prior of information actions (:class:`InfoPrior`).
-    * ``rollout_guidance`` -- with lam > 0, the prior picks among the policy's b rollout picks.
-    * ``branch_on`` -- where the tree branches (:class:`BranchOn`).
-    * ``info_chain`` -- with "commit", single information children expand in the same iteration.
-    * ``widen`` -- progressive widening w: one more child each time N(h) >= w (j + 1)^2; 0 off.
-    * ``widen_prior`` -- with lam > 0, widening adds the best-prior decision seen elsewhere.
-    * ``expand_rollout`` -- the rollout runs inside the tree (every history on it expanded).
-    * ``evidence_widening`` -- with lam > 0, an expansion also adds one commit decision whose
-      own objectives every earlier rollout that took it met (:meth:`HyperMCTS._add_evidence`).
-    * ``compose_every`` -- m: with lam > 0 every m-th iteration is a composed rollout of the
-      decisions verified so far (:meth:`HyperMCTS._compose`); 0 off.
-    * ``evidence_pruning`` -- with lam > 0, selection and the rollout chooser skip children
-      whose decision failed one of its local objectives in every rollout that took it
-      (:meth:`HyperMCTS._alive`).
-    * ``scored_picks`` -- with a scoring policy
-      (:class:`~hyperplan.search.policies.ScoringPolicy`), the unguided rollout choice among
-      a new history's children is drawn from the scores its proposal gave, by the policy's
-      own rollout rule, instead of a second policy call (llm-reasoners' MCTS reuses
-      ``fast_reward`` so); a child without a score falls back to the call. For the heuristic
-      policy the choice is the same, draw for draw (:meth:`HyperMCTS._picked`).
-
-    The defaults are the full-path design (:class:`TreeDesign`); :func:`design_config` gives
-    every design, Algorithm 1 as written among them.
-    """
-
-    budget: int = 32
-    branching: int = 3
-    c: float = 0.5
-    lam: float = 0.5
-    agg: Agg | str = DEFAULT_AGG
-    horizon: int | None = None
-    early_stop: bool = True
-    hypergraph: bool = True
-    trace: bool = False
-    prior_tiebreak: bool = True
-    info_prior: InfoPrior | str = InfoPrior.NEUTRAL
-    rollout_guidance: bool = False
-    branch_on: BranchOn | str = BranchOn.ALL
-    info_chain: bool = True
-    widen: float = DEFAULT_WIDEN
-    widen_prior: bool = True
-    expand_rollout: bool = True
-    evidence_widening: bool = True
-    compose_every: int = 3
-    evidence_pruning: bool = True
-    scored_picks: bool = True
-
-    def __post_init__(self) -> None:
-        if self.budget < 1 or self.branching < 1:
-            raise ValueError("budget and branching must be at least 1")
-        if self.c < 0 or self.lam < 0:
-            raise ValueError("c and lam must be non-negative")
-        if self.lam > 0 and not self.hypergraph:
-            raise ValueError("lam > 0 needs the hypergraph")
-        if self.info_prior not in tuple(i.value for i in InfoPrior):
-            raise ValueError("info_prior is 'neutral' or 'zero'")
-        if self.branch_on not in BRANCH_ON:
-            raise ValueError(f"branch_on is one of {BRANCH_ON}")
-        if self.widen < 0:
-            raise ValueError("widen must be non-negative (0 = off)")
-        if self.compose_every < 0:
-            raise ValueError("compose_every must be non-negative (0 = off)")
-        # the string options as their enums (a frozen dataclass: set through object)
-        object.__setattr__(self, "info_prior", InfoPrior(self.info_prior))
-        object.__setattr__(self, "branch_on", BranchOn(self.branch_on))
-        if self.agg in AGGREGATORS:  # an unknown one is refused by the hypergraph, as before
-            object.__setattr__(self, "agg", Agg(self.agg))
-
-
-def design_config(design: TreeDesign | str = TreeDesign.FULL_PATH, **overrides: Any) -> MCTSConfig:
-    """The configuration of a tree design (:class:`TreeDesign`), with ``overrides`` (any
-    :class:`MCTSConfig` field) applied on top."""
-    try:
-        fields = DESIGNS[TreeDesign(design)]
-    except ValueError:
-        raise ValueError(f"unknown tree design {design!r}; choose one of "
-                         f"{', '.join(d.value for d in TreeDesign)}") from None
-    return MCTSConfig(**{**fields, **overrides})
-
-
-def _uct_argmax(edges: list[Edge], n_parent: int, c: float) -> Edge:
-    """UCT (Kocsis & Szepesvari 2006): the first unvisited child, else the argmax of
-    Q_tree(h, a) + c * sqrt(ln N(h) / N(h, a)) (first on ties)."""
-    log_n = math.log(n_parent) if n_parent > 0 else 0.0
-    best, best_score = edges[0], -math.inf
-    for edge in edges:
-        n = edge.n
-        if n == 0:
-            return edge
-        score = edge.w / n + c * math.sqrt(log_n / n)
-        if score > best_score:
-            best, best_score = edge, score
-    return best
-
-
-def _hyperuct_argmax(
-    edges: list[Edge], priors: list[float], n_parent: int, c: float, lam: float
-) -> Edge:
-    """HyperUCT (HyperMCTS paper, the HyperUCT rule): unvisited children score +inf, the tie
-    among them broken by the finite part lam * prior (the first highest prior); otherwise the
-    argmax of Q_tree(h, a) + c * sqrt(ln N(h) / N(h, a)) + lam * prior(phi(a, h)) (first on ties).
-    One pass over the children."""
-    log_n = math.log(n_parent) if n_parent > 0 else 0.0
-    best, best_score = edges[0], -math.inf
-    fresh: Edge | None = None
-    fresh_prior = -1.0
-    if len(priors) != len(edges):
-        raise ValueError("one prior per child edge expected")
-    # enumerate over one list, not zip(..., strict=True): mypyc compiles this loop natively
-    # (a zip with strict= is a generic call)
-    for i, edge in enumerate(edges):
-        p = priors[i]
-        n = edge.n
-        if n == 0:
-            if p > fresh_prior:
-                fresh, fresh_prior = edge, p
-            continue
-        if fresh is None:
-            score = edge.w / n + c * math.sqrt(log_n / n) + lam * p
-            if score > best_score:
-                best, best_score = edge, score
-    return best if fresh is None else fresh
-
-
-def _rank_by_prior(
-    candidates: list[Action], values: list[float], neutral: bool, commits_only: bool
-) -> Action:
-    """The rollout-guidance choice: the candidate with the highest prior(phi(a, h))
-    (``values``, -1 for a candidate without an identity, i.e. not recorded), the first one on
-    ties (policy order). Candidates without an identity get the mean prior of the ranked ones
-    that have one with ``neutral`` (0 when none), else 0; with ``commits_only`` information
-    candidates are not ranked at all. One pass, then the filled-in value is compared with the
-    best known one (the same choice as ranking the filled-in list)."""
-    best_i, best_v, total, known = -1, -1.0, 0.0, 0
-    first_unknown = -1
-    if len(values) != len(candidates):
-        raise ValueError("one prior per candidate expected")
-    for i, action in enumerate(candidates):  # as in _hyperuct_argmax
-        value = values[i]
-        if commits_only and action.kind is INFO:
-            continue
-        if value < 0.0:
-            if first_unknown < 0:
-                first_unknown = i
-            continue
-        total += value
-        known += 1
-        if value > best_v:
-            best_i, best_v = i, value
-    if first_unknown >= 0:
-        fill = total / known if neutral and known else 0.0
-        if fill > best_v or (fill == best_v and first_unknown < best_i):
-            best_i = first_unknown
-    return candidates[best_i]
 
 
 def _touched(recorded: list[Hashable], verdict: Verdict) -> set[Hashable]:
@@ -414,7 +184,7 @@ class HyperMCTS(SearchBase):
             return edges[0]
         c, lam = self.config.c, self.config.lam
         if not lam or self.hypergraph is None:  # UCT
-            return _uct_argmax(edges, node.n, c)
+            return uct_argmax(edges, node.n, c)
         if self._refuted:
             alive = self._alive(edges)
             if len(alive) < len(edges):
@@ -429,7 +199,7 @@ class HyperMCTS(SearchBase):
             for edge in edges:
                 if edge.n == 0:
                     return edge  # unvisited first, in expansion order
-        return _hyperuct_argmax(edges, self.priors(node, edges), node.n, self.config.c,
+        return hyperuct_argmax(edges, self.priors(node, edges), node.n, self.config.c,
                                 self.config.lam)
 
     def _alive(self, edges: list[Edge]) -> list[Edge]:
@@ -470,7 +240,7 @@ class HyperMCTS(SearchBase):
             if len(candidates) == 1 or (at_commits and first.kind is INFO):
                 return first  # nothing to rank (information steps as the policy ranks them)
             ids = recorded_ids(candidates)
-            return _rank_by_prior(candidates, priors_of(ids), neutral, at_commits)
+            return rank_by_prior(candidates, priors_of(ids), neutral, at_commits)
 
         return pick
 

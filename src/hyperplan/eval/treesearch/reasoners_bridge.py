@@ -40,8 +40,8 @@ from typing import Any
 
 from hyperplan.errors import HyperplanError
 from hyperplan.search.common import FAILED, SearchBase, SearchResult
+from hyperplan.search.config import MCTSConfig
 from hyperplan.search.env import Action, SearchEnv
-from hyperplan.search.mcts import MCTSConfig
 from hyperplan.search.policies import HeuristicPolicy, Policy, _gumbel_top_k
 
 MAX_ITERATIONS_PER_ROLLOUT = 4
