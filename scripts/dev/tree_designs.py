@@ -8,10 +8,12 @@ named, in points with a normal 95% interval.
     python scripts/dev/tree_designs.py shopping 11,12 100 uct,hyper,widen_only
     python scripts/dev/tree_designs.py shopping 11 100 --failures hyper
     python scripts/dev/tree_designs.py shopping 11 100 --gold pruned
+    python scripts/dev/tree_designs.py shopping 11 100 --coupons
 
 ``--failures`` counts, for the failed tasks of ``hyper``, ``pruned`` or ``uct``, whether every
 local objective was met by some rollout (the failure analysis); ``shopping SEED N --gold
-METHOD`` compares the failed shopping tasks with their hidden gold plans. The variants that are not
+METHOD`` compares the failed shopping tasks with their hidden gold plans, ``--coupons`` their
+coupons with the best set for the products chosen. The variants that are not
 configurations are subclasses of HyperMCTS here, so run this on the pure-Python install (the
 compiled core refuses interpreted subclasses). Dev seeds only (0-999).
 """
@@ -67,6 +69,10 @@ class Variant(HyperMCTS):
     prune_select = False  # ... and selection too
     prune_expand = False  # ... and the policy proposes among the unrefuted decisions only
     free_yield = False  # spent free decisions yield to untried recorded siblings (_alive)
+    repair_cycle = False  # ... every near miss in turn (the least repaired first)
+    repair_every = 0  # repair turns every m-th iteration once a near miss exists (0: composed)
+    repair_depth = 0  # k: the first near miss repaired fewer than k times, not the least
+    repair_rank = False  # among the least repaired, the best on the global objectives
     repair = False  # composed turns replay the first locally complete trajectory, free
     # decisions (global-only ones) left to the rollout after it
     prune: str = ""  # "any"/"all": rollout choices skip refuted decisions (_refuted)
@@ -122,7 +128,7 @@ class Variant(HyperMCTS):
         local objective and failed a global one -- without its free decisions (the recorded
         ones no local objective is about) and its last step."""
         super().record(actions, verdict)
-        if not self.repair or self._repair_from is not None:
+        if not self.repair or (self._repair_from is not None and not self.repair_cycle):
             return
         scores, local = verdict.objective_scores, self._local_objectives
         if not local or not all(scores.get(g, 0.0) >= 1.0 for g in local):
@@ -132,11 +138,36 @@ class Variant(HyperMCTS):
         bound: set[Any] = set()
         for g in local:
             bound |= verdict.objective_decisions.get(g, frozenset())
+        if self.repair_cycle:  # every near miss, by its bound decisions, first one kept
+            near = self.__dict__.setdefault("_near", {})
+            glob = [v for g, v in scores.items() if g not in local]
+            near.setdefault(frozenset(bound), [tuple(actions[:-1]), 0, -sum(glob) / len(glob)])
+            return
         self._repair_bound = bound
         self._repair_from = tuple(actions[:-1])
 
+    def _repair_turn(self) -> bool:
+        m = self.repair_every
+        if not m:
+            return self._composing()
+        return bool(self.__dict__.get("_near")) and self.rollouts % m == m - 1
+
     def iterate(self) -> None:
-        if not (self.repair and self._repair_from is not None and self._composing()):
+        near = self.__dict__.get("_near")
+        if self.repair_cycle and near and self._repair_turn():
+            if self.repair_depth:  # the first near miss repaired fewer than k times
+                open_ = [item for item in near.items() if item[1][1] < self.repair_depth]
+                if self.repair_rank:  # the best on the global objectives first
+                    open_.sort(key=lambda item: item[1][2])
+                bound, entry = open_[0] if open_ else min(near.items(),
+                                                          key=lambda item: item[1][1])
+            elif self.repair_rank:  # ... the best on the global objectives among those
+                bound, entry = min(near.items(), key=lambda item: (item[1][1], item[1][2]))
+            else:  # the near miss repaired the fewest times so far (the first on ties)
+                bound, entry = min(near.items(), key=lambda item: item[1][1])
+            entry[1] += 1
+            self._repair_bound, self._repair_from = set(bound), entry[0]
+        if not (self.repair and self._repair_from is not None and self._repair_turn()):
             return super().iterate()
         from hyperplan.search.mcts import _trajectory
         from hyperplan.search.tree import backup
@@ -460,6 +491,15 @@ VARIANTS: dict[str, Run] = {
     "prune_sel_free": _variant(prune="any", prune_select=True, prune_free=True),
     "free_yield": _variant(free_yield=True, evidence_pruning=True),
     "repair": _variant(repair=True, evidence_pruning=True),
+    "repair_cycle": _variant(repair=True, repair_cycle=True, evidence_pruning=True),
+    "repair_graded": _variant(repair=True, repair_cycle=True, repair_rank=True, graded="rho",
+                              evidence_pruning=True),
+    "repair_graded_d2": _variant(repair=True, repair_cycle=True, repair_rank=True,
+                                 graded="rho", repair_depth=2, evidence_pruning=True),
+    **{f"repair_cycle_every{m}": _variant(repair=True, repair_cycle=True, repair_every=m,
+                                          evidence_pruning=True) for m in (2, 3)},
+    **{f"repair_cycle_depth{k}": _variant(repair=True, repair_cycle=True, repair_depth=k,
+                                          evidence_pruning=True) for k in (2, 4)},
     "prune_exp": _variant(prune="any", prune_expand=True),
     "prune_full": _variant(prune="any", prune_select=True, prune_expand=True),
     "defer": _variant(defer_free=True),
@@ -574,11 +614,56 @@ def gold_failures(seed: int, n: int, method: str) -> None:
     print("shopping", seed, method, dict(counts))
 
 
+def coupon_timing(seed: int, n: int) -> None:
+    """Failed shopping tasks of the default HyperMCTS: in how many did a rollout meet every
+    local objective with products that fit the budget under their best coupon set (the
+    failure is then the coupons alone), and how many of the coupons the locally complete
+    rollouts applied came before their last product choice (while the cart was partial)."""
+    from hyperplan.eval.treesearch.suites.shopping_task import best_coupons
+
+    counts: Counter[str] = Counter()
+    for i, env in enumerate(load_tasks("shopping", n, seed)):
+        search = Recording(env, make_policy("heuristic"), MCTSConfig(), task_seed(seed, i))
+        search.seen = []
+        keys: list[list[str]] = []
+        record = search.record
+
+        def keep(actions: Sequence[Action], verdict: Verdict,
+                 record: Callable[..., None] = record, keys: list[list[str]] = keys) -> None:
+            keys.append([a.key for a in actions])
+            record(actions, verdict)
+
+        search.record = keep  # type: ignore[method-assign]
+        if search.run().success:
+            continue
+        task: Any = env.task  # type: ignore[attr-defined]
+        products = {p.pid: p for p in task.products}
+        counts["failed"] += 1
+        fits = False
+        for taken, verdict in zip(keys, search.seen, strict=True):
+            local = [sc for g, sc in verdict.objective_scores.items() if g != "budget"]
+            if verdict.metrics["chosen"] < len(task.items) or min(local) < 1.0:
+                continue
+            chosen = [products[k.split(":")[2]] for k in taken if k.startswith("choose:")]
+            best = best_coupons(chosen, task.coupons)
+            fits = fits or sum(p.price for p in chosen) - sum(c.discount for c in best) \
+                <= task.budget
+            last = max(j for j, k in enumerate(taken) if k.startswith("choose:"))
+            for j, k in enumerate(taken):
+                if k.startswith("coupon:"):
+                    counts["coupons applied by locally complete rollouts"] += 1
+                    counts["... before the last product choice"] += j < last
+        counts["a locally complete rollout's products fit with their best coupons"] += fits
+    print("shopping", seed, dict(counts))
+
+
 if __name__ == "__main__":
     if len(sys.argv) > 5 and sys.argv[4] == "--failures":
         failures(sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[5])
     elif len(sys.argv) > 5 and sys.argv[4] == "--gold":
         gold_failures(int(sys.argv[2]), int(sys.argv[3]), sys.argv[5])
+    elif len(sys.argv) > 4 and sys.argv[4] == "--coupons":
+        coupon_timing(int(sys.argv[2]), int(sys.argv[3]))
     else:
         compare(sys.argv[1], [int(s) for s in sys.argv[2].split(",")], int(sys.argv[3]),
                 sys.argv[4].split(","))
