@@ -89,7 +89,12 @@ changes are held to the same decisions."""
 PINNED_PRUNED = "d918a7b0045db1e57d36977acc7f0e08192dd2fa4bb9ab80a254bde6de294cf0"
 """The full-path default with the evidence pruning (``evidence_pruning``), recorded with the
 code that produced its dev and test-seed benchmarks (docs/benchmarks.md, "Evidence
-pruning")."""
+pruning"); unchanged by the scored picks."""
+
+PINNED_FREE_LAST = "3f8a1b371a09f10f10dba452972dcd68b0ca2a7fb6c487cc9333c7a45f98d2f4"
+"""The full-path default with free decisions last (``free_last``), recorded with the code
+that produced its dev and test-seed benchmarks (docs/benchmarks.md, "Free decisions
+last")."""
 
 
 def test_same_decisions_and_priors_with_widening_as_benchmarked() -> None:
@@ -98,13 +103,18 @@ def test_same_decisions_and_priors_with_widening_as_benchmarked() -> None:
 
 
 def test_same_decisions_and_priors_in_the_full_path_design_as_benchmarked() -> None:
-    assert fingerprint(0.0, TreeDesign.FULL_PATH, evidence_pruning=False) == PINNED_FULL_PATH
+    assert fingerprint(0.0, TreeDesign.FULL_PATH, evidence_pruning=False,
+                       free_last=False) == PINNED_FULL_PATH
+
+
+def test_same_decisions_and_priors_with_the_evidence_pruning_as_benchmarked() -> None:
+    assert fingerprint(0.0, TreeDesign.FULL_PATH, free_last=False) == PINNED_PRUNED
 
 
 def test_same_decisions_and_priors_in_the_default_design_as_benchmarked() -> None:
     assert MCTSConfig() == design_config(TreeDesign.FULL_PATH)
-    assert MCTSConfig().evidence_pruning
-    assert fingerprint(0.0, TreeDesign.FULL_PATH) == PINNED_PRUNED
+    assert MCTSConfig().evidence_pruning and MCTSConfig().free_last
+    assert fingerprint(0.0, TreeDesign.FULL_PATH) == PINNED_FREE_LAST
 
 
 # --------------------------------------------------------------------------------------------

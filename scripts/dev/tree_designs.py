@@ -8,7 +8,7 @@ named, in points with a normal 95% interval.
     python scripts/dev/tree_designs.py shopping 11,12 100 uct,hyper,widen_only
     python scripts/dev/tree_designs.py shopping 11 100 --failures hyper
     python scripts/dev/tree_designs.py shopping 11 100 --gold pruned
-    python scripts/dev/tree_designs.py shopping 11 100 --coupons
+    python scripts/dev/tree_designs.py shopping 11 100 --coupons [pruned|free_last]
 
 ``--failures`` counts, for the failed tasks of ``hyper``, ``pruned`` or ``uct``, whether every
 local objective was met by some rollout (the failure analysis); ``shopping SEED N --gold
@@ -39,7 +39,7 @@ from hyperplan.search.tree import Edge, Node
 
 Run = Callable[[SearchEnv, int], SearchResult]
 # the full-path default before the evidence pruning (the base of every variant here)
-BEFORE: dict[str, Any] = {"evidence_pruning": False}
+BEFORE: dict[str, Any] = {"evidence_pruning": False, "free_last": False}
 # the full-path design without our two first rules
 PLAIN: dict[str, Any] = {"evidence_widening": False, "compose_every": 0}
 
@@ -79,6 +79,7 @@ class Variant(HyperMCTS):
     defer_free = False  # composed walks: free decisions (global-only ones) last
     defer_local = False  # ... and a locally verified child first
     novel_pick = False  # a new history takes a child never taken in any rollout, if any
+    defer_pick = False  # the rollout chooser leaves free decisions (coupons) for later
     optimistic = False  # unseen recorded decisions get prior 1 instead of 0
     budget_pick = False  # composed walks: else the locally verified child best on globals
     prereq_pick = False  # composed walks: else the child most verified decisions came after
@@ -320,6 +321,10 @@ class Variant(HyperMCTS):
                 return alive[0]
             if alive and len(alive) < len(edges):
                 edges = alive
+        if self.defer_pick and self.hypergraph is not None and not self.hypergraph.empty:
+            edges = self._deferred(edges)
+            if len(edges) == 1:
+                return edges[0]
         if self.novel_pick and self.hypergraph is not None and not self.hypergraph.empty:
             hg = self.hypergraph
             fresh = next((e for e in edges if e.recorded and not hg.known(e.identity)), None)
@@ -330,6 +335,27 @@ class Variant(HyperMCTS):
         if self.eps and self.rng.random() < self.eps:
             return edges[self.rng.randrange(len(edges))]
         return self.select(node)
+
+    def _deferred(self, edges: list[Edge]) -> list[Edge]:
+        """With ``defer_pick``: the rollout chooser leaves free decisions (recorded ones the
+        hypergraph has scored under global objectives only: coupons) for later while a
+        recorded decision some local objective is about is among the children; information
+        steps and a non-recorded commit (finish) do not hold them back."""
+        hg = self.hypergraph
+        assert hg is not None
+        glob = self._objective_ids - self._local_objectives | {"global"}
+
+        def free(e: Edge) -> bool:
+            node = hg.nodes.get(e.identity) if e.recorded else None
+            return node is not None and set(node.by_label) <= glob
+
+        frees = [e for e in edges if free(e)]
+        if not frees:
+            return edges
+        rest = [e for e in edges if not free(e)]
+        if any(e.recorded for e in rest):
+            return rest
+        return edges
 
     def _reach(self, node: Node, edges: list[Edge], on: frozenset[str]) -> Edge | None:
         assert self.hypergraph is not None
@@ -472,7 +498,9 @@ VARIANTS: dict[str, Run] = {
     "hyper_commit_widen": _method("hypermcts", design_config("commit-widen")),
     # the hypergraph's uses in the full-path design
     "hyper": _method("hypermcts", MCTSConfig(**BEFORE)),
-    "pruned": _method("hypermcts", MCTSConfig()),  # the default since the evidence pruning
+    # the default from the evidence pruning until free decisions last
+    "pruned": _method("hypermcts", MCTSConfig(free_last=False)),
+    "free_last": _method("hypermcts", MCTSConfig()),  # the default since then
     "guidance": _variant(rollout_guidance=True, **PLAIN),
     "prior_only": _variant(**PLAIN),
     "prior_fill": _variant(fill=True, **PLAIN),
@@ -492,6 +520,7 @@ VARIANTS: dict[str, Run] = {
     "free_yield": _variant(free_yield=True, evidence_pruning=True),
     "repair": _variant(repair=True, evidence_pruning=True),
     "repair_cycle": _variant(repair=True, repair_cycle=True, evidence_pruning=True),
+    "defer_pick": _variant(defer_pick=True, evidence_pruning=True),
     "repair_graded": _variant(repair=True, repair_cycle=True, repair_rank=True, graded="rho",
                               evidence_pruning=True),
     "repair_graded_d2": _variant(repair=True, repair_cycle=True, repair_rank=True,
@@ -557,7 +586,8 @@ class Recording(HyperMCTS):
 def failures(suite: str, seed: int, n: int, method: str) -> None:
     """Failed tasks of ``hyper`` (the default HyperMCTS) or ``uct``: was every local objective
     met by some rollout, and did one rollout meet them all (and break a global constraint)?"""
-    config = {"hyper": MCTSConfig(**BEFORE), "pruned": MCTSConfig()}.get(
+    config = {"hyper": MCTSConfig(**BEFORE), "pruned": MCTSConfig(free_last=False),
+              "free_last": MCTSConfig()}.get(
         method, MCTSConfig(lam=0.0, hypergraph=False))
     counts: Counter[str] = Counter()
     for i, env in enumerate(load_tasks(suite, n, seed)):
@@ -591,7 +621,8 @@ def gold_failures(seed: int, n: int, method: str) -> None:
     plan (read here for the analysis only; the search never sees it): was every gold product
     chosen by some rollout, did one rollout choose them all, and did such a rollout also apply
     the gold coupons?"""
-    config = {"hyper": MCTSConfig(**BEFORE), "pruned": MCTSConfig()}.get(
+    config = {"hyper": MCTSConfig(**BEFORE), "pruned": MCTSConfig(free_last=False),
+              "free_last": MCTSConfig()}.get(
         method, MCTSConfig(lam=0.0, hypergraph=False))
     counts: Counter[str] = Counter()
     for i, env in enumerate(load_tasks("shopping", n, seed)):
@@ -614,16 +645,18 @@ def gold_failures(seed: int, n: int, method: str) -> None:
     print("shopping", seed, method, dict(counts))
 
 
-def coupon_timing(seed: int, n: int) -> None:
-    """Failed shopping tasks of the default HyperMCTS: in how many did a rollout meet every
-    local objective with products that fit the budget under their best coupon set (the
-    failure is then the coupons alone), and how many of the coupons the locally complete
-    rollouts applied came before their last product choice (while the cart was partial)."""
+def coupon_timing(seed: int, n: int, method: str = "pruned") -> None:
+    """Failed shopping tasks of HyperMCTS (``pruned``, or with ``free_last``): in how many did
+    a rollout meet every local objective with products that fit the budget under their best
+    coupon set (the failure is then the coupons alone), and how many of the coupons the
+    locally complete rollouts applied came before their last product choice (while the cart
+    was partial)."""
     from hyperplan.eval.treesearch.suites.shopping_task import best_coupons
 
     counts: Counter[str] = Counter()
     for i, env in enumerate(load_tasks("shopping", n, seed)):
-        search = Recording(env, make_policy("heuristic"), MCTSConfig(), task_seed(seed, i))
+        config = MCTSConfig(free_last=method != "pruned")
+        search = Recording(env, make_policy("heuristic"), config, task_seed(seed, i))
         search.seen = []
         keys: list[list[str]] = []
         record = search.record
@@ -663,7 +696,7 @@ if __name__ == "__main__":
     elif len(sys.argv) > 5 and sys.argv[4] == "--gold":
         gold_failures(int(sys.argv[2]), int(sys.argv[3]), sys.argv[5])
     elif len(sys.argv) > 4 and sys.argv[4] == "--coupons":
-        coupon_timing(int(sys.argv[2]), int(sys.argv[3]))
+        coupon_timing(int(sys.argv[2]), int(sys.argv[3]), *sys.argv[5:6])
     else:
         compare(sys.argv[1], [int(s) for s in sys.argv[2].split(",")], int(sys.argv[3]),
                 sys.argv[4].split(","))

@@ -384,6 +384,16 @@ class TrajectoryHypergraph:
                 return True
         return False
 
+    def free(self, v: Hashable, local: Container[str]) -> bool:
+        """Whether v is a node of V_k none of whose labels is in ``local``: every rollout that
+        took v associated it with global objectives only (and the trajectory), never with an
+        objective about one part of the plan -- a decision such as a coupon, which matters
+        only through the plan as a whole. False for a v the hypergraph has not seen."""
+        node = self.nodes.get(v)
+        if node is None:
+            return False
+        return all(label not in local for label in node.by_label)
+
     def known(self, v: Hashable) -> bool:
         """Whether v is a node of V_k (it has an incident edge)."""
         return v in self.nodes

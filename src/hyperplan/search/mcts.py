@@ -64,11 +64,19 @@ selection and the rollout chooser skip a child whose decision failed one of its 
 objectives in every rollout that took it, while some other child is left
 (:meth:`HyperMCTS._alive`); when one child is left it is taken without asking the policy.
 
+**Free decisions last** (``MCTSConfig.free_last``, our design, on by default; lam > 0 only):
+the rollout chooser leaves a new history's *free* decisions -- recorded decisions the
+hypergraph has scored under global objectives only, never under an objective about one part
+of the plan (a coupon, which matters only through the total) -- for later while a recorded
+decision not known to be free is among the children (:meth:`HyperMCTS._bound_first`). A free
+decision taken on a partial plan fixes a global resource before the plan it is judged on
+exists (a coupon applied to a partial cart uses up threshold room a larger one needs).
+
 Tree designs (:class:`TreeDesign`, :func:`design_config`): the defaults are the full-path
 design (``expand_rollout``, ``branch_on="all"``, no widening, no rollout guidance, evidence
-widening, composed rollouts, evidence pruning), whose lam = 0 is the strongest plain MCTS
-measured on the dev seeds; ``"paper"`` is Algorithm 1 as written; ``"commit-widen"`` is the
-default until 2026-12-03.
+widening, composed rollouts, evidence pruning, free decisions last), whose lam = 0 is the
+strongest plain MCTS measured on the dev seeds; ``"paper"`` is Algorithm 1 as written;
+``"commit-widen"`` is the default until 2026-12-03.
 
 The answer is the evaluated trajectory with the best stored reward (the first one on ties);
 the search stops early on a verified perfect trajectory (reward 1 and success). A rollout whose
@@ -152,6 +160,9 @@ class HyperMCTS(SearchBase):
         self._pruning = config.evidence_pruning and graph
         # the refuted identities phi, :meth:`_note_refuted`
         self._refuted: set[Hashable] = set()
+        self._free_last = config.free_last and graph
+        # the free identities phi, :meth:`_note_free`
+        self._free: set[Hashable] = set()
         # rollout choices among new children from the proposal's scores (``scored_picks``);
         # the scores of the latest expansion's first proposal (:meth:`_children`)
         self._scored_picks = config.scored_picks and self.policy.scoring
@@ -477,15 +488,17 @@ class HyperMCTS(SearchBase):
 
     def _note_evidence(self, path: list[Edge], actions: list[Action],
                        recorded: list[Hashable], verdict: Verdict) -> None:
-        """After the hypergraph update, what the evidence widening, the composed rollouts
-        and the evidence pruning read (:meth:`_note_verified`, :meth:`_note_refuted`), from
-        the identities this rollout's observations touched (the only ones whose statistics
-        changed)."""
+        """After the hypergraph update, what the evidence widening, the composed rollouts,
+        the evidence pruning and free decisions last read (:meth:`_note_verified`,
+        :meth:`_note_refuted`, :meth:`_note_free`), from the identities this rollout's
+        observations touched (the only ones whose statistics changed)."""
         touched = _touched(recorded, verdict)
         if self._evidence or self._compose_every:
             self._note_verified(path, actions, touched)
         if self._pruning:
             self._note_refuted(touched)
+        if self._free_last:
+            self._note_free(touched)
 
     def _note_verified(self, path: list[Edge], actions: list[Action],
                        touched: set[Hashable]) -> None:
@@ -521,6 +534,32 @@ class HyperMCTS(SearchBase):
                 refuted.add(v)
             else:
                 refuted.discard(v)
+
+    def _note_free(self, touched: set[Hashable]) -> None:
+        """``_free`` holds the identities the hypergraph has scored under global objectives
+        only (:meth:`TrajectoryHypergraph.free`); only the ``touched`` ones can change."""
+        hypergraph, local, free = self.hypergraph, self._local_objectives, self._free
+        assert hypergraph is not None
+        for v in touched:
+            if hypergraph.free(v, local):
+                free.add(v)
+            else:
+                free.discard(v)
+
+    def _bound_first(self, edges: list[Edge]) -> list[Edge]:
+        """Free decisions last (``MCTSConfig.free_last``, our design): ``edges`` without the
+        children whose decision is free (:meth:`_note_free`) when a recorded decision that is
+        not free is left among them, else all of ``edges``. Information steps and commits
+        that are not recorded (finishing) do not hold the free ones back: they could be
+        taken forever, or end the plan before its free decisions."""
+        free = self._free
+        rest = [e for e in edges if not (e.recorded and e.identity in free)]
+        if len(rest) == len(edges):
+            return edges
+        for edge in rest:
+            if edge.recorded:
+                return rest
+        return edges
 
     def _grow(self, node: Node, path: list[Edge]) -> Node:
         """Step 2, expansion (at most once per node; with ``info_chain``, through single
@@ -594,13 +633,18 @@ class HyperMCTS(SearchBase):
 
     def _picked(self, node: Node, edges: list[Edge], pick: Pick, scored: bool = False) -> Edge:
         """The child edge of ``node`` the rollout chooser ``pick`` takes among ``edges``
-        (with the evidence pruning, among the ones it leaves, :meth:`_alive`; the only one
-        left is taken without asking). With ``scored`` (``MCTSConfig.scored_picks``, the
-        chooser being the policy's own rollout) and a score for every one of them from the
-        proposal that expanded ``node``, the policy's rule draws among those scores
-        (:meth:`~hyperplan.search.timing.TimedPolicy.choose`, no call): the draw
-        ``pick`` would make when the scores are what it would compute at this history, as
-        the heuristic's hints are."""
+        (with free decisions last and the evidence pruning, among the ones they leave,
+        :meth:`_bound_first` and :meth:`_alive`; the only one left is taken without asking).
+        With ``scored`` (``MCTSConfig.scored_picks``, the chooser being the policy's own
+        rollout) and a score for every one of them from the proposal that expanded ``node``,
+        the policy's rule draws among those scores
+        (:meth:`~hyperplan.search.timing.TimedPolicy.choose`, no call): the draw ``pick`` would
+        make when the scores are what it would compute at this history, as the heuristic's
+        hints are."""
+        if self._free:
+            edges = self._bound_first(edges)
+            if len(edges) == 1:
+                return edges[0]
         if self._refuted:
             edges = self._alive(edges)
             if len(edges) == 1:
@@ -679,7 +723,7 @@ class HyperMCTS(SearchBase):
         backup(path, root, verdict.reward)  # 5. back-propagation
         if self.hypergraph is not None:  # and the hypergraph update with Psi(tau, G)
             self.hypergraph.observe(recorded, verdict, self.env.objectives)
-            if self._evidence or self._compose_every or self._pruning:
+            if self._evidence or self._compose_every or self._pruning or self._free_last:
                 self._note_evidence(path, actions, recorded, verdict)
         self.record(actions, verdict)
 
