@@ -521,6 +521,7 @@ VARIANTS: dict[str, Run] = {
     "repair": _variant(repair=True, evidence_pruning=True),
     "repair_cycle": _variant(repair=True, repair_cycle=True, evidence_pruning=True),
     "defer_pick": _variant(defer_pick=True, evidence_pruning=True),
+    "free_last_graded": _variant(graded="rho", evidence_pruning=True, free_last=True),
     "repair_graded": _variant(repair=True, repair_cycle=True, repair_rank=True, graded="rho",
                               evidence_pruning=True),
     "repair_graded_d2": _variant(repair=True, repair_cycle=True, repair_rank=True,

@@ -553,9 +553,12 @@ class HyperMCTS(SearchBase):
         that are not recorded (finishing) do not hold the free ones back: they could be
         taken forever, or end the plan before its free decisions."""
         free = self._free
-        rest = [e for e in edges if not (e.recorded and e.identity in free)]
-        if len(rest) == len(edges):
+        for edge in edges:  # most histories have no free child: nothing is built for them
+            if edge.recorded and edge.identity in free:
+                break
+        else:
             return edges
+        rest = [e for e in edges if not (e.recorded and e.identity in free)]
         for edge in rest:
             if edge.recorded:
                 return rest
