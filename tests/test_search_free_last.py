@@ -8,15 +8,11 @@ subclasses of HyperMCTS, so nothing here hooks the search)."""
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from typer.testing import CliRunner
-
-from hyperplan.cli import app
 from hyperplan.eval.treesearch.runner import load_tasks, task_seed
 from hyperplan.search.baselines import uct
 from hyperplan.search.env import Action, SearchEnv
@@ -128,10 +124,3 @@ def test_off_at_lambda_zero_when_switched_off_or_in_the_other_designs() -> None:
     off = _search(0, free_last=False)
     assert not off._free and off.trace != _search(0).trace  # it changes the search
 
-
-def test_search_run_reports_free_decisions_last() -> None:
-    args = ["search", "run", "--suite", "toy", "--tasks", "2", "--rollouts", "5", "--seed", "1",
-            "--methods", "hypermcts", "--json"]
-    assert json.loads(CliRunner().invoke(app, args).stdout)["free_last"] is True
-    paper = json.loads(CliRunner().invoke(app, [*args, "--design", "paper"]).stdout)
-    assert paper["free_last"] is False

@@ -121,9 +121,11 @@ def test_no_pruning_at_lambda_zero_when_switched_off_or_in_the_other_designs() -
     assert not off._refuted and off.trace != _search(3).trace  # it changes the search
 
 
-def test_search_run_reports_the_pruning() -> None:
+@pytest.mark.parametrize("rule", ["evidence_pruning", "free_last"])
+def test_search_run_reports_the_rule(rule: str) -> None:
+    """The pruning here, free decisions last (tests/test_search_free_last.py) alike."""
     args = ["search", "run", "--suite", "toy", "--tasks", "2", "--rollouts", "5", "--seed", "1",
             "--methods", "hypermcts", "--json"]
-    assert json.loads(CliRunner().invoke(app, args).stdout)["evidence_pruning"] is True
+    assert json.loads(CliRunner().invoke(app, args).stdout)[rule] is True
     paper = json.loads(CliRunner().invoke(app, [*args, "--design", "paper"]).stdout)
-    assert paper["evidence_pruning"] is False
+    assert paper[rule] is False

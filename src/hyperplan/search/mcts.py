@@ -129,6 +129,17 @@ def _touched(recorded: list[Hashable], verdict: Verdict) -> set[Hashable]:
     return touched
 
 
+def _sync_marks(marks: set[Hashable], touched: set[Hashable],
+                holds: Callable[[Hashable], bool]) -> None:
+    """``marks`` after a rollout: each ``touched`` identity in it exactly when ``holds`` of it
+    (the identities a rollout did not touch keep their statistics, so their mark stands)."""
+    for v in touched:
+        if holds(v):
+            marks.add(v)
+        else:
+            marks.discard(v)
+
+
 def _trajectory(path: list[Edge]) -> tuple[list[Action], list[Hashable]]:
     """The actions of a tree path and the identities C(tau) of its recorded decisions."""
     return [e.action for e in path], [e.identity for e in path if e.recorded]
@@ -527,24 +538,16 @@ class HyperMCTS(SearchBase):
         """``_refuted`` holds the identities the hypergraph refutes on their local
         objectives (:meth:`TrajectoryHypergraph.refuted`); only the ``touched`` ones can
         change."""
-        hypergraph, local, refuted = self.hypergraph, self._local_objectives, self._refuted
+        hypergraph, local = self.hypergraph, self._local_objectives
         assert hypergraph is not None
-        for v in touched:
-            if hypergraph.refuted(v, local):
-                refuted.add(v)
-            else:
-                refuted.discard(v)
+        _sync_marks(self._refuted, touched, lambda v: hypergraph.refuted(v, local))
 
     def _note_free(self, touched: set[Hashable]) -> None:
         """``_free`` holds the identities the hypergraph has scored under global objectives
         only (:meth:`TrajectoryHypergraph.free`); only the ``touched`` ones can change."""
-        hypergraph, local, free = self.hypergraph, self._local_objectives, self._free
+        hypergraph, local = self.hypergraph, self._local_objectives
         assert hypergraph is not None
-        for v in touched:
-            if hypergraph.free(v, local):
-                free.add(v)
-            else:
-                free.discard(v)
+        _sync_marks(self._free, touched, lambda v: hypergraph.free(v, local))
 
     def _bound_first(self, edges: list[Edge]) -> list[Edge]:
         """Free decisions last (``MCTSConfig.free_last``, our design): ``edges`` without the
