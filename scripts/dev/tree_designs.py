@@ -70,6 +70,8 @@ class Variant(HyperMCTS):
     prune_expand = False  # ... and the policy proposes among the unrefuted decisions only
     free_yield = False  # spent free decisions yield to untried recorded siblings (_alive)
     repair_cycle = False  # ... every near miss in turn (the least repaired first)
+    swap = False  # composed turns: the latest near miss with one bound decision swapped
+    swap_rr = False  # ... the position swapped least often first
     repair_every = 0  # repair turns every m-th iteration once a near miss exists (0: composed)
     repair_depth = 0  # k: the first near miss repaired fewer than k times, not the least
     repair_rank = False  # among the least repaired, the best on the global objectives
@@ -129,7 +131,8 @@ class Variant(HyperMCTS):
         local objective and failed a global one -- without its free decisions (the recorded
         ones no local objective is about) and its last step."""
         super().record(actions, verdict)
-        if not self.repair or (self._repair_from is not None and not self.repair_cycle):
+        if not (self.repair or self.swap) or (
+                self._repair_from is not None and not self.repair_cycle and not self.swap):
             return
         scores, local = verdict.objective_scores, self._local_objectives
         if not local or not all(scores.get(g, 0.0) >= 1.0 for g in local):
@@ -139,6 +142,11 @@ class Variant(HyperMCTS):
         bound: set[Any] = set()
         for g in local:
             bound |= verdict.objective_decisions.get(g, frozenset())
+        if self.swap:  # every near miss, and its bound set as tried
+            self.__dict__.setdefault("_swaps_near", []).append(
+                (tuple(actions[:-1]), frozenset(bound)))
+            self.__dict__.setdefault("_swaps_tried", set()).add(frozenset(bound))
+            return
         if self.repair_cycle:  # every near miss, by its bound decisions, first one kept
             near = self.__dict__.setdefault("_near", {})
             glob = [v for g, v in scores.items() if g not in local]
@@ -153,7 +161,55 @@ class Variant(HyperMCTS):
             return self._composing()
         return bool(self.__dict__.get("_near")) and self.rollouts % m == m - 1
 
+    def _labels(self, v: Any) -> frozenset[str]:
+        hg = self.hypergraph
+        assert hg is not None
+        node = hg.nodes.get(v)
+        return frozenset() if node is None else frozenset(
+            g for g in node.by_label if g in self._local_objectives)
+
+    def _swap_plan(self) -> tuple[tuple[Action, ...], set[Any]] | None:
+        """The latest near miss with one bound decision swapped for a locally verified
+        alternative about the same local objectives, the bound set not tried yet."""
+        near = self.__dict__.get("_swaps_near")
+        if not near:
+            return None
+        tried = self.__dict__["_swaps_tried"]
+        used: dict[tuple[int, int], int] = self.__dict__.setdefault("_swaps_used", {})
+        verified = list(self._verified.values())
+        for j in range(len(near) - 1, -1, -1):
+            actions, bound = near[j]
+            candidates = []
+            for i, action in enumerate(actions):
+                v = action.key  # the suites' identities are their action keys
+                if v not in bound:
+                    continue
+                labels = self._labels(v)
+                if not labels:
+                    continue
+                for w, alternative in verified:
+                    if w == v or w in bound or self._labels(w) != labels:
+                        continue
+                    swapped = (bound - {v}) | {w}
+                    if swapped not in tried:
+                        candidates.append((i, alternative, swapped))
+            if not candidates:
+                continue
+            if self.swap_rr:  # the position swapped least often in this near miss first
+                candidates.sort(key=lambda c: used.get((j, c[0]), 0))
+            i, alternative, swapped = candidates[0]
+            used[(j, i)] = used.get((j, i), 0) + 1
+            tried.add(swapped)
+            return (*actions[:i], alternative, *actions[i + 1:]), set(swapped)
+        return None
+
     def iterate(self) -> None:
+        if self.swap:
+            plan = self._swap_plan() if self._composing() else None
+            if plan is None:
+                return super().iterate()
+            self._repair_from, self._repair_bound = plan
+            return self._repair_iteration()
         near = self.__dict__.get("_near")
         if self.repair_cycle and near and self._repair_turn():
             if self.repair_depth:  # the first near miss repaired fewer than k times
@@ -170,6 +226,9 @@ class Variant(HyperMCTS):
             self._repair_bound, self._repair_from = set(bound), entry[0]
         if not (self.repair and self._repair_from is not None and self._repair_turn()):
             return super().iterate()
+        return self._repair_iteration()
+
+    def _repair_iteration(self) -> None:
         from hyperplan.search.mcts import _trajectory
         from hyperplan.search.tree import backup
         assert self.tree is not None and self.hypergraph is not None
@@ -521,6 +580,8 @@ VARIANTS: dict[str, Run] = {
     "repair": _variant(repair=True, evidence_pruning=True),
     "repair_cycle": _variant(repair=True, repair_cycle=True, evidence_pruning=True),
     "defer_pick": _variant(defer_pick=True, evidence_pruning=True),
+    "swap": _variant(swap=True, evidence_pruning=True, free_last=True),
+    "swap_rr": _variant(swap=True, swap_rr=True, evidence_pruning=True, free_last=True),
     "free_last_graded": _variant(graded="rho", evidence_pruning=True, free_last=True),
     "repair_graded": _variant(repair=True, repair_cycle=True, repair_rank=True, graded="rho",
                               evidence_pruning=True),
