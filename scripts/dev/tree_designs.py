@@ -487,32 +487,18 @@ class Variant(HyperMCTS):
         return out
 
 
-# the budget objective of each suite and the metrics its graded score is read from
-BUDGETS = {"budget": "final_price", "ps.budget": "cost"}
-
-
 def graded_budget(verdict: Verdict, reward_too: bool = False) -> Verdict:
-    """``verdict`` with a broken budget objective scored budget / cost instead of 0 when the
-    plan is complete and over budget (rho_g as graded search feedback; ``success`` and, unless
-    ``reward_too``, R unchanged). With ``reward_too`` R moves by the same amount times the
-    objective's weight in R (shopping: 1 / (n_items + 1); travel: 1 / (2 * n_ps))."""
+    """A shopping ``verdict`` with a broken budget objective scored budget / final price
+    instead of 0 when the cart is complete and over budget (rho_g as graded search feedback;
+    ``success`` and, unless ``reward_too``, R unchanged). With ``reward_too`` R moves by the
+    same amount times the budget's weight in R, 1 / (n_items + 1). Other verdicts unchanged."""
     m = verdict.metrics
-    for gid, cost_key in BUDGETS.items():
-        if verdict.objective_scores.get(gid) != 0.0 or cost_key not in m:
-            continue
-        cost, budget = m[cost_key], m["budget"]
-        complete = m.get("over_budget", 0.0) > 0.0 if gid == "budget" else cost > budget
-        if not complete:
-            return verdict  # an unfinished plan stays at 0
-        graded = budget / cost
-        scores = {**verdict.objective_scores, gid: graded}
-        reward = verdict.reward
-        if reward_too:
-            n_ps = sum(1 for g in scores if g.startswith("ps."))
-            weight = 1.0 / (m["chosen"] + 1) if gid == "budget" else 0.5 / n_ps
-            reward += weight * graded
-        return replace(verdict, objective_scores=scores, reward=reward)
-    return verdict
+    if verdict.objective_scores.get("budget") != 0.0 or m.get("over_budget", 0.0) <= 0.0:
+        return verdict  # met, not a shopping verdict, or an unfinished cart (stays at 0)
+    graded = m["budget"] / m["final_price"]
+    reward = verdict.reward + (graded / (m["chosen"] + 1) if reward_too else 0.0)
+    return replace(verdict, objective_scores={**verdict.objective_scores, "budget": graded},
+                   reward=reward)
 
 
 def _variant(policy: Callable[[], Policy] = lambda: make_policy("heuristic"),
@@ -636,12 +622,14 @@ def compare(suite: str, seeds: list[int], n: int, names: list[str]) -> None:
 
 
 class Recording(HyperMCTS):
-    """HyperMCTS keeping every evaluated verdict (``seen``)."""
+    """HyperMCTS keeping every evaluated verdict (``seen``) and its action keys (``taken``)."""
 
     seen: list[Verdict]
+    taken: list[list[str]]
 
     def record(self, actions: Sequence[Action], verdict: Verdict) -> None:
         self.seen.append(verdict)
+        self.taken.append([a.key for a in actions])
         super().record(actions, verdict)
 
 
@@ -654,7 +642,7 @@ def failures(suite: str, seed: int, n: int, method: str) -> None:
     counts: Counter[str] = Counter()
     for i, env in enumerate(load_tasks(suite, n, seed)):
         search = Recording(env, make_policy("heuristic"), config, task_seed(seed, i))
-        search.seen = []
+        search.seen, search.taken = [], []
         if search.run().success:
             counts["solved"] += 1
             continue
@@ -719,23 +707,14 @@ def coupon_timing(seed: int, n: int, method: str = "pruned") -> None:
     for i, env in enumerate(load_tasks("shopping", n, seed)):
         config = MCTSConfig(free_last=method != "pruned")
         search = Recording(env, make_policy("heuristic"), config, task_seed(seed, i))
-        search.seen = []
-        keys: list[list[str]] = []
-        record = search.record
-
-        def keep(actions: Sequence[Action], verdict: Verdict,
-                 record: Callable[..., None] = record, keys: list[list[str]] = keys) -> None:
-            keys.append([a.key for a in actions])
-            record(actions, verdict)
-
-        search.record = keep  # type: ignore[method-assign]
+        search.seen, search.taken = [], []
         if search.run().success:
             continue
         task: Any = env.task  # type: ignore[attr-defined]
         products = {p.pid: p for p in task.products}
         counts["failed"] += 1
         fits = False
-        for taken, verdict in zip(keys, search.seen, strict=True):
+        for taken, verdict in zip(search.taken, search.seen, strict=True):
             local = [sc for g, sc in verdict.objective_scores.items() if g != "budget"]
             if verdict.metrics["chosen"] < len(task.items) or min(local) < 1.0:
                 continue
