@@ -84,6 +84,7 @@ class Variant(HyperMCTS):
     defer_pick = False  # the rollout chooser leaves free decisions (coupons) for later
     optimistic = False  # unseen recorded decisions get prior 1 instead of 0
     budget_pick = False  # composed walks: else the locally verified child best on globals
+    prior_pick = ""  # composed walks: else a locally verified child by prior ("best"/"sample")
     prereq_pick = False  # composed walks: else the child most verified decisions came after
 
     _reach_on: frozenset[str] | None = None  # set during a composed walk with ``reach``
@@ -100,6 +101,8 @@ class Variant(HyperMCTS):
                 return edge
         if self.budget_pick:
             edge = self._best_on_globals(edges)
+        if edge is None and self.prior_pick:
+            edge = self._verified_by_prior(edges)
         if edge is None and self.prereq_pick:
             edge = self._enabling(edges, path)
         return edge
@@ -326,6 +329,29 @@ class Variant(HyperMCTS):
             if mean > best_mean:
                 best, best_mean = e, mean
         return best
+
+    def _verified_by_prior(self, edges: list[Edge]) -> Edge | None:
+        """Among the children verified on their local objectives, the one with the highest
+        HyperUCT prior (``prior_pick == "best"``) or one drawn with probability proportional
+        to its prior (``"sample"``; uniformly when every prior is 0)."""
+        hg = self.hypergraph
+        assert hg is not None
+        kids = [e for e in edges
+                if e.recorded and hg.verified(e.identity, self._local_objectives)]
+        if not kids:
+            return None
+        priors = [hg.prior(e.identity) for e in kids]
+        if self.prior_pick == "best":
+            return kids[max(range(len(kids)), key=priors.__getitem__)]
+        total = sum(priors)
+        if total <= 0.0:
+            return kids[self.rng.randrange(len(kids))]
+        x = self.rng.random() * total
+        for e, p in zip(kids, priors, strict=True):
+            x -= p
+            if x < 0.0:
+                return e
+        return kids[-1]
 
     def _enabling(self, edges: list[Edge], path: list[Edge]) -> Edge | None:
         """The child taken before the most verified decisions not yet on ``path`` in the
@@ -557,6 +583,20 @@ VARIANTS: dict[str, Run] = {
     **{f"compose{m}": _variant(compose_every=m) for m in (2, 3, 4, 8)},
     **{f"reach{m}": _variant(compose_every=m, reach=True) for m in (2, 3)},
     "compose_budget": _variant(budget_pick=True),
+    # on the free-decisions-last default
+    "fl_compose_budget": _variant(budget_pick=True, evidence_pruning=True, free_last=True),
+    **{f"fl_compose_prior_{k}": _variant(prior_pick=k, evidence_pruning=True, free_last=True)
+       for k in ("best", "sample")},
+    "fl_optimistic": _variant(optimistic=True, evidence_pruning=True, free_last=True),
+    "fl_variant": _variant(evidence_pruning=True, free_last=True),  # == free_last
+    # the default's lam and c
+    **{f"lam{lam}_c{c}": _method("hypermcts", MCTSConfig(lam=lam, c=c))
+       for lam in (0.25, 0.5, 1.0, 2.0) for c in (0.25, 0.5, 1.0)},
+    **{f"uct_c{c}": _method("uct", MCTSConfig(c=c)) for c in (0.25, 0.5, 1.0)},
+    # the default's composed rollouts, evidence widening and pruning
+    **{f"compose{m}_fl": _method("hypermcts", MCTSConfig(compose_every=m)) for m in (0, 2, 4, 6)},
+    "no_evw_fl": _method("hypermcts", MCTSConfig(evidence_widening=False)),
+    "no_prune_fl": _method("hypermcts", MCTSConfig(evidence_pruning=False)),
     "optimistic": _variant(optimistic=True),
     "prune_any": _variant(prune="any"),
     "prune_all": _variant(prune="all"),

@@ -1,0 +1,286 @@
+"""Dev-only (seeds 0-999): the fourth round on shopping's product combinations, each a
+subclass of the default HyperMCTS (free decisions last), compared as in tree_designs.py
+(docs/benchmarks.md, "Product combinations on shopping").
+
+    python scripts/dev/combinations.py SUITE SEEDS TASKS VARIANT[,VARIANT...]
+    python scripts/dev/combinations.py shopping 11,12 100 free_last,nogood_near,evw_prior
+    python scripts/dev/combinations.py shopping 11 100 --alternatives
+    python scripts/dev/combinations.py shopping 11 100 --repeats
+
+* ``nogood_{all,near,local}`` -- the rollout chooser skips a child whose recorded decision
+  would complete the bound decision set (recorded, not free) of an evaluated trajectory that
+  failed (every failed one / only those that met every local objective / only those that
+  failed a local one), while another child is left; ``nogood_full`` the same over every
+  recorded decision, free ones included, and no finishing on a failed set; ``..._sel``
+  selection too.
+* ``free_{best,sample}`` -- once only free decisions (and commits that are not recorded) are
+  left at a new history, the free child of highest prior, or one drawn prop. to prior + 0.1.
+* ``evw_{prior,fewest}`` -- evidence widening adds the locally verified decision of highest
+  prior / fewest observations instead of the first in A_dec(h) order.
+
+Run it from the pure-Python install (interpreted subclasses).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from collections.abc import Hashable, Sequence
+from typing import Any
+
+import tree_designs as td
+
+from hyperplan.eval.treesearch.runner import load_tasks, task_seed
+from hyperplan.search.env import Action, ActionKind, SearchEnv, Verdict
+from hyperplan.search.mcts import HyperMCTS, MCTSConfig, Pick
+from hyperplan.search.policies import make_policy
+from hyperplan.search.tree import Edge, Node
+
+COMMIT = ActionKind.COMMIT
+INFO = ActionKind.INFO
+
+
+def _run(cls: type[HyperMCTS], **attrs: Any) -> td.Run:
+    """A run of a subclass of ``cls`` with ``attrs`` set, in the default configuration."""
+    variant = type(cls.__name__, (cls,), attrs)
+
+    def run(env: SearchEnv, seed: int) -> Any:
+        return variant(env, make_policy("heuristic"), MCTSConfig(), seed).run()
+
+    return run
+
+
+class Nogood(HyperMCTS):
+    """Nogood avoidance (module doc)."""
+
+    scope = "all"  # which failed trajectories: "all", "near", "local" or "full"
+    in_select = False
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._nogoods: set[frozenset[str]] = set()
+        self._path: list[Edge] = []
+
+    def record(self, actions: Sequence[Action], verdict: Verdict) -> None:
+        super().record(actions, verdict)
+        if verdict.success:
+            return
+        scores = verdict.objective_scores
+        if self.scope == "near" and (not scores or any(
+                scores.get(g, 0.0) < 1.0 for g in self._local_objectives)):
+            return
+        if self.scope == "local" and (not scores or all(
+                scores.get(g, 0.0) >= 1.0 for g in self._local_objectives)):
+            return
+        ids: Sequence[Hashable | None] = self.env.recorded_ids(list(actions))
+        full = self.scope == "full"
+        bound = frozenset(a.key for a, v in zip(actions, ids, strict=True)
+                          if v is not None and (full or v not in self._free))
+        if bound:
+            self._nogoods.add(bound)
+
+    def _bound(self) -> frozenset[str]:
+        free = self._free
+        return frozenset(e.action.key for e in self._path
+                         if e.recorded and e.identity not in free)
+
+    def _untabu(self, edges: list[Edge]) -> list[Edge]:
+        if not self._nogoods:
+            return edges
+        if self.scope == "full":
+            return self._untabu_full(edges)
+        bound, free, nogoods = self._bound(), self._free, self._nogoods
+        keep = [e for e in edges if not (e.recorded and e.identity not in free
+                                         and bound | {e.action.key} in nogoods)]
+        return keep or edges
+
+    def _untabu_full(self, edges: list[Edge]) -> list[Edge]:
+        """Every recorded decision counts (free ones too); a commit that is not recorded
+        (finish) is skipped when the path's set itself failed."""
+        held = frozenset(e.action.key for e in self._path if e.recorded)
+        nogoods = self._nogoods
+        ends_failed = held in nogoods
+        keep = [e for e in edges
+                if not ((e.recorded and held | {e.action.key} in nogoods)
+                        or (ends_failed and not e.recorded and e.action.kind is COMMIT))]
+        return keep or edges
+
+    def _walk(self, node: Node, path: list[Edge], verified_on: frozenset[str] | None) -> Node:
+        self._path = path
+        return super()._walk(node, path, verified_on)
+
+    def _descend(self, node: Node, path: list[Edge]) -> Node:
+        self._path = path
+        return super()._descend(node, path)
+
+    def _picked(self, node: Node, edges: list[Edge], pick: Pick, scored: bool = False) -> Edge:
+        edges = self._untabu(edges)
+        if len(edges) == 1:
+            return edges[0]
+        return super()._picked(node, edges, pick, scored)
+
+    def select(self, node: Node) -> Edge:
+        if not self.in_select or len(node.edges) < 2:
+            return super().select(node)
+        keep = self._untabu(node.edges)
+        if len(keep) == len(node.edges):
+            return super().select(node)
+        if len(keep) == 1:
+            return keep[0]
+        full = node.edges
+        node.edges = keep
+        try:
+            return super().select(node)
+        finally:
+            node.edges = full
+
+
+
+
+class FreeGuided(HyperMCTS):
+    """The rollout chooser at a history whose children left are free decisions (and commits
+    that are not recorded): ``how`` = "best": the free child of highest prior; "sample":
+    drawn with probability prop. to prior + 0.1. (Free identities are known to the
+    hypergraph by definition, so every one has a prior.)"""
+
+    how = "best"
+
+    def _picked(self, node: Node, edges: list[Edge], pick: Pick, scored: bool = False) -> Edge:
+        free = self._free
+        if free:
+            left = self._bound_first(edges)
+            frees = [e for e in left if e.recorded and e.identity in free]
+            if frees and all((e.recorded and e.identity in free) or e.action.kind is COMMIT
+                             for e in left):
+                hg = self.hypergraph
+                assert hg is not None
+                priors = [hg.prior(e.identity) for e in frees]
+                if self.how == "best":
+                    return frees[max(range(len(frees)), key=priors.__getitem__)]
+                weights = [p + 0.1 for p in priors]
+                x = self.rng.random() * sum(weights)
+                for e, w in zip(frees, weights, strict=True):
+                    x -= w
+                    if x < 0:
+                        return e
+                return frees[-1]
+        return super()._picked(node, edges, pick, scored)
+
+
+
+
+class EvidenceChoice(HyperMCTS):
+    """Evidence widening adding, among the locally verified decisions of A_dec(h) not yet
+    children, the one of highest prior (``rank = "prior"``) or with the fewest observations
+    (``"fewest"``) instead of the first in A_dec(h) order."""
+
+    rank = "prior"
+
+    def _add_evidence(self, node: Node, decisions: Sequence[Action]) -> None:
+        verified = self._verified
+        self._goto(node)
+        index = self.env.decision_index()
+        hits = set(verified.keys() & index.keys())
+        for edge in node.edges:
+            hits.discard(edge.action.key)
+        hg = self.hypergraph
+        assert hg is not None
+        cands = []
+        for key in sorted(hits, key=index.__getitem__):
+            action = decisions[index[key]]
+            if action.kind is INFO:
+                continue
+            v = self.env.recorded_id(action)
+            if v is None or not hg.verified(v, self._local_objectives):
+                continue
+            cands.append((action, v))
+        if not cands:
+            return
+        if self.rank == "prior":
+            score = [hg.prior(v) for _, v in cands]
+        else:
+            score = [-sum(p.count for p in hg.nodes[v].by_label.values()) for _, v in cands]
+        i = max(range(len(cands)), key=score.__getitem__)
+        node.widen(cands[i][0], cands[i][1], True)
+
+
+for _scope in ("all", "near", "local", "full"):
+    td.VARIANTS[f"nogood_{_scope}"] = _run(Nogood, scope=_scope)
+    td.VARIANTS[f"nogood_{_scope}_sel"] = _run(Nogood, scope=_scope, in_select=True)
+for _how in ("best", "sample"):
+    td.VARIANTS[f"free_{_how}"] = _run(FreeGuided, how=_how)
+for _rank in ("prior", "fewest"):
+    td.VARIANTS[f"evw_{_rank}"] = _run(EvidenceChoice, rank=_rank)
+
+
+def alternatives(seed: int, n: int) -> None:
+    """Failed shopping tasks of the default HyperMCTS, per item: how many products the
+    hypergraph verified on the item's own objectives by the end, and, where the hidden gold
+    product (read for the analysis only) is one of several, whether it has the highest prior,
+    the highest pooled budget mean, or the fewest observations among them."""
+    counts: Counter[str] = Counter()
+    for i, env in enumerate(load_tasks("shopping", n, seed)):
+        search = HyperMCTS(env, make_policy("heuristic"), MCTSConfig(), task_seed(seed, i))
+        if search.run().success:
+            continue
+        task: Any = env.task  # type: ignore[attr-defined]
+        hg = search.hypergraph
+        assert hg is not None
+        counts["failed"] += 1
+        for item, gold in zip(task.items, task.gold, strict=True):
+            labels = {g for g in search._local_objectives if g.startswith(f"item{item.index}.")}
+            rows = []  # (is gold, prior, budget mean, observations)
+            for v, node in hg.nodes.items():
+                if labels & node.by_label.keys() and hg.verified(v, labels):
+                    budget = node.by_label.get("budget")
+                    rows.append((gold in str(v), hg.prior(v),
+                                 budget.total / budget.count if budget else 0.0,
+                                 sum(p.count for p in node.by_label.values())))
+            counts["items"] += 1
+            counts["verified products"] += len(rows)
+            golds = [r for r in rows if r[0]]
+            if not golds:
+                counts["items whose gold product is not verified"] += 1
+                continue
+            if len(rows) == 1:
+                continue
+            g, others = golds[0], [r for r in rows if not r[0]]
+            counts["gold among several verified"] += 1
+            counts["... highest prior"] += all(g[1] > o[1] for o in others)
+            counts["... highest budget mean"] += all(g[2] > o[2] for o in others)
+            counts["... fewest observations"] += all(g[3] < o[3] for o in others)
+    print("shopping", seed, dict(counts))
+
+
+def repeats(seed: int, n: int) -> None:
+    """Failed shopping tasks of the default HyperMCTS: evaluated rollouts, those that met
+    every local objective, and how many distinct product sets those chose; solved ones: was
+    the winning product set tried before (and failed then, on the budget)?"""
+    counts: Counter[str] = Counter()
+    for i, env in enumerate(load_tasks("shopping", n, seed)):
+        search = td.Recording(env, make_policy("heuristic"), MCTSConfig(), task_seed(seed, i))
+        search.seen, search.taken = [], []
+        solved = search.run().success
+        products = [frozenset(k for k in taken if k.startswith("choose:"))
+                    for taken in search.taken]
+        if solved:
+            counts["solved"] += 1
+            counts["... by a product set that had failed before"] += products[-1] in products[:-1]
+            continue
+        counts["failed"] += 1
+        counts["rollouts"] += len(search.seen)
+        sets = [chosen for chosen, verdict in zip(products, search.seen, strict=True)
+                if min(sc for g, sc in verdict.objective_scores.items() if g != "budget") >= 1]
+        counts["locally complete rollouts"] += len(sets)
+        counts["distinct product sets among them"] += len(set(sets))
+    print("shopping", seed, dict(counts))
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 4 and sys.argv[4] == "--alternatives":
+        alternatives(int(sys.argv[2]), int(sys.argv[3]))
+    elif len(sys.argv) > 4 and sys.argv[4] == "--repeats":
+        repeats(int(sys.argv[2]), int(sys.argv[3]))
+    else:
+        td.compare(sys.argv[1], [int(s) for s in sys.argv[2].split(",")], int(sys.argv[3]),
+                   sys.argv[4].split(","))
