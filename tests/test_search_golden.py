@@ -96,6 +96,14 @@ PINNED_FREE_LAST = "3f8a1b371a09f10f10dba452972dcd68b0ca2a7fb6c487cc9333c7a45f98
 that produced its dev and test-seed benchmarks (docs/benchmarks.md, "Free decisions
 last")."""
 
+PINNED_ENDING_LAST = "4a40d9816b76b2c2415b720c4538cb25569f15a4ade4cc11f9ff6b0b3a5726c8"
+"""The full-path default with ending decisions last (``ending_last``), recorded with the code
+that produced its dev and test-seed benchmarks (docs/benchmarks.md, "Ending decisions
+last")."""
+
+BEFORE_ENDING_LAST: dict[str, Any] = {"ending_last": False}
+"""The earlier full-path defaults had no ending decisions last."""
+
 
 def test_same_decisions_and_priors_with_widening_as_benchmarked() -> None:
     assert design_config(TreeDesign.COMMIT_WIDEN).widen == 0.25
@@ -103,18 +111,24 @@ def test_same_decisions_and_priors_with_widening_as_benchmarked() -> None:
 
 
 def test_same_decisions_and_priors_in_the_full_path_design_as_benchmarked() -> None:
-    assert fingerprint(0.0, TreeDesign.FULL_PATH, evidence_pruning=False,
-                       free_last=False) == PINNED_FULL_PATH
+    assert fingerprint(0.0, TreeDesign.FULL_PATH, evidence_pruning=False, free_last=False,
+                       **BEFORE_ENDING_LAST) == PINNED_FULL_PATH
 
 
 def test_same_decisions_and_priors_with_the_evidence_pruning_as_benchmarked() -> None:
-    assert fingerprint(0.0, TreeDesign.FULL_PATH, free_last=False) == PINNED_PRUNED
+    assert fingerprint(0.0, TreeDesign.FULL_PATH, free_last=False,
+                       **BEFORE_ENDING_LAST) == PINNED_PRUNED
+
+
+def test_same_decisions_and_priors_with_free_decisions_last_as_benchmarked() -> None:
+    assert fingerprint(0.0, TreeDesign.FULL_PATH, **BEFORE_ENDING_LAST) == PINNED_FREE_LAST
 
 
 def test_same_decisions_and_priors_in_the_default_design_as_benchmarked() -> None:
     assert MCTSConfig() == design_config(TreeDesign.FULL_PATH)
     assert MCTSConfig().evidence_pruning and MCTSConfig().free_last
-    assert fingerprint(0.0, TreeDesign.FULL_PATH) == PINNED_FREE_LAST
+    assert MCTSConfig().ending_last
+    assert fingerprint(0.0, TreeDesign.FULL_PATH) == PINNED_ENDING_LAST
 
 
 # --------------------------------------------------------------------------------------------

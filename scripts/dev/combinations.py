@@ -1,6 +1,7 @@
 """Dev-only (seeds 0-999): the fourth round on shopping's product combinations, each a
-subclass of the default HyperMCTS (free decisions last), compared as in tree_designs.py
-(docs/benchmarks.md, "Product combinations on shopping").
+subclass of the default HyperMCTS before ending decisions last (``free_last``), compared as
+in tree_designs.py (docs/benchmarks.md, "Product combinations on shopping"; the variant
+``finish_last_recorded`` became ``MCTSConfig.ending_last``, "Ending decisions last").
 
     python scripts/dev/combinations.py SUITE SEEDS TASKS VARIANT[,VARIANT...]
     python scripts/dev/combinations.py shopping 11,12 100 free_last,nogood_near,evw_prior
@@ -40,12 +41,14 @@ COMMIT = ActionKind.COMMIT
 INFO = ActionKind.INFO
 
 
-def _run(cls: type[HyperMCTS], **attrs: Any) -> td.Run:
-    """A run of a subclass of ``cls`` with ``attrs`` set, in the default configuration."""
+def _run(cls: type[HyperMCTS], plain: bool = False, **attrs: Any) -> td.Run:
+    """A run of a subclass of ``cls`` with ``attrs`` set, in the default configuration before
+    ending decisions last (``plain``: UCT, lam = 0 without the hypergraph)."""
     variant = type(cls.__name__, (cls,), attrs)
+    config = MCTSConfig(lam=0.0, hypergraph=False, **td.FL) if plain else MCTSConfig(**td.FL)
 
     def run(env: SearchEnv, seed: int) -> Any:
-        return variant(env, make_policy("heuristic"), MCTSConfig(), seed).run()
+        return variant(env, make_policy("heuristic"), config, seed).run()
 
     return run
 
@@ -204,6 +207,46 @@ class EvidenceChoice(HyperMCTS):
         node.widen(cands[i][0], cands[i][1], True)
 
 
+class FinishLast(HyperMCTS):
+    """Free decisions before finishing: at a new history, the rollout chooser leaves the
+    commits that are not recorded (finishing) for later while a free child is left
+    (``among = "free"``), or any recorded child (``"recorded"``)."""
+
+    among = "free"
+
+    def _picked(self, node: Node, edges: list[Edge], pick: Pick, scored: bool = False) -> Edge:
+        if self.among == "free":
+            free = self._free
+            held = any(e.recorded and e.identity in free for e in edges)
+        else:
+            held = any(e.recorded for e in edges)
+        if held:
+            rest = [e for e in edges if e.recorded or e.action.kind is not COMMIT]
+            if len(rest) < len(edges):
+                edges = rest
+                if len(edges) == 1:
+                    return edges[0]
+        return super()._picked(node, edges, pick, scored)
+
+
+class PruneKeepsPlan(HyperMCTS):
+    """Evidence pruning that never leaves only plan-ending children: when the children it
+    keeps are all commits that are not recorded (finishing, abstaining), every child is
+    kept (``how = "ending"``); with ``"recorded"``, whenever it keeps no recorded child."""
+
+    how = "ending"
+
+    def _alive(self, edges: list[Edge]) -> list[Edge]:
+        alive = super()._alive(edges)
+        if len(alive) == len(edges):
+            return alive
+        if self.how == "ending":
+            ends = all(not e.recorded and e.action.kind is COMMIT for e in alive)
+        else:
+            ends = not any(e.recorded for e in alive)
+        return edges if ends else alive
+
+
 for _scope in ("all", "near", "local", "full"):
     td.VARIANTS[f"nogood_{_scope}"] = _run(Nogood, scope=_scope)
     td.VARIANTS[f"nogood_{_scope}_sel"] = _run(Nogood, scope=_scope, in_select=True)
@@ -211,6 +254,11 @@ for _how in ("best", "sample"):
     td.VARIANTS[f"free_{_how}"] = _run(FreeGuided, how=_how)
 for _rank in ("prior", "fewest"):
     td.VARIANTS[f"evw_{_rank}"] = _run(EvidenceChoice, rank=_rank)
+for _among in ("free", "recorded"):
+    td.VARIANTS[f"finish_last_{_among}"] = _run(FinishLast, among=_among)
+for _how in ("ending", "recorded"):
+    td.VARIANTS[f"prune_keeps_{_how}"] = _run(PruneKeepsPlan, how=_how)
+td.VARIANTS["uct_finish_last"] = _run(FinishLast, plain=True, among="recorded")
 
 
 def alternatives(seed: int, n: int) -> None:
@@ -220,7 +268,8 @@ def alternatives(seed: int, n: int) -> None:
     the highest pooled budget mean, or the fewest observations among them."""
     counts: Counter[str] = Counter()
     for i, env in enumerate(load_tasks("shopping", n, seed)):
-        search = HyperMCTS(env, make_policy("heuristic"), MCTSConfig(), task_seed(seed, i))
+        search = HyperMCTS(env, make_policy("heuristic"), MCTSConfig(**td.FL),
+                           task_seed(seed, i))
         if search.run().success:
             continue
         task: Any = env.task  # type: ignore[attr-defined]
@@ -258,7 +307,8 @@ def repeats(seed: int, n: int) -> None:
     the winning product set tried before (and failed then, on the budget)?"""
     counts: Counter[str] = Counter()
     for i, env in enumerate(load_tasks("shopping", n, seed)):
-        search = td.Recording(env, make_policy("heuristic"), MCTSConfig(), task_seed(seed, i))
+        search = td.Recording(env, make_policy("heuristic"), MCTSConfig(**td.FL),
+                           task_seed(seed, i))
         search.seen, search.taken = [], []
         solved = search.run().success
         products = [frozenset(k for k in taken if k.startswith("choose:"))

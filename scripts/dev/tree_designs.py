@@ -39,7 +39,9 @@ from hyperplan.search.tree import Edge, Node
 
 Run = Callable[[SearchEnv, int], SearchResult]
 # the full-path default before the evidence pruning (the base of every variant here)
-BEFORE: dict[str, Any] = {"evidence_pruning": False, "free_last": False}
+BEFORE: dict[str, Any] = {"evidence_pruning": False, "free_last": False, "ending_last": False}
+# the default from free decisions last until ending decisions last (what "free_last" names)
+FL: dict[str, Any] = {"ending_last": False}
 # the full-path design without our two first rules
 PLAIN: dict[str, Any] = {"evidence_widening": False, "compose_every": 0}
 
@@ -559,7 +561,8 @@ def _method(name: str, config: MCTSConfig) -> Run:
 
 VARIANTS: dict[str, Run] = {
     # plain MCTS (lam = 0)
-    "uct": _method("uct", MCTSConfig()),
+    "uct": _method("uct", MCTSConfig(**FL)),
+    "uct_ending_last": _method("uct", MCTSConfig()),  # the default UCT since then
     "uct_commit_widen": _method("uct", design_config("commit-widen")),
     "uct_select_child": _variant(plain=True, select_child=True),
     **{f"uct_select_eps{e}": _variant(plain=True, select_child=True, eps=e)
@@ -570,8 +573,9 @@ VARIANTS: dict[str, Run] = {
     # the hypergraph's uses in the full-path design
     "hyper": _method("hypermcts", MCTSConfig(**BEFORE)),
     # the default from the evidence pruning until free decisions last
-    "pruned": _method("hypermcts", MCTSConfig(free_last=False)),
-    "free_last": _method("hypermcts", MCTSConfig()),  # the default since then
+    "pruned": _method("hypermcts", MCTSConfig(free_last=False, **FL)),
+    "free_last": _method("hypermcts", MCTSConfig(**FL)),
+    "ending_last": _method("hypermcts", MCTSConfig()),  # the default since then
     "guidance": _variant(rollout_guidance=True, **PLAIN),
     "prior_only": _variant(**PLAIN),
     "prior_fill": _variant(fill=True, **PLAIN),
@@ -590,13 +594,14 @@ VARIANTS: dict[str, Run] = {
     "fl_optimistic": _variant(optimistic=True, evidence_pruning=True, free_last=True),
     "fl_variant": _variant(evidence_pruning=True, free_last=True),  # == free_last
     # the default's lam and c
-    **{f"lam{lam}_c{c}": _method("hypermcts", MCTSConfig(lam=lam, c=c))
+    **{f"lam{lam}_c{c}": _method("hypermcts", MCTSConfig(lam=lam, c=c, **FL))
        for lam in (0.25, 0.5, 1.0, 2.0) for c in (0.25, 0.5, 1.0)},
-    **{f"uct_c{c}": _method("uct", MCTSConfig(c=c)) for c in (0.25, 0.5, 1.0)},
+    **{f"uct_c{c}": _method("uct", MCTSConfig(c=c, **FL)) for c in (0.25, 0.5, 1.0)},
     # the default's composed rollouts, evidence widening and pruning
-    **{f"compose{m}_fl": _method("hypermcts", MCTSConfig(compose_every=m)) for m in (0, 2, 4, 6)},
-    "no_evw_fl": _method("hypermcts", MCTSConfig(evidence_widening=False)),
-    "no_prune_fl": _method("hypermcts", MCTSConfig(evidence_pruning=False)),
+    **{f"compose{m}_fl": _method("hypermcts", MCTSConfig(compose_every=m, **FL))
+       for m in (0, 2, 4, 6)},
+    "no_evw_fl": _method("hypermcts", MCTSConfig(evidence_widening=False, **FL)),
+    "no_prune_fl": _method("hypermcts", MCTSConfig(evidence_pruning=False, **FL)),
     "optimistic": _variant(optimistic=True),
     "prune_any": _variant(prune="any"),
     "prune_all": _variant(prune="all"),
@@ -632,13 +637,17 @@ VARIANTS: dict[str, Run] = {
 }
 
 
-def _job(args: tuple[str, int, int, int, list[str]]) -> dict[str, tuple[float, int]]:
+def _job(args: tuple[str, int, int, int, list[str]]) -> dict[str, tuple[float, int, float]]:
+    """Per variant: success, policy calls and the case score (``metrics["score"]`` when the
+    suite has one, as qa's half credit for abstention, else success)."""
     suite, seed, n, i, names = args
     env = load_tasks(suite, n, seed)[i]
     out = {}
     for name in names:
         result = VARIANTS[name](env, task_seed(seed, i))
-        out[name] = (float(result.success), result.policy_calls)
+        success = float(result.success)
+        out[name] = (success, result.policy_calls,
+                     float(result.verdict.metrics.get("score", success)))
     return out
 
 
@@ -652,7 +661,8 @@ def compare(suite: str, seeds: list[int], n: int, names: list[str]) -> None:
     for name in names:
         acc = statistics.fmean(r[name][0] for r in rows)
         calls = statistics.fmean(r[name][1] for r in rows)
-        line = f"  {name:24s} case_acc {acc:.3f}  calls/case {calls:6.1f}"
+        score = statistics.fmean(r[name][2] for r in rows)
+        line = f"  {name:24s} case_acc {acc:.3f}  score {score:.3f}  calls/case {calls:6.1f}"
         if name != base:
             d = [r[name][0] - r[base][0] for r in rows]
             m, h = statistics.fmean(d), 1.96 * statistics.stdev(d) / math.sqrt(len(d))
@@ -676,9 +686,9 @@ class Recording(HyperMCTS):
 def failures(suite: str, seed: int, n: int, method: str) -> None:
     """Failed tasks of ``hyper`` (the default HyperMCTS) or ``uct``: was every local objective
     met by some rollout, and did one rollout meet them all (and break a global constraint)?"""
-    config = {"hyper": MCTSConfig(**BEFORE), "pruned": MCTSConfig(free_last=False),
-              "free_last": MCTSConfig()}.get(
-        method, MCTSConfig(lam=0.0, hypergraph=False))
+    config = {"hyper": MCTSConfig(**BEFORE), "pruned": MCTSConfig(free_last=False, **FL),
+              "free_last": MCTSConfig(**FL), "ending_last": MCTSConfig()}.get(
+        method, MCTSConfig(lam=0.0, hypergraph=False, **FL))
     counts: Counter[str] = Counter()
     for i, env in enumerate(load_tasks(suite, n, seed)):
         search = Recording(env, make_policy("heuristic"), config, task_seed(seed, i))
@@ -711,9 +721,9 @@ def gold_failures(seed: int, n: int, method: str) -> None:
     plan (read here for the analysis only; the search never sees it): was every gold product
     chosen by some rollout, did one rollout choose them all, and did such a rollout also apply
     the gold coupons?"""
-    config = {"hyper": MCTSConfig(**BEFORE), "pruned": MCTSConfig(free_last=False),
-              "free_last": MCTSConfig()}.get(
-        method, MCTSConfig(lam=0.0, hypergraph=False))
+    config = {"hyper": MCTSConfig(**BEFORE), "pruned": MCTSConfig(free_last=False, **FL),
+              "free_last": MCTSConfig(**FL), "ending_last": MCTSConfig()}.get(
+        method, MCTSConfig(lam=0.0, hypergraph=False, **FL))
     counts: Counter[str] = Counter()
     for i, env in enumerate(load_tasks("shopping", n, seed)):
         search = Trajectories(env, make_policy("heuristic"), config, task_seed(seed, i))
@@ -745,7 +755,7 @@ def coupon_timing(seed: int, n: int, method: str = "pruned") -> None:
 
     counts: Counter[str] = Counter()
     for i, env in enumerate(load_tasks("shopping", n, seed)):
-        config = MCTSConfig(free_last=method != "pruned")
+        config = MCTSConfig(free_last=method != "pruned", **FL)
         search = Recording(env, make_policy("heuristic"), config, task_seed(seed, i))
         search.seen, search.taken = [], []
         if search.run().success:

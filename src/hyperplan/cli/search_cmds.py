@@ -126,7 +126,7 @@ def _design_keys(config: MCTSConfig, design: str) -> dict[str, Any]:
             "expand_rollout": config.expand_rollout,
             "evidence_widening": config.evidence_widening, "compose_every": config.compose_every,
             "evidence_pruning": config.evidence_pruning, "free_last": config.free_last,
-            "scored_picks": config.scored_picks}
+            "ending_last": config.ending_last, "scored_picks": config.scored_picks}
 
 
 def _tasks(suite: str, n: int, seed: int, level: int | None) -> list[SearchEnv]:

@@ -46,7 +46,8 @@ class TreeDesign(StrEnum):
       tree, each expanded with the policy's top b proposals of any kind, the policy's rollout
       choice picking among them (llm-reasoners' MCTS shape), no widening; with lam > 0 also
       the HyperUCT prior, the evidence widening, a composed rollout every third
-      iteration, the evidence pruning and free decisions last.
+      iteration, the evidence pruning and free decisions last; at every lam, ending
+      decisions last.
     * ``paper`` -- Algorithm 1 as written in the HyperMCTS paper: one expansion of b
       children per iteration, a policy rollout below it kept only in the hypergraph,
       HyperUCT; nothing of ours but the order of unvisited children, which the paper leaves
@@ -64,14 +65,16 @@ class TreeDesign(StrEnum):
 DESIGNS: Final[dict[TreeDesign, dict[str, object]]] = {
     TreeDesign.FULL_PATH: {"expand_rollout": True, "branch_on": "all", "widen": 0.0,
                            "rollout_guidance": False, "evidence_widening": True,
-                           "compose_every": 3, "evidence_pruning": True, "free_last": True},
+                           "compose_every": 3, "evidence_pruning": True, "free_last": True,
+                           "ending_last": True},
     TreeDesign.PAPER: {"expand_rollout": False, "branch_on": "all", "widen": 0.0,
                        "rollout_guidance": False, "evidence_widening": False,
-                       "compose_every": 0, "evidence_pruning": False, "free_last": False},
+                       "compose_every": 0, "evidence_pruning": False, "free_last": False,
+                       "ending_last": False},
     TreeDesign.COMMIT_WIDEN: {"expand_rollout": False, "branch_on": "commit", "widen": 0.25,
                               "rollout_guidance": True, "evidence_widening": False,
                               "compose_every": 0, "evidence_pruning": False, "free_last": False,
-                              "info_chain": True},
+                              "ending_last": False, "info_chain": True},
 }
 """The :class:`MCTSConfig` fields each design sets."""
 
@@ -112,6 +115,10 @@ class MCTSConfig:
       decisions (recorded decisions the hypergraph has scored under global objectives only,
       such as coupons) for later while a recorded decision not known to be free is among its
       children (:meth:`~hyperplan.search.mcts.HyperMCTS._bound_first`).
+    * ``ending_last`` -- the rollout chooser leaves a new history's ending children (commits
+      that are not recorded, such as finishing or abstaining: they close the plan without a
+      decision the verifier scores) for later while a recorded decision is among them
+      (:meth:`~hyperplan.search.mcts.HyperMCTS._picked`); at every lam, so UCT keeps it.
     * ``scored_picks`` -- with a scoring policy
       (:class:`~hyperplan.search.policies.ScoringPolicy`), the unguided rollout choice among
       a new history's children is drawn from the scores its proposal gave, by the policy's
@@ -145,6 +152,7 @@ class MCTSConfig:
     compose_every: int = 3
     evidence_pruning: bool = True
     free_last: bool = True
+    ending_last: bool = True
     scored_picks: bool = True
 
     def __post_init__(self) -> None:

@@ -72,9 +72,17 @@ decision not known to be free is among the children (:meth:`HyperMCTS._bound_fir
 decision taken on a partial plan fixes a global resource before the plan it is judged on
 exists (a coupon applied to a partial cart uses up threshold room a larger one needs).
 
+**Ending decisions last** (``MCTSConfig.ending_last``, our design, on by default at every lam,
+so lam = 0 has it too): the rollout chooser leaves a new history's *ending* children -- commits
+that are not recorded, such as finishing or abstaining, which close the plan without adding a
+decision the verifier scores -- for later while a recorded decision is among its children
+(:func:`_recorded_first`). Without it the evidence pruning, which drops refuted recorded
+children but never an ending one, can leave an ending child alone, taken without asking.
+
 Tree designs (:class:`TreeDesign`, :func:`design_config`): the defaults are the full-path
 design (``expand_rollout``, ``branch_on="all"``, no widening, no rollout guidance, evidence
-widening, composed rollouts, evidence pruning, free decisions last), whose lam = 0 is the
+widening, composed rollouts, evidence pruning, free decisions last, ending decisions last),
+whose lam = 0 is the
 strongest plain MCTS measured on the dev seeds; ``"paper"`` is Algorithm 1 as written;
 ``"commit-widen"`` is the default until 2026-12-03.
 
@@ -140,6 +148,22 @@ def _sync_marks(marks: set[Hashable], touched: set[Hashable],
             marks.discard(v)
 
 
+def _recorded_first(edges: list[Edge]) -> list[Edge]:
+    """Ending decisions last (``MCTSConfig.ending_last``, our design): ``edges`` without the
+    ending children -- commits that are not recorded (finishing, abstaining) -- when a
+    recorded decision is among them, else all of ``edges``. Information steps stay: they
+    neither end the plan nor fix part of it."""
+    for edge in edges:  # most histories have no ending child: nothing is built for them
+        if not edge.recorded and edge.action.kind is not INFO:
+            break
+    else:
+        return edges
+    for edge in edges:
+        if edge.recorded:
+            return [e for e in edges if e.recorded or e.action.kind is INFO]
+    return edges
+
+
 def _trajectory(path: list[Edge]) -> tuple[list[Action], list[Hashable]]:
     """The actions of a tree path and the identities C(tau) of its recorded decisions."""
     return [e.action for e in path], [e.identity for e in path if e.recorded]
@@ -174,6 +198,7 @@ class HyperMCTS(SearchBase):
         self._free_last = config.free_last and graph
         # the free identities phi, :meth:`_note_free`
         self._free: set[Hashable] = set()
+        self._ending_last = config.ending_last
         # rollout choices among new children from the proposal's scores (``scored_picks``);
         # the scores of the latest expansion's first proposal (:meth:`_children`)
         self._scored_picks = config.scored_picks and self.policy.scoring
@@ -639,14 +664,19 @@ class HyperMCTS(SearchBase):
 
     def _picked(self, node: Node, edges: list[Edge], pick: Pick, scored: bool = False) -> Edge:
         """The child edge of ``node`` the rollout chooser ``pick`` takes among ``edges``
-        (with free decisions last and the evidence pruning, among the ones they leave,
-        :meth:`_bound_first` and :meth:`_alive`; the only one left is taken without asking).
+        (with ending decisions last, free decisions last and the evidence pruning, among the
+        ones they leave, :func:`_recorded_first`, :meth:`_bound_first` and :meth:`_alive`;
+        the only one left is taken without asking).
         With ``scored`` (``MCTSConfig.scored_picks``, the chooser being the policy's own
         rollout) and a score for every one of them from the proposal that expanded ``node``,
         the policy's rule draws among those scores
         (:meth:`~hyperplan.search.timing.TimedPolicy.choose`, no call): the draw ``pick`` would
         make when the scores are what it would compute at this history, as the heuristic's
         hints are."""
+        if self._ending_last:
+            edges = _recorded_first(edges)
+            if len(edges) == 1:
+                return edges[0]
         if self._free:
             edges = self._bound_first(edges)
             if len(edges) == 1:
