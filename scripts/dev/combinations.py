@@ -7,6 +7,7 @@ in tree_designs.py (docs/benchmarks.md, "Product combinations on shopping"; the 
     python scripts/dev/combinations.py shopping 11,12 100 free_last,nogood_near,evw_prior
     python scripts/dev/combinations.py shopping 11 100 --alternatives
     python scripts/dev/combinations.py shopping 11 100 --repeats
+    python scripts/dev/combinations.py qa 11 100 --abstentions
 
 * ``nogood_{all,near,local}`` -- the rollout chooser skips a child whose recorded decision
   would complete the bound decision set (recorded, not free) of an evaluated trajectory that
@@ -326,8 +327,32 @@ def repeats(seed: int, n: int) -> None:
     print("shopping", seed, dict(counts))
 
 
+def abstentions(seed: int, n: int) -> None:
+    """qa: solved tasks and evaluated rollouts that end by abstaining, for UCT and HyperMCTS
+    before ending decisions last (with each of its evidence rules switched off in turn) and
+    with it."""
+    plain = {"lam": 0.0, "hypergraph": False}
+    configs = {"uct": MCTSConfig(**plain, **td.FL), "uct_ending_last": MCTSConfig(**plain),
+               "hyper": MCTSConfig(**td.FL),
+               "hyper_no_pruning": MCTSConfig(evidence_pruning=False, **td.FL),
+               "hyper_no_composed": MCTSConfig(compose_every=0, **td.FL),
+               "hyper_no_widening": MCTSConfig(evidence_widening=False, **td.FL),
+               "hyper_ending_last": MCTSConfig()}
+    for name, config in configs.items():
+        counts: Counter[str] = Counter()
+        for i, env in enumerate(load_tasks("qa", n, seed)):
+            search = td.Recording(env, make_policy("heuristic"), config, task_seed(seed, i))
+            search.seen, search.taken = [], []
+            counts["solved"] += search.run().success
+            counts["rollouts"] += len(search.taken)
+            counts["... ending by abstaining"] += sum(t[-1] == "abstain" for t in search.taken)
+        print("qa", seed, name, dict(counts))
+
+
 if __name__ == "__main__":
-    if len(sys.argv) > 4 and sys.argv[4] == "--alternatives":
+    if len(sys.argv) > 4 and sys.argv[4] == "--abstentions":
+        abstentions(int(sys.argv[2]), int(sys.argv[3]))
+    elif len(sys.argv) > 4 and sys.argv[4] == "--alternatives":
         alternatives(int(sys.argv[2]), int(sys.argv[3]))
     elif len(sys.argv) > 4 and sys.argv[4] == "--repeats":
         repeats(int(sys.argv[2]), int(sys.argv[3]))

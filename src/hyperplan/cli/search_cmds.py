@@ -75,8 +75,8 @@ MaxLLMCalls = Annotated[int | None, typer.Option(
     "to uniform choices and the JSON says so")]
 Design = Annotated[str, typer.Option(
     help="tree design: full-path (default; every rollout step in the tree, llm-reasoners' "
-    "shape, with the evidence widening, composed rollouts, evidence pruning and free "
-    "decisions last), paper "
+    "shape, with the evidence widening, composed rollouts, evidence pruning, free "
+    "decisions last and ending decisions last), paper "
     "(Algorithm 1 as written) or commit-widen (the default until 2026-12-03); the four "
     "options below override its settings")]
 Guidance = Annotated[bool | None, typer.Option(

@@ -45,9 +45,12 @@ MCTS measured here (LATS-style: 0.510 / 0.635 / 0.365). The evidence widening
 seeds and checked on seeds 13-14, and later the evidence pruning (``evidence_pruning``: +1.0 /
 +10.0 / +13.5 points on shopping / travel / qa over the default before it on seeds 11-12, and
 +1.0 / +10.5 / +14.5 on seeds 13-14), and on 2026-12-05 free decisions last (``free_last``:
-+6.0 / 0.0 / 0.0 on seeds 11-12 and +5.5 on shopping seeds 13-14); the other uses of the
-hypergraph that were tried there did not help and are written up in docs/benchmarks.md, "The
-strongest tree design", "Evidence pruning", "Scored picks" and "Free decisions last".
++6.0 / 0.0 / 0.0 on seeds 11-12 and +5.5 on shopping seeds 13-14), and ending decisions last
+(``ending_last``, at every lam: HyperMCTS +2.5 / 0.0 / +21.5 on seeds 11-12 and -2.5 / 0.0 /
++18.5 on 13-14, UCT within 1.5 points of its own default); the other uses of the hypergraph
+that were tried there did not help and are written up in docs/benchmarks.md, "The strongest
+tree design", "Evidence pruning", "Scored picks", "Free decisions last", "Product
+combinations on shopping" and "Ending decisions last".
 """
 
 from __future__ import annotations
