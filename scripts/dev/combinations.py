@@ -42,11 +42,14 @@ COMMIT = ActionKind.COMMIT
 INFO = ActionKind.INFO
 
 
-def _run(cls: type[HyperMCTS], plain: bool = False, **attrs: Any) -> td.Run:
+def _run(cls: type[HyperMCTS], plain: bool = False, current: bool = False,
+         **attrs: Any) -> td.Run:
     """A run of a subclass of ``cls`` with ``attrs`` set, in the default configuration before
-    ending decisions last (``plain``: UCT, lam = 0 without the hypergraph)."""
+    ending decisions last (``plain``: UCT, lam = 0 without the hypergraph; ``current``: the
+    default since, with it)."""
     variant = type(cls.__name__, (cls,), attrs)
-    config = MCTSConfig(lam=0.0, hypergraph=False, **td.FL) if plain else MCTSConfig(**td.FL)
+    before = {} if current else td.FL
+    config = MCTSConfig(lam=0.0, hypergraph=False, **before) if plain else MCTSConfig(**before)
 
     def run(env: SearchEnv, seed: int) -> Any:
         return variant(env, make_policy("heuristic"), config, seed).run()
@@ -248,6 +251,19 @@ class PruneKeepsPlan(HyperMCTS):
         return edges if ends else alive
 
 
+class EvidenceMore(HyperMCTS):
+    """Evidence widening adding up to ``extra`` locally verified decisions instead of one."""
+
+    extra = 2
+
+    def _add_evidence(self, node: Node, decisions: Sequence[Action]) -> None:
+        for _ in range(self.extra):
+            before = len(node.edges)
+            super()._add_evidence(node, decisions)
+            if len(node.edges) == before:
+                return
+
+
 for _scope in ("all", "near", "local", "full"):
     td.VARIANTS[f"nogood_{_scope}"] = _run(Nogood, scope=_scope)
     td.VARIANTS[f"nogood_{_scope}_sel"] = _run(Nogood, scope=_scope, in_select=True)
@@ -259,6 +275,8 @@ for _among in ("free", "recorded"):
     td.VARIANTS[f"finish_last_{_among}"] = _run(FinishLast, among=_among)
 for _how in ("ending", "recorded"):
     td.VARIANTS[f"prune_keeps_{_how}"] = _run(PruneKeepsPlan, how=_how)
+for _extra in (2, 3, 5):
+    td.VARIANTS[f"ending_evw{_extra}"] = _run(EvidenceMore, current=True, extra=_extra)
 td.VARIANTS["uct_finish_last"] = _run(FinishLast, plain=True, among="recorded")
 
 
