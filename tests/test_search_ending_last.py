@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import random
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -20,10 +18,11 @@ import pytest
 
 from hyperplan.eval.treesearch.runner import load_tasks, task_seed
 from hyperplan.search.baselines import uct
-from hyperplan.search.env import Action, ActionKind, SearchEnv
+from hyperplan.search.env import Action, ActionKind
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, _recorded_first, design_config
 from hyperplan.search.policies import make_policy
 from hyperplan.search.tree import Edge, Node
+from search_helpers import NoCall, generated_search
 
 _ROOT = Node(None, 0)
 
@@ -48,26 +47,14 @@ def test_ending_children_wait_while_a_recorded_one_is_left() -> None:
     assert _recorded_first(edges) is edges
 
 
-class _NoCall:
-    """A rollout chooser that must not be asked."""
-
-    def __call__(self, env: SearchEnv, decisions: Sequence[Action],
-                 rng: random.Random) -> Action:
-        raise AssertionError("the policy was asked although one child was left")
-
-
 def _search(task: int, **overrides: Any) -> HyperMCTS:
-    """HyperMCTS on one generated qa task, every rollout's action keys kept."""
-    config = replace(MCTSConfig(budget=24, early_stop=False, trace=True), **overrides)
-    env = load_tasks("qa", 4, 5)[task]
-    search = HyperMCTS(env, make_policy("heuristic"), config, task_seed(5, task))
-    search.run()
-    return search
+    """HyperMCTS on one of four generated qa tasks (abstaining is their ending decision)."""
+    return generated_search("qa", 4, task, **overrides)
 
 
 def test_the_only_child_left_is_taken_without_asking() -> None:
     search = _search(0)
-    assert search._picked(_ROOT, [ABSTAIN, ANSWER], _NoCall()) is ANSWER
+    assert search._picked(_ROOT, [ABSTAIN, ANSWER], NoCall()) is ANSWER
 
 
 def _fresh_choices(search: HyperMCTS) -> list[tuple[list[Edge], Edge]]:

@@ -8,18 +8,16 @@ subclasses of HyperMCTS, so nothing here hooks the search)."""
 
 from __future__ import annotations
 
-import random
-from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 from hyperplan.eval.treesearch.runner import load_tasks, task_seed
 from hyperplan.search.baselines import uct
-from hyperplan.search.env import Action, SearchEnv
+from hyperplan.search.env import Action
 from hyperplan.search.hypergraph import TrajectoryHypergraph
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, design_config
 from hyperplan.search.policies import make_policy
 from hyperplan.search.tree import Edge, Node
+from search_helpers import NoCall, generated_search
 from search_reference import TWO_GOALS_AND_A_BUDGET, verdict_of
 
 LOCAL = frozenset({"g1", "g2"})
@@ -41,12 +39,8 @@ def test_free_means_scored_under_global_objectives_only() -> None:
 
 
 def _search(seed: int, **overrides: Any) -> HyperMCTS:
-    """HyperMCTS on one generated shopping task (coupons are its free decisions)."""
-    config = replace(MCTSConfig(budget=24, early_stop=False, trace=True), **overrides)
-    env = load_tasks("shopping", 3, 5)[seed]
-    search = HyperMCTS(env, make_policy("heuristic"), config, task_seed(5, seed))
-    search.run()
-    return search
+    """HyperMCTS on one of three generated shopping tasks (coupons are its free decisions)."""
+    return generated_search("shopping", 3, seed, **overrides)
 
 
 def test_the_free_set_is_what_the_hypergraph_calls_free_and_holds_the_coupons() -> None:
@@ -65,14 +59,6 @@ def _edge(key: str, recorded: bool) -> Edge:
     return Edge(Action(key), key, recorded, _ROOT)
 
 
-class _NoCall:
-    """A rollout chooser that must not be asked."""
-
-    def __call__(self, env: SearchEnv, decisions: Sequence[Action],
-                 rng: random.Random) -> Action:
-        raise AssertionError("the policy was asked although one child was left")
-
-
 def test_free_children_wait_while_a_recorded_one_that_is_not_free_is_left() -> None:
     search = _search(1)
     search._free = {"coupon:x", "coupon:y"}
@@ -84,7 +70,7 @@ def test_free_children_wait_while_a_recorded_one_that_is_not_free_is_left() -> N
     assert search._bound_first([coupon_x, view, finish]) == [coupon_x, view, finish]
     assert search._bound_first([coupon_x, coupon_y]) == [coupon_x, coupon_y]
     # the only child left is taken without asking the policy
-    assert search._picked(_ROOT, [coupon_x, coupon_y, choose], _NoCall()) is choose
+    assert search._picked(_ROOT, [coupon_x, coupon_y, choose], NoCall()) is choose
 
 
 def test_no_rollout_chooser_takes_a_free_child_while_another_recorded_one_is_new() -> None:

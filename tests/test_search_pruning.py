@@ -8,8 +8,6 @@ subclasses of HyperMCTS, so nothing here hooks the search)."""
 from __future__ import annotations
 
 import json
-import random
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -19,11 +17,11 @@ from typer.testing import CliRunner
 from hyperplan.cli import app
 from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.search.baselines import uct
-from hyperplan.search.env import Action, SearchEnv
 from hyperplan.search.hypergraph import TrajectoryHypergraph
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, design_config
 from hyperplan.search.policies import RandomPolicy
 from hyperplan.search.tree import Node
+from search_helpers import NoCall
 from search_reference import TWO_GOALS_ABOUT, TWO_GOALS_AND_A_BUDGET, verdict_of
 
 
@@ -81,14 +79,6 @@ def test_no_rollout_takes_a_refuted_child_while_another_is_left(seed: int) -> No
     assert pruned_choices >= 10
 
 
-class _NoCall:
-    """A rollout chooser that must not be asked."""
-
-    def __call__(self, env: SearchEnv, decisions: Sequence[Action],
-                 rng: random.Random) -> Action:
-        raise AssertionError("the policy was asked although one child was left")
-
-
 def _a_node_with_children(search: HyperMCTS) -> Node:
     assert search.tree is not None
     return next(n for n in search.tree.nodes() if len(n.edges) >= 3
@@ -102,7 +92,7 @@ def test_the_only_child_left_is_taken_without_asking_the_policy() -> None:
     search._refuted = {e.identity for e in rest}
     assert search._alive(node.edges) == [first]
     assert search.select(node) is first  # even when another child was never visited
-    assert search._picked(node, node.edges, _NoCall()) is first
+    assert search._picked(node, node.edges, NoCall()) is first
     search._refuted = {e.identity for e in node.edges}  # all refuted: all are candidates
     assert search._alive(node.edges) == node.edges
     search._refuted = {rest[0].identity}

@@ -132,14 +132,7 @@ class Nogood(HyperMCTS):
         keep = self._untabu(node.edges)
         if len(keep) == len(node.edges):
             return super().select(node)
-        if len(keep) == 1:
-            return keep[0]
-        full = node.edges
-        node.edges = keep
-        try:
-            return super().select(node)
-        finally:
-            node.edges = full
+        return td.select_among(super().select, node, keep)
 
 
 

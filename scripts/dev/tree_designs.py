@@ -56,6 +56,19 @@ class SortedHeuristic(HeuristicPolicy):
         return [decisions[i] for i in idx], scores
 
 
+def select_among(select: Callable[[Node], Edge], node: Node, keep: list[Edge]) -> Edge:
+    """``select(node)`` over ``keep``, some of ``node``'s children (the only one left is taken
+    as it is)."""
+    if len(keep) == 1:
+        return keep[0]
+    full = node.edges
+    node.edges = keep
+    try:
+        return select(node)
+    finally:
+        node.edges = full
+
+
 class Variant(HyperMCTS):
     """HyperMCTS with the switches of the rejected variants (all off: HyperMCTS itself)."""
 
@@ -485,14 +498,7 @@ class Variant(HyperMCTS):
         if self.prune_select and self.hypergraph is not None and len(node.edges) > 1:
             alive = [e for e in node.edges if not self._is_refuted(e)]
             if alive and len(alive) < len(node.edges):
-                if len(alive) == 1:
-                    return alive[0]
-                full = node.edges
-                node.edges = alive
-                try:
-                    return super().select(node)
-                finally:
-                    node.edges = full
+                return select_among(super().select, node, alive)
         return super().select(node)
 
     def _children(self, decisions: Sequence[Action], k: int) -> list[Action]:

@@ -1,0 +1,34 @@
+"""Helpers the rule tests of HyperMCTS share (tests/test_search_pruning.py, _free_last.py,
+_ending_last.py): a rollout chooser that must not be asked, and a search run on one generated
+task, every rollout's action keys kept."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from hyperplan.eval.treesearch.runner import load_tasks, task_seed
+from hyperplan.search.env import Action, SearchEnv
+from hyperplan.search.mcts import HyperMCTS, MCTSConfig
+from hyperplan.search.policies import make_policy
+
+
+class NoCall:
+    """A rollout chooser that must not be asked."""
+
+    def __call__(self, env: SearchEnv, decisions: Sequence[Action],
+                 rng: random.Random) -> Action:
+        raise AssertionError("the policy was asked although one child was left")
+
+
+def generated_search(suite: str, tasks: int, task: int, **overrides: Any) -> HyperMCTS:
+    """HyperMCTS with the heuristic policy on task ``task`` of ``tasks`` generated tasks of
+    ``suite`` (dev seed 5), B = 24 without early stop, the trace kept; ``overrides`` are
+    further configuration fields. Returns the search after its run."""
+    config = replace(MCTSConfig(budget=24, early_stop=False, trace=True), **overrides)
+    env = load_tasks(suite, tasks, 5)[task]
+    search = HyperMCTS(env, make_policy("heuristic"), config, task_seed(5, task))
+    search.run()
+    return search
