@@ -257,6 +257,38 @@ class EvidenceMore(HyperMCTS):
                 return
 
 
+class EvidenceAlternatives(HyperMCTS):
+    """Evidence widening adding, after its one decision, up to ``extra - 1`` more locally
+    verified decisions of A_dec(h) about the same local objectives as that one (alternatives
+    for the same part of the plan), in A_dec(h) order."""
+
+    extra = 3
+
+    def _add_evidence(self, node: Node, decisions: Sequence[Action]) -> None:
+        before = len(node.edges)
+        super()._add_evidence(node, decisions)
+        if len(node.edges) == before:
+            return
+        hg = self.hypergraph
+        assert hg is not None
+        local = self._local_objectives
+        first = node.edges[-1].identity
+        about = hg.nodes[first].by_label.keys() & local
+        have = {e.action.key for e in node.edges}
+        added = 1
+        for action in decisions:
+            if added >= self.extra:
+                return
+            if action.kind is INFO or action.key in have:
+                continue
+            v = self.env.recorded_id(action)
+            if (v is None or v not in hg.nodes or hg.nodes[v].by_label.keys() & local != about
+                    or not hg.verified(v, local)):
+                continue
+            node.widen(action, v, True)
+            added += 1
+
+
 for _scope in ("all", "near", "local", "full"):
     td.VARIANTS[f"nogood_{_scope}"] = _run(Nogood, scope=_scope)
     td.VARIANTS[f"nogood_{_scope}_sel"] = _run(Nogood, scope=_scope, in_select=True)
@@ -270,6 +302,8 @@ for _how in ("ending", "recorded"):
     td.VARIANTS[f"prune_keeps_{_how}"] = _run(PruneKeepsPlan, how=_how)
 for _extra in (2, 3, 5):
     td.VARIANTS[f"ending_evw{_extra}"] = _run(EvidenceMore, current=True, extra=_extra)
+for _extra in (2, 3):
+    td.VARIANTS[f"ending_alt{_extra}"] = _run(EvidenceAlternatives, current=True, extra=_extra)
 td.VARIANTS["uct_finish_last"] = _run(FinishLast, plain=True, among="recorded")
 
 
