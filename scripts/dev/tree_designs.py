@@ -1,8 +1,11 @@
 """The dev-seed comparisons behind the full-path tree design and the hypergraph's uses in it
 (docs/benchmarks.md, "The strongest tree design"): every variant on the same generated tasks,
 task seeds and heuristic policy as ``hyperplan search run`` (B = 32, b = 3, lam = 0.5,
-c = 0.5), case accuracy, policy calls per case and the paired difference to the first variant
-named, in points with a normal 95% interval.
+c = 0.5), case accuracy, the case score (qa's half credit for abstaining; accuracy elsewhere),
+policy calls per case and the paired difference to the first variant named, in points with a
+normal 95% interval. The named defaults: ``hyper`` (before the evidence pruning), ``pruned``
+(before free decisions last), ``free_last`` (before ending decisions last), ``ending_last``
+(the default since 2026-12-05); ``uct`` and ``uct_ending_last`` likewise.
 
     python scripts/dev/tree_designs.py SUITE SEEDS TASKS VARIANT[,VARIANT...]
     python scripts/dev/tree_designs.py shopping 11,12 100 uct,hyper,widen_only
@@ -10,7 +13,7 @@ named, in points with a normal 95% interval.
     python scripts/dev/tree_designs.py shopping 11 100 --gold pruned
     python scripts/dev/tree_designs.py shopping 11 100 --coupons [pruned|free_last]
 
-``--failures`` counts, for the failed tasks of ``hyper``, ``pruned`` or ``uct``, whether every
+``--failures`` counts, for the failed tasks of one of the named defaults, whether every
 local objective was met by some rollout (the failure analysis); ``shopping SEED N --gold
 METHOD`` compares the failed shopping tasks with their hidden gold plans, ``--coupons`` their
 coupons with the best set for the products chosen. The variants that are not
