@@ -78,8 +78,9 @@ def _evidence_children(search: HyperMCTS) -> list[tuple[Node, Hashable]]:
 def test_evidence_widening_adds_one_verified_decision_beside_the_policy_children(
     seed: int,
 ) -> None:
+    # one wide, as first built (three wide: tests/test_search_open_parts.py)
     search = HyperMCTS(ToyShopEnv(seed, 4, 6), RandomPolicy(),
-                       MCTSConfig(budget=40, early_stop=False), seed)
+                       MCTSConfig(budget=40, early_stop=False, evidence_width=1), seed)
     search.run()
     added = _evidence_children(search)
     assert added  # the verified products of earlier rollouts reached other prefixes

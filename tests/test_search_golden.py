@@ -101,8 +101,16 @@ PINNED_ENDING_LAST = "4a40d9816b76b2c2415b720c4538cb25569f15a4ade4cc11f9ff6b0b3a
 that produced its dev and test-seed benchmarks (docs/benchmarks.md, "Ending decisions
 last")."""
 
-BEFORE_ENDING_LAST: dict[str, Any] = {"ending_last": False}
-"""The earlier full-path defaults had no ending decisions last."""
+PINNED_OPEN_PARTS = "a6852f1db6abc3ebf37a402f635c0c6dc3fa9bad08e6df382fbee1691a64f40e"
+"""The full-path default with the evidence widening three wide (``evidence_width``), recorded
+with the code that produced its dev and test-seed benchmarks (docs/benchmarks.md, "Evidence
+widening for the parts still open")."""
+
+BEFORE_OPEN_PARTS: dict[str, Any] = {"evidence_width": 1}
+"""The earlier full-path defaults widened with one verified decision."""
+
+BEFORE_ENDING_LAST: dict[str, Any] = {"ending_last": False, **BEFORE_OPEN_PARTS}
+"""... and had no ending decisions last."""
 
 
 def test_same_decisions_and_priors_with_widening_as_benchmarked() -> None:
@@ -127,8 +135,12 @@ def test_same_decisions_and_priors_with_free_decisions_last_as_benchmarked() -> 
 def test_same_decisions_and_priors_in_the_default_design_as_benchmarked() -> None:
     assert MCTSConfig() == design_config(TreeDesign.FULL_PATH)
     assert MCTSConfig().evidence_pruning and MCTSConfig().free_last
-    assert MCTSConfig().ending_last
-    assert fingerprint(0.0, TreeDesign.FULL_PATH) == PINNED_ENDING_LAST
+    assert MCTSConfig().ending_last and MCTSConfig().evidence_width == 3
+    assert fingerprint(0.0, TreeDesign.FULL_PATH) == PINNED_OPEN_PARTS
+
+
+def test_same_decisions_and_priors_with_ending_decisions_last_as_benchmarked() -> None:
+    assert fingerprint(0.0, TreeDesign.FULL_PATH, **BEFORE_OPEN_PARTS) == PINNED_ENDING_LAST
 
 
 # --------------------------------------------------------------------------------------------

@@ -36,8 +36,10 @@ def test_widening_follows_the_square_root_schedule(widen: float) -> None:
         keys = [e.action.key for e in node.edges]
         assert len(keys) == len(set(keys))
         if node.expanded and not node.saturated:
-            # widening happens on the way down, before the visit is backed up
-            assert node.widened <= math.floor(math.sqrt(max(0, node.n - 1) / widen)) + 1
+            # widening happens on the way down, before the visit is backed up; the
+            # evidence widening adds up to evidence_width children at the expansion
+            assert node.widened <= math.floor(math.sqrt(max(0, node.n - 1) / widen)) + \
+                config.evidence_width
             assert len(node.edges) <= 2 + node.widened
 
 

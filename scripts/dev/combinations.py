@@ -48,7 +48,7 @@ def _run(cls: type[HyperMCTS], plain: bool = False, current: bool = False,
     ending decisions last (``plain``: UCT, lam = 0 without the hypergraph; ``current``: the
     default since, with it)."""
     variant = type(cls.__name__, (cls,), attrs)
-    before = {} if current else td.FL
+    before = {"evidence_width": 1} if current else td.FL
     config = MCTSConfig(lam=0.0, hypergraph=False, **before) if plain else MCTSConfig(**before)
 
     def run(env: SearchEnv, seed: int) -> Any:
@@ -289,6 +289,49 @@ class EvidenceAlternatives(HyperMCTS):
             added += 1
 
 
+class EvidenceOpenParts(HyperMCTS):
+    """Evidence widening adding up to ``extra`` locally verified decisions, the ones after
+    the first only when none of their local objectives is one a recorded decision on the path
+    to h is already about (parts of the plan still open)."""
+
+    extra = 3
+
+    def _path_labels(self, node: Node) -> set[str]:
+        hg = self.hypergraph
+        assert hg is not None
+        labels: set[str] = set()
+        child, parent = node, node.parent
+        while parent is not None:
+            edge = next(e for e in parent.edges if e._child is child)
+            if edge.recorded and edge.identity in hg.nodes:
+                labels |= hg.nodes[edge.identity].by_label.keys() & self._local_objectives
+            child, parent = parent, parent.parent
+        return labels
+
+    def _add_evidence(self, node: Node, decisions: Sequence[Action]) -> None:
+        before = len(node.edges)
+        super()._add_evidence(node, decisions)
+        if len(node.edges) == before:
+            return
+        hg = self.hypergraph
+        assert hg is not None
+        local = self._local_objectives
+        taken = self._path_labels(node)
+        have = {e.action.key for e in node.edges}
+        added = 1
+        for action in decisions:
+            if added >= self.extra:
+                return
+            if action.kind is INFO or action.key in have:
+                continue
+            v = self.env.recorded_id(action)
+            if (v is None or v not in hg.nodes or hg.nodes[v].by_label.keys() & taken
+                    or not hg.verified(v, local)):
+                continue
+            node.widen(action, v, True)
+            added += 1
+
+
 for _scope in ("all", "near", "local", "full"):
     td.VARIANTS[f"nogood_{_scope}"] = _run(Nogood, scope=_scope)
     td.VARIANTS[f"nogood_{_scope}_sel"] = _run(Nogood, scope=_scope, in_select=True)
@@ -304,6 +347,8 @@ for _extra in (2, 3, 5):
     td.VARIANTS[f"ending_evw{_extra}"] = _run(EvidenceMore, current=True, extra=_extra)
 for _extra in (2, 3):
     td.VARIANTS[f"ending_alt{_extra}"] = _run(EvidenceAlternatives, current=True, extra=_extra)
+for _extra in (2, 3):
+    td.VARIANTS[f"ending_open{_extra}"] = _run(EvidenceOpenParts, current=True, extra=_extra)
 td.VARIANTS["uct_finish_last"] = _run(FinishLast, plain=True, among="recorded")
 
 
@@ -382,7 +427,7 @@ def abstentions(seed: int, n: int) -> None:
                "hyper_no_pruning": MCTSConfig(evidence_pruning=False, **td.FL),
                "hyper_no_composed": MCTSConfig(compose_every=0, **td.FL),
                "hyper_no_widening": MCTSConfig(evidence_widening=False, **td.FL),
-               "hyper_ending_last": MCTSConfig()}
+               "hyper_ending_last": MCTSConfig(evidence_width=1)}
     for name, config in configs.items():
         counts: Counter[str] = Counter()
         for i, env in enumerate(load_tasks("qa", n, seed)):

@@ -42,9 +42,10 @@ from hyperplan.search.tree import Edge, Node
 
 Run = Callable[[SearchEnv, int], SearchResult]
 # the full-path default before the evidence pruning (the base of every variant here)
-BEFORE: dict[str, Any] = {"evidence_pruning": False, "free_last": False, "ending_last": False}
+BEFORE: dict[str, Any] = {"evidence_pruning": False, "free_last": False, "ending_last": False,
+                          "evidence_width": 1}
 # the default from free decisions last until ending decisions last (what "free_last" names)
-FL: dict[str, Any] = {"ending_last": False}
+FL: dict[str, Any] = {"ending_last": False, "evidence_width": 1}
 # the full-path design without our two first rules
 PLAIN: dict[str, Any] = {"evidence_widening": False, "compose_every": 0}
 
@@ -584,7 +585,8 @@ VARIANTS: dict[str, Run] = {
     # the default from the evidence pruning until free decisions last
     "pruned": _method("hypermcts", MCTSConfig(free_last=False, **FL)),
     "free_last": _method("hypermcts", MCTSConfig(**FL)),
-    "ending_last": _method("hypermcts", MCTSConfig()),  # the default since then
+    "ending_last": _method("hypermcts", MCTSConfig(evidence_width=1)),
+    "open_parts": _method("hypermcts", MCTSConfig()),  # the default since then
     "guidance": _variant(rollout_guidance=True, **PLAIN),
     "prior_only": _variant(**PLAIN),
     "prior_fill": _variant(fill=True, **PLAIN),
@@ -696,7 +698,8 @@ def failures(suite: str, seed: int, n: int, method: str) -> None:
     """Failed tasks of ``hyper`` (the default HyperMCTS) or ``uct``: was every local objective
     met by some rollout, and did one rollout meet them all (and break a global constraint)?"""
     config = {"hyper": MCTSConfig(**BEFORE), "pruned": MCTSConfig(free_last=False, **FL),
-              "free_last": MCTSConfig(**FL), "ending_last": MCTSConfig()}.get(
+              "free_last": MCTSConfig(**FL),
+              "ending_last": MCTSConfig(evidence_width=1), "open_parts": MCTSConfig()}.get(
         method, MCTSConfig(lam=0.0, hypergraph=False, **FL))
     counts: Counter[str] = Counter()
     for i, env in enumerate(load_tasks(suite, n, seed)):
@@ -731,7 +734,8 @@ def gold_failures(seed: int, n: int, method: str) -> None:
     chosen by some rollout, did one rollout choose them all, and did such a rollout also apply
     the gold coupons?"""
     config = {"hyper": MCTSConfig(**BEFORE), "pruned": MCTSConfig(free_last=False, **FL),
-              "free_last": MCTSConfig(**FL), "ending_last": MCTSConfig()}.get(
+              "free_last": MCTSConfig(**FL),
+              "ending_last": MCTSConfig(evidence_width=1), "open_parts": MCTSConfig()}.get(
         method, MCTSConfig(lam=0.0, hypergraph=False, **FL))
     counts: Counter[str] = Counter()
     for i, env in enumerate(load_tasks("shopping", n, seed)):

@@ -124,7 +124,8 @@ def _design_keys(config: MCTSConfig, design: str) -> dict[str, Any]:
     return {"design": design, "rollout_guidance": config.rollout_guidance,
             "branch_on": str(config.branch_on), "widen": config.widen,
             "expand_rollout": config.expand_rollout,
-            "evidence_widening": config.evidence_widening, "compose_every": config.compose_every,
+            "evidence_widening": config.evidence_widening,
+            "evidence_width": config.evidence_width, "compose_every": config.compose_every,
             "evidence_pruning": config.evidence_pruning, "free_last": config.free_last,
             "ending_last": config.ending_last, "scored_picks": config.scored_picks}
 

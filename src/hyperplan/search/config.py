@@ -45,7 +45,7 @@ class TreeDesign(StrEnum):
     * ``full-path`` (the default) -- every history an evaluated rollout passes is added to the
       tree, each expanded with the policy's top b proposals of any kind, the policy's rollout
       choice picking among them (llm-reasoners' MCTS shape), no widening; with lam > 0 also
-      the HyperUCT prior, the evidence widening, a composed rollout every third
+      the HyperUCT prior, the evidence widening (three wide), a composed rollout every third
       iteration, the evidence pruning and free decisions last; at every lam, ending
       decisions last.
     * ``paper`` -- Algorithm 1 as written in the HyperMCTS paper: one expansion of b
@@ -66,7 +66,7 @@ DESIGNS: Final[dict[TreeDesign, dict[str, object]]] = {
     TreeDesign.FULL_PATH: {"expand_rollout": True, "branch_on": "all", "widen": 0.0,
                            "rollout_guidance": False, "evidence_widening": True,
                            "compose_every": 3, "evidence_pruning": True, "free_last": True,
-                           "ending_last": True},
+                           "ending_last": True, "evidence_width": 3},
     TreeDesign.PAPER: {"expand_rollout": False, "branch_on": "all", "widen": 0.0,
                        "rollout_guidance": False, "evidence_widening": False,
                        "compose_every": 0, "evidence_pruning": False, "free_last": False,
@@ -106,6 +106,9 @@ class MCTSConfig:
     * ``evidence_widening`` -- with lam > 0, an expansion also adds one commit decision whose
       own objectives every earlier rollout that took it met
       (:meth:`~hyperplan.search.mcts.HyperMCTS._add_evidence`).
+    * ``evidence_width`` -- w: the evidence widening adds up to w decisions, the ones after the
+      first only about parts of the plan still open on the path
+      (:meth:`~hyperplan.search.mcts.HyperMCTS._add_open_parts`); 1: one, as first built.
     * ``compose_every`` -- m: with lam > 0 every m-th iteration is a composed rollout of the
       decisions verified so far (:meth:`~hyperplan.search.mcts.HyperMCTS._compose`); 0 off.
     * ``evidence_pruning`` -- with lam > 0, selection and the rollout chooser skip children
@@ -149,6 +152,7 @@ class MCTSConfig:
     widen_prior: bool = True
     expand_rollout: bool = True
     evidence_widening: bool = True
+    evidence_width: int = 3
     compose_every: int = 3
     evidence_pruning: bool = True
     free_last: bool = True
@@ -168,6 +172,8 @@ class MCTSConfig:
             raise ValueError(f"branch_on is one of {BRANCH_ON}")
         if self.widen < 0:
             raise ValueError("widen must be non-negative (0 = off)")
+        if self.evidence_width < 1:
+            raise ValueError("evidence_width must be at least 1")
         if self.compose_every < 0:
             raise ValueError("compose_every must be non-negative (0 = off)")
         # the string options as their enums (a frozen dataclass: set through object)

@@ -42,7 +42,9 @@ One iteration k = one evaluated rollout:
 
    **Evidence widening** (``MCTSConfig.evidence_widening``, our design, on by default; lam > 0
    only): the just-expanded history also gets one commit decision whose own objectives every
-   earlier rollout that took it met (:meth:`HyperMCTS._add_evidence`).
+   earlier rollout that took it met (:meth:`HyperMCTS._add_evidence`), and, up to
+   ``MCTSConfig.evidence_width`` (3 by default), further such decisions about parts of the
+   plan no recorded decision on its path is about yet (:meth:`HyperMCTS._add_open_parts`).
 3. **Simulation** with the policy's rollout action until the history is terminal, has no
    decisions, or reaches the horizon H. Beyond Algorithm 1 (the paper's "domain-specific guidance",
    Appendix A.3), on in the commit-widen design: ``MCTSConfig.rollout_guidance`` lets the prior pick
@@ -186,6 +188,7 @@ class HyperMCTS(SearchBase):
         self._at_commits = config.branch_on is BranchOn.COMMIT  # (enum reads are slow)
         graph = config.lam > 0 and self.hypergraph is not None
         self._evidence = config.evidence_widening and graph
+        self._evidence_width = config.evidence_width
         self._compose_every = config.compose_every if graph else 0
         # the objectives about one part of the plan (evidence widening reads only these)
         self._local_objectives = frozenset(o.id for o in env.objectives if o.scope != "global")
@@ -454,9 +457,10 @@ class HyperMCTS(SearchBase):
         key = proposed[0].key
         return next((i for i in among if rest[i].key == key), among[0])
 
-    def _open(self, node: Node) -> list[Edge]:
+    def _open(self, node: Node, path: list[Edge]) -> list[Edge]:
         """The children of ``node``, expanding it first unless it already is (step 2); a
-        history without decisions (or none proposed) becomes terminal and has none."""
+        history without decisions (or none proposed) becomes terminal and has none.
+        ``path`` is the tree path from h_0 to ``node`` (read by the evidence widening)."""
         if not node.expanded:
             decisions = self._decisions_at(node)
             children = self._candidates(decisions)
@@ -464,13 +468,14 @@ class HyperMCTS(SearchBase):
             if children:
                 node.expand(children, self.config.branching)
                 node.scores = scores
-                if self._evidence and self._verified:
-                    self._add_evidence(node, decisions)
+                if (self._evidence and self._verified and self._add_evidence(node, decisions)
+                        and self._evidence_width > 1):
+                    self._add_open_parts(node, decisions, path)
         if not node.edges:
             node.terminal = True
         return node.edges
 
-    def _add_evidence(self, node: Node, decisions: Sequence[Action]) -> None:
+    def _add_evidence(self, node: Node, decisions: Sequence[Action]) -> bool:
         """Evidence widening (``MCTSConfig.evidence_widening``, our design): beside the
         policy's children of a just-expanded history h, one more child -- the first commit
         decision of A_dec(h), not yet a child, whose own objectives were met by every earlier
@@ -484,7 +489,8 @@ class HyperMCTS(SearchBase):
         (:meth:`_note_verified`), so a history is only looked at when one of them is among
         its decisions (the caller only asks once one is), and only up to the first that
         qualifies; the candidates are put in A_dec(h) order by the environment's position
-        index (:meth:`~hyperplan.search.timing.TimedEnv.decision_index`), not by a scan."""
+        index (:meth:`~hyperplan.search.timing.TimedEnv.decision_index`), not by a scan.
+        Returns whether a child was added."""
         verified = self._verified
         self._goto(node)
         index = self.env.decision_index()
@@ -493,19 +499,19 @@ class HyperMCTS(SearchBase):
             for edge in node.edges:
                 hits.discard(edge.action.key)
         if not hits:
-            return
+            return False
         if len(hits) == 1:  # the only candidate, as it was taken: no lookup in A_dec(h)
             phi, action = verified[next(iter(hits))]
-            self._widen_verified(node, action, phi)
-            return
+            return self._widen_verified(node, action, phi)
         position = index.__getitem__
         key = min(hits, key=position)  # the first in A_dec(h) order, nearly always taken
         if self._widen_verified(node, decisions[position(key)], verified[key][0]):
-            return
+            return True
         hits.discard(key)
         for key in sorted(hits, key=position):  # the others, in A_dec(h) order
             if self._widen_verified(node, decisions[position(key)], verified[key][0]):
-                return
+                return True
+        return False
 
     def _widen_verified(self, node: Node, action: Action, known: Hashable) -> bool:
         """Widen ``node`` with ``action`` when it is a recorded commit decision verified on
@@ -521,6 +527,45 @@ class HyperMCTS(SearchBase):
             return False
         node.widen(action, v, True)
         return True
+
+    def _add_open_parts(self, node: Node, decisions: Sequence[Action],
+                        path: list[Edge]) -> None:
+        """The evidence widening's further children (``MCTSConfig.evidence_width`` w > 1, our
+        design), after :meth:`_add_evidence` added one: up to w - 1 more recorded decisions
+        of A_dec(h), in its order, verified on their local objectives like the first, and
+        about parts of the plan still open at h -- none of their local objectives is one that
+        a recorded decision on ``path`` (h_0 to h) is about. So a rollout can combine
+        verified parts it has not yet fixed (alternative products for the items still to
+        choose), not gather more evidence for a part already served."""
+        hypergraph = self.hypergraph
+        assert hypergraph is not None
+        index = self.env.decision_index()
+        hits = self._verified.keys() & index.keys()
+        for edge in node.edges:
+            hits.discard(edge.action.key)
+        if not hits:
+            return
+        local, nodes = self._local_objectives, hypergraph.nodes
+        served: set[str] = set()
+        for edge in path:
+            stats = nodes.get(edge.identity) if edge.recorded else None
+            if stats is not None:
+                served.update(label for label in stats.by_label if label in local)
+        added = 1
+        position = index.__getitem__
+        for key in sorted(hits, key=position):
+            action = decisions[position(key)]
+            if action.kind is INFO:
+                continue
+            v = self.env.recorded_id(action)
+            stats = nodes.get(v) if v is not None else None
+            if (stats is None or not served.isdisjoint(stats.by_label)
+                    or not hypergraph.verified(v, local)):
+                continue
+            node.widen(action, v, True)
+            added += 1
+            if added >= self._evidence_width:
+                return
 
     def _note_evidence(self, path: list[Edge], actions: list[Action],
                        recorded: list[Hashable], verdict: Verdict) -> None:
@@ -598,7 +643,7 @@ class HyperMCTS(SearchBase):
         child, materialise it; returns the history the simulation starts from."""
         chain = self.config.info_chain and self.config.branch_on is BranchOn.COMMIT
         while not node.terminal and not node.expanded:
-            edges = self._open(node)
+            edges = self._open(node, path)
             if not edges:
                 break
             edge = edges[0] if len(edges) == 1 else self.select(node)
@@ -636,7 +681,7 @@ class HyperMCTS(SearchBase):
         scored = self._scored_picks and not self._guiding()
         while not node.terminal:
             expanded = node.expanded
-            edges = self._open(node)
+            edges = self._open(node, path)
             if not edges:
                 break
             edge: Edge | None = None
