@@ -257,44 +257,15 @@ class EvidenceMore(HyperMCTS):
                 return
 
 
-class EvidenceAlternatives(HyperMCTS):
+class EvidenceFurther(HyperMCTS):
     """Evidence widening adding, after its one decision, up to ``extra - 1`` more locally
-    verified decisions of A_dec(h) about the same local objectives as that one (alternatives
-    for the same part of the plan), in A_dec(h) order."""
+    verified decisions of A_dec(h), in its order: with ``keep = "same"`` only ones about the
+    same local objectives as that one (alternatives for the same part of the plan); with
+    ``"open"`` only ones none of whose local objectives a recorded decision on the path to h
+    is about (parts of the plan still open; adopted as ``MCTSConfig.evidence_width``)."""
 
     extra = 3
-
-    def _add_evidence(self, node: Node, decisions: Sequence[Action]) -> None:
-        before = len(node.edges)
-        super()._add_evidence(node, decisions)
-        if len(node.edges) == before:
-            return
-        hg = self.hypergraph
-        assert hg is not None
-        local = self._local_objectives
-        first = node.edges[-1].identity
-        about = hg.nodes[first].by_label.keys() & local
-        have = {e.action.key for e in node.edges}
-        added = 1
-        for action in decisions:
-            if added >= self.extra:
-                return
-            if action.kind is INFO or action.key in have:
-                continue
-            v = self.env.recorded_id(action)
-            if (v is None or v not in hg.nodes or hg.nodes[v].by_label.keys() & local != about
-                    or not hg.verified(v, local)):
-                continue
-            node.widen(action, v, True)
-            added += 1
-
-
-class EvidenceOpenParts(HyperMCTS):
-    """Evidence widening adding up to ``extra`` locally verified decisions, the ones after
-    the first only when none of their local objectives is one a recorded decision on the path
-    to h is already about (parts of the plan still open)."""
-
-    extra = 3
+    keep = "open"
 
     def _path_labels(self, node: Node) -> set[str]:
         hg = self.hypergraph
@@ -308,29 +279,34 @@ class EvidenceOpenParts(HyperMCTS):
             child, parent = parent, parent.parent
         return labels
 
-    def _add_evidence(self, node: Node, decisions: Sequence[Action]) -> None:
+    def _add_evidence(self, node: Node, decisions: Sequence[Action]) -> bool:
         before = len(node.edges)
         super()._add_evidence(node, decisions)
         if len(node.edges) == before:
-            return
+            return False
         hg = self.hypergraph
         assert hg is not None
         local = self._local_objectives
-        taken = self._path_labels(node)
+        if self.keep == "same":
+            about = hg.nodes[node.edges[-1].identity].by_label.keys() & local
+        else:
+            served = self._path_labels(node)
         have = {e.action.key for e in node.edges}
         added = 1
         for action in decisions:
             if added >= self.extra:
-                return
+                break
             if action.kind is INFO or action.key in have:
                 continue
             v = self.env.recorded_id(action)
-            if (v is None or v not in hg.nodes or hg.nodes[v].by_label.keys() & taken
-                    or not hg.verified(v, local)):
+            if v is None or v not in hg.nodes or not hg.verified(v, local):
+                continue
+            labels = hg.nodes[v].by_label.keys()
+            if (labels & local != about) if self.keep == "same" else bool(labels & served):
                 continue
             node.widen(action, v, True)
             added += 1
-
+        return True
 
 for _scope in ("all", "near", "local", "full"):
     td.VARIANTS[f"nogood_{_scope}"] = _run(Nogood, scope=_scope)
@@ -346,9 +322,10 @@ for _how in ("ending", "recorded"):
 for _extra in (2, 3, 5):
     td.VARIANTS[f"ending_evw{_extra}"] = _run(EvidenceMore, current=True, extra=_extra)
 for _extra in (2, 3):
-    td.VARIANTS[f"ending_alt{_extra}"] = _run(EvidenceAlternatives, current=True, extra=_extra)
+    td.VARIANTS[f"ending_alt{_extra}"] = _run(EvidenceFurther, current=True, extra=_extra,
+                                              keep="same")
 for _extra in (2, 3):
-    td.VARIANTS[f"ending_open{_extra}"] = _run(EvidenceOpenParts, current=True, extra=_extra)
+    td.VARIANTS[f"ending_open{_extra}"] = _run(EvidenceFurther, current=True, extra=_extra)
 td.VARIANTS["uct_finish_last"] = _run(FinishLast, plain=True, among="recorded")
 
 
