@@ -1,11 +1,12 @@
 """Helpers the rule tests of HyperMCTS share (tests/test_search_pruning.py, _free_last.py,
-_ending_last.py): a rollout chooser that must not be asked, and a search run on one generated
-task, every rollout's action keys kept."""
+_ending_last.py): a rollout chooser that must not be asked, a search run on one generated
+task, every rollout's action keys kept, and every rollout's choices walked with the search's
+state as it stood before that rollout."""
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -13,6 +14,7 @@ from hyperplan.eval.treesearch.runner import load_tasks, task_seed
 from hyperplan.search.env import Action, SearchEnv
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig
 from hyperplan.search.policies import make_policy
+from hyperplan.search.tree import Edge, Node
 
 
 class NoCall:
@@ -32,3 +34,21 @@ def generated_search(suite: str, tasks: int, task: int, **overrides: Any) -> Hyp
     search = HyperMCTS(env, make_policy("heuristic"), config, task_seed(5, task))
     search.run()
     return search
+
+
+def choices_before(
+    run: Callable[..., HyperMCTS], budget: int,
+) -> Iterator[tuple[HyperMCTS, Node, Edge]]:
+    """Every rollout k = 1 .. budget - 1 of ``run()`` walked down its final tree: per history
+    on the rollout's path, the search as it stood before rollout k (``run(budget=k)``, whose
+    rollouts must be the full run's first k), the history and the child the rollout took."""
+    full = run()
+    assert full.tree is not None
+    for k in range(1, budget):
+        before = run(budget=k)
+        assert before.trace == full.trace[:k]
+        node = full.tree.root
+        for key in full.trace[k]:
+            taken = next(e for e in node.edges if e.action.key == key)
+            yield before, node, taken
+            node = taken.child

@@ -17,7 +17,7 @@ from hyperplan.search.hypergraph import TrajectoryHypergraph
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, design_config
 from hyperplan.search.policies import make_policy
 from hyperplan.search.tree import Edge, Node
-from search_helpers import NoCall, generated_search
+from search_helpers import NoCall, choices_before, generated_search
 from search_reference import TWO_GOALS_AND_A_BUDGET, verdict_of
 
 LOCAL = frozenset({"g1", "g2"})
@@ -78,24 +78,15 @@ def test_no_rollout_chooser_takes_a_free_child_while_another_recorded_one_is_new
     that rollout (a second search with the budget cut there): at a history the rollout
     expanded (its children all unvisited before it), the child taken is not free while a
     recorded child that is not free was among them."""
-    full = _search(2)
-    assert full.tree is not None
     checked = 0
-    for k in range(1, 24):
-        before = _search(2, budget=k)
-        assert before.trace == full.trace[:k]
-        free = before._free
-        node = full.tree.root
-        for key in full.trace[k]:
-            edges = node.edges
-            taken = next(e for e in edges if e.action.key == key)
-            fresh = all(e.n == (1 if e is taken else 0) for e in edges) and node.n == 1
-            bound = [e for e in edges if e.recorded and e.identity not in free]
-            if fresh and bound and len(edges) > 1 and any(
-                    e.recorded and e.identity in free for e in edges):
-                checked += 1
-                assert not (taken.recorded and taken.identity in free)
-            node = taken.child
+    for before, node, taken in choices_before(lambda **o: _search(2, **o), 24):
+        edges, free = node.edges, before._free
+        fresh = all(e.n == (1 if e is taken else 0) for e in edges) and node.n == 1
+        bound = [e for e in edges if e.recorded and e.identity not in free]
+        if fresh and bound and len(edges) > 1 and any(
+                e.recorded and e.identity in free for e in edges):
+            checked += 1
+            assert not (taken.recorded and taken.identity in free)
     assert checked >= 5
 
 

@@ -21,7 +21,7 @@ from hyperplan.search.hypergraph import TrajectoryHypergraph
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, design_config
 from hyperplan.search.policies import RandomPolicy
 from hyperplan.search.tree import Node
-from search_helpers import NoCall
+from search_helpers import NoCall, choices_before
 from search_reference import TWO_GOALS_ABOUT, TWO_GOALS_AND_A_BUDGET, verdict_of
 
 
@@ -60,22 +60,13 @@ def test_no_rollout_takes_a_refuted_child_while_another_is_left(seed: int) -> No
     """Every rollout's path, walked down the final tree with the refuted set as it stood
     before that rollout (a second search with the budget cut there): at every history with a
     choice, the child taken is not refuted unless all its siblings are."""
-    full = _search(seed)
-    assert full.tree is not None
     pruned_choices = 0
-    for k in range(1, 40):
-        before = _search(seed, budget=k)
-        assert before.trace == full.trace[:k]
-        refuted = before._refuted
-        node = full.tree.root
-        for key in full.trace[k]:
-            edges = node.edges
-            taken = next(e for e in edges if e.action.key == key)
-            out = [e for e in edges if e.recorded and e.identity in refuted]
-            if len(edges) > 1 and out:
-                pruned_choices += 1
-                assert taken not in out or len(out) == len(edges)
-            node = taken.child
+    for before, node, taken in choices_before(lambda **o: _search(seed, **o), 40):
+        edges = node.edges
+        out = [e for e in edges if e.recorded and e.identity in before._refuted]
+        if len(edges) > 1 and out:
+            pruned_choices += 1
+            assert taken not in out or len(out) == len(edges)
     assert pruned_choices >= 10
 
 
