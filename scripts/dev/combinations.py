@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 import tree_designs as td
@@ -176,7 +176,8 @@ class EvidenceChoice(HyperMCTS):
 
     rank = "prior"
 
-    def _add_evidence(self, node: Node, decisions: Sequence[Action]) -> None:
+    def _add_evidence(self, node: Node, decisions: Sequence[Action],
+                      index: Mapping[str, int] | None = None) -> Any:
         verified = self._verified
         self._goto(node)
         index = self.env.decision_index()
@@ -249,7 +250,8 @@ class EvidenceMore(HyperMCTS):
 
     extra = 2
 
-    def _add_evidence(self, node: Node, decisions: Sequence[Action]) -> None:
+    def _add_evidence(self, node: Node, decisions: Sequence[Action],
+                      index: Mapping[str, int] | None = None) -> Any:
         for _ in range(self.extra):
             before = len(node.edges)
             super()._add_evidence(node, decisions)
@@ -279,7 +281,8 @@ class EvidenceFurther(HyperMCTS):
             child, parent = parent, parent.parent
         return labels
 
-    def _add_evidence(self, node: Node, decisions: Sequence[Action]) -> bool:
+    def _add_evidence(self, node: Node, decisions: Sequence[Action],
+                      index: Mapping[str, int] | None = None) -> Any:
         before = len(node.edges)
         super()._add_evidence(node, decisions)
         if len(node.edges) == before:

@@ -29,8 +29,8 @@ INFO: Final = ActionKind.INFO  # a module constant: enum attribute access is slo
 
 def _distinct(proposed: list[Action], k: int) -> list[Action]:
     """The first ``k`` of ``proposed`` distinct by key (the first of each key kept)."""
-    if len({a.key for a in proposed}) == len(proposed):
-        return proposed[:k]
+    if len(proposed) < 2 or len({a.key for a in proposed}) == len(proposed):
+        return proposed if len(proposed) <= k else proposed[:k]
     out: list[Action] = []
     keys: set[str] = set()
     for action in proposed:

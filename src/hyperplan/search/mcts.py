@@ -101,7 +101,7 @@ search's own overhead per iteration.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from time import perf_counter
 
 from hyperplan.search.common import FAILED, INFO, SearchBase, SearchResult, Timing
@@ -202,6 +202,10 @@ class HyperMCTS(SearchBase):
         # the free identities phi, :meth:`_note_free`
         self._free: set[Hashable] = set()
         self._ending_last = config.ending_last
+        # the local objectives served on the current path, :meth:`_served_labels`
+        self._served_path: list[Edge] | None = None
+        self._served_upto = 0
+        self._served: set[str] = set()
         # rollout choices among new children from the proposal's scores (``scored_picks``);
         # the scores of the latest expansion's first proposal (:meth:`_children`)
         self._scored_picks = config.scored_picks and self.policy.scoring
@@ -379,7 +383,7 @@ class HyperMCTS(SearchBase):
         """Take ``edge`` from ``node``: append it to ``path`` and materialise its child on
         first entry (a failed child stays failed); returns the child."""
         path.append(edge)
-        child = edge.child
+        child = edge.child_node()
         if child.snapshot is None and not child.failed:
             self._materialize(node, edge)
         return child
@@ -462,20 +466,32 @@ class HyperMCTS(SearchBase):
         history without decisions (or none proposed) becomes terminal and has none.
         ``path`` is the tree path from h_0 to ``node`` (read by the evidence widening)."""
         if not node.expanded:
-            decisions = self._decisions_at(node)
-            children = self._candidates(decisions)
-            scores = self._take_scores()
+            self._goto(node)
+            index: Mapping[str, int] | None = None
+            if self._evidence and self._verified:  # A_dec(h) and its index in one call
+                decisions, index = self.env.indexed_decisions()
+            else:
+                decisions = self.env.valid_decisions()
+            if decisions:  # (_candidates, inlined on the hot path)
+                children = self.env.children(self._children(decisions, self.config.branching))
+            else:
+                children = []
+            scores = self._proposal_scores
+            self._proposal_scores = None  # (_take_scores, inlined)
             if children:
                 node.expand(children, self.config.branching)
                 node.scores = scores
-                if (self._evidence and self._verified and self._add_evidence(node, decisions)
-                        and self._evidence_width > 1):
-                    self._add_open_parts(node, decisions, path)
-        if not node.edges:
+                if index is not None:
+                    rest = self._add_evidence(node, decisions, index)
+                    if rest and self._evidence_width > 1:
+                        self._add_open_parts(node, rest, path)
+        edges = node.edges
+        if not edges:
             node.terminal = True
-        return node.edges
+        return edges
 
-    def _add_evidence(self, node: Node, decisions: Sequence[Action]) -> bool:
+    def _add_evidence(self, node: Node, decisions: Sequence[Action],
+                      index: Mapping[str, int] | None = None) -> list[Action] | None:
         """Evidence widening (``MCTSConfig.evidence_widening``, our design): beside the
         policy's children of a just-expanded history h, one more child -- the first commit
         decision of A_dec(h), not yet a child, whose own objectives were met by every earlier
@@ -489,29 +505,31 @@ class HyperMCTS(SearchBase):
         (:meth:`_note_verified`), so a history is only looked at when one of them is among
         its decisions (the caller only asks once one is), and only up to the first that
         qualifies; the candidates are put in A_dec(h) order by the environment's position
-        index (:meth:`~hyperplan.search.timing.TimedEnv.decision_index`), not by a scan.
-        Returns whether a child was added."""
+        index (:meth:`~hyperplan.search.timing.TimedEnv.decision_index`, or ``index`` when
+        the caller read it with A_dec(h)), not by a scan.
+
+        Returns None when no child was added, else the candidates after the added one, in
+        A_dec(h) order: the only ones :meth:`_add_open_parts` can add (every candidate before
+        it failed a test the further children pass too)."""
         verified = self._verified
-        self._goto(node)
-        index = self.env.decision_index()
+        if index is None:
+            self._goto(node)
+            index = self.env.decision_index()
         hits = verified.keys() & index.keys()
         if hits:
             for edge in node.edges:
                 hits.discard(edge.action.key)
         if not hits:
-            return False
+            return None
         if len(hits) == 1:  # the only candidate, as it was taken: no lookup in A_dec(h)
             phi, action = verified[next(iter(hits))]
-            return self._widen_verified(node, action, phi)
+            return [] if self._widen_verified(node, action, phi) else None
         position = index.__getitem__
-        key = min(hits, key=position)  # the first in A_dec(h) order, nearly always taken
-        if self._widen_verified(node, decisions[position(key)], verified[key][0]):
-            return True
-        hits.discard(key)
-        for key in sorted(hits, key=position):  # the others, in A_dec(h) order
-            if self._widen_verified(node, decisions[position(key)], verified[key][0]):
-                return True
-        return False
+        ordered = [decisions[i] for i in sorted(map(position, hits))]
+        for i, action in enumerate(ordered):
+            if self._widen_verified(node, action, verified[action.key][0]):
+                return ordered[i + 1:]
+        return None
 
     def _widen_verified(self, node: Node, action: Action, known: Hashable) -> bool:
         """Widen ``node`` with ``action`` when it is a recorded commit decision verified on
@@ -525,47 +543,57 @@ class HyperMCTS(SearchBase):
         v = self.env.recorded_id(action)
         if v is None or (v != known and not hypergraph.verified(v, self._local_objectives)):
             return False
-        node.widen(action, v, True)
+        node.widen(action, v, True, fresh=True)  # not a child: hits exclude the children
         return True
 
-    def _add_open_parts(self, node: Node, decisions: Sequence[Action],
-                        path: list[Edge]) -> None:
+    def _add_open_parts(self, node: Node, candidates: list[Action], path: list[Edge]) -> None:
         """The evidence widening's further children (``MCTSConfig.evidence_width`` w > 1, our
         design), after :meth:`_add_evidence` added one: up to w - 1 more recorded decisions
-        of A_dec(h), in its order, verified on their local objectives like the first, and
-        about parts of the plan still open at h -- none of their local objectives is one that
-        a recorded decision on ``path`` (h_0 to h) is about. So a rollout can combine
+        of A_dec(h) among ``candidates`` (the ones after that child, in A_dec(h) order),
+        verified on their local objectives like the first, and about parts of the plan still
+        open at h -- none of their local objectives is one that a recorded decision on
+        ``path`` (h_0 to h) is about (:meth:`_served_labels`). So a rollout can combine
         verified parts it has not yet fixed (alternative products for the items still to
         choose), not gather more evidence for a part already served."""
         hypergraph = self.hypergraph
         assert hypergraph is not None
-        index = self.env.decision_index()
-        hits = self._verified.keys() & index.keys()
-        for edge in node.edges:
-            hits.discard(edge.action.key)
-        if not hits:
+        commits = [a for a in candidates if a.kind is not INFO]
+        if not commits:
             return
-        local, nodes = self._local_objectives, hypergraph.nodes
-        served: set[str] = set()
-        for edge in path:
-            stats = nodes.get(edge.identity) if edge.recorded else None
-            if stats is not None:
-                served.update(label for label in stats.by_label if label in local)
+        local, nodes, verified = self._local_objectives, hypergraph.nodes, self._verified
+        served = self._served_labels(path)
         added = 1
-        position = index.__getitem__
-        for key in sorted(hits, key=position):
-            action = decisions[position(key)]
-            if action.kind is INFO:
-                continue
-            v = self.env.recorded_id(action)
+        for action, v in zip(commits, self.env.recorded_ids(commits), strict=True):
             stats = nodes.get(v) if v is not None else None
-            if (stats is None or not served.isdisjoint(stats.by_label)
-                    or not hypergraph.verified(v, local)):
+            if stats is None or not served.isdisjoint(stats.by_label):
                 continue
-            node.widen(action, v, True)
+            if v != verified[action.key][0] and not hypergraph.verified(v, local):
+                continue
+            node.widen(action, v, True, fresh=True)  # (as in _add_evidence)
             added += 1
             if added >= self._evidence_width:
                 return
+
+    def _served_labels(self, path: list[Edge]) -> set[str]:
+        """The local objectives some recorded decision on ``path`` is about (its labels in
+        the hypergraph), kept along the walk: within an iteration the path only grows and the
+        hypergraph does not change (it is updated after the backup), so only the edges added
+        since the last call are read; a new path (a new iteration) starts again."""
+        if path is not self._served_path:
+            self._served_path = path
+            self._served_upto = 0
+            self._served.clear()
+        served, upto = self._served, self._served_upto
+        if upto < len(path):
+            assert self.hypergraph is not None
+            local, nodes = self._local_objectives, self.hypergraph.nodes
+            for k in range(upto, len(path)):
+                edge = path[k]
+                stats = nodes.get(edge.identity) if edge.recorded else None
+                if stats is not None:
+                    served.update(label for label in stats.by_label if label in local)
+            self._served_upto = len(path)
+        return served
 
     def _note_evidence(self, path: list[Edge], actions: list[Action],
                        recorded: list[Hashable], verdict: Verdict) -> None:

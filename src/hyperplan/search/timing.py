@@ -163,6 +163,22 @@ class TimedEnv:
         finally:
             self.seconds += perf_counter() - t
 
+    def indexed_decisions(self) -> tuple[Sequence[Action], Mapping[str, int]]:
+        """:meth:`valid_decisions` and :meth:`decision_index` of the current history as one
+        call (both empty when it is terminal)."""
+        t = perf_counter()
+        try:
+            raw = self.raw
+            if raw.is_terminal():
+                return (), {}
+            decisions = raw.decisions()
+            own = self._own_index
+            if own is not None:
+                return decisions, own()
+            return decisions, {a.key: i for i, a in enumerate(decisions)}
+        finally:
+            self.seconds += perf_counter() - t
+
     def decision_index(self) -> Mapping[str, int]:
         """Each key of A_dec(h) at the current history -> its position in ``decisions()``
         (empty when h is terminal): the environment's own ``decision_index()`` when it has
@@ -246,7 +262,8 @@ class TimedPolicy:
         self.calls += 1
         t = perf_counter()
         try:
-            return self.raw.propose(unwrapped(env), decisions, k, rng)
+            return self.raw.propose(env.raw if type(env) is TimedEnv else env, decisions, k,
+                                    rng)
         finally:
             self.seconds += perf_counter() - t
 
@@ -261,7 +278,7 @@ class TimedPolicy:
         self.calls += 1
         t = perf_counter()
         try:
-            return ask(unwrapped(env), decisions, k, rng)
+            return ask(env.raw if type(env) is TimedEnv else env, decisions, k, rng)
         finally:
             self.seconds += perf_counter() - t
 
@@ -283,7 +300,7 @@ class TimedPolicy:
         self.calls += 1
         t = perf_counter()
         try:
-            return self.raw.rollout(unwrapped(env), decisions, rng)
+            return self.raw.rollout(env.raw if type(env) is TimedEnv else env, decisions, rng)
         finally:
             self.seconds += perf_counter() - t
 

@@ -63,6 +63,14 @@ class Edge:
             node = self._child = Node(parent, parent.depth + 1)
         return node
 
+    def child_node(self) -> Node:
+        """:attr:`child` as a method (the hot loops call it: no property lookup)."""
+        node = self._child
+        if node is None:
+            parent = self.parent
+            node = self._child = Node(parent, parent.depth + 1)
+        return node
+
     @property
     def q(self) -> float:
         """Q_tree(h, a): mean backed-up reward (0 before the first backup)."""
@@ -160,28 +168,32 @@ class Node:
         action keys. Raises :class:`TreeError` on a second expansion."""
         if self.expanded:
             raise TreeError("a node is expanded at most once")
-        edges: list[Edge] = []
-        seen: set[str] = set()
-        for action, identity, recorded in children:
-            if action.key in seen:
-                raise TreeError(f"duplicate decision {action.key!r} in one expansion")
-            seen.add(action.key)
-            edges.append(Edge(action, identity, recorded, self))
+        edges = [Edge(action, identity, recorded, self)
+                 for action, identity, recorded in children]
+        if len(edges) > 1 and len({e.action.key for e in edges}) < len(edges):
+            seen: set[str] = set()
+            for edge in edges:
+                if edge.action.key in seen:
+                    raise TreeError(f"duplicate decision {edge.action.key!r} in one expansion")
+                seen.add(edge.action.key)
         if len(edges) > max_children:
             raise TreeError(f"{len(edges)} children exceed the branching factor {max_children}")
         self.edges = edges
         self.expanded = True
         return edges
 
-    def widen(self, action: Action, identity: Hashable, recorded: bool) -> Edge:
+    def widen(self, action: Action, identity: Hashable, recorded: bool,
+              fresh: bool = False) -> Edge:
         """Progressive widening: add one child edge to an expanded node (a decision distinct
-        from its children). Not part of Algorithm 1 (module doc)."""
+        from its children; ``fresh``: the caller has made sure it is, so the children are not
+        scanned again). Not part of Algorithm 1 (module doc)."""
         if not self.expanded:
             raise TreeError("only an expanded node is widened")
-        key = action.key
-        for e in self.edges:
-            if e.action.key == key:
-                raise TreeError(f"duplicate decision {key!r} in a widening")
+        if not fresh:
+            key = action.key
+            for e in self.edges:
+                if e.action.key == key:
+                    raise TreeError(f"duplicate decision {key!r} in a widening")
         edge = Edge(action, identity, recorded, self)
         self.edges.append(edge)
         self.widened += 1
