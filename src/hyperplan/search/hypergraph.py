@@ -394,6 +394,22 @@ class TrajectoryHypergraph:
             return False
         return all(label not in local for label in node.by_label)
 
+    def local_marks(self, v: Hashable, local: Container[str]) -> tuple[bool, bool]:
+        """(:meth:`refuted`, :meth:`free`) of v over the labels ``local``, read in one pass
+        over v's labels."""
+        node = self.nodes.get(v)
+        if node is None:
+            return False, False
+        refuted = False
+        free = True
+        for label, pooled in node.by_label.items():
+            if label in local:
+                free = False
+                if pooled.total == 0.0:
+                    refuted = True
+                    break
+        return refuted, free
+
     def known(self, v: Hashable) -> bool:
         """Whether v is a node of V_k (it has an incident edge)."""
         return v in self.nodes

@@ -139,17 +139,6 @@ def _touched(recorded: list[Hashable], verdict: Verdict) -> set[Hashable]:
     return touched
 
 
-def _sync_marks(marks: set[Hashable], touched: set[Hashable],
-                holds: Callable[[Hashable], bool]) -> None:
-    """``marks`` after a rollout: each ``touched`` identity in it exactly when ``holds`` of it
-    (the identities a rollout did not touch keep their statistics, so their mark stands)."""
-    for v in touched:
-        if holds(v):
-            marks.add(v)
-        else:
-            marks.discard(v)
-
-
 def _recorded_first(edges: list[Edge]) -> list[Edge]:
     """Ending decisions last (``MCTSConfig.ending_last``, our design): ``edges`` without the
     ending children -- commits that are not recorded (finishing, abstaining) -- when a
@@ -267,6 +256,11 @@ class HyperMCTS(SearchBase):
         first refutation, and at lam = 0) leaves every child."""
         refuted = self._refuted
         if not refuted:
+            return edges
+        for edge in edges:  # most histories have no refuted child: nothing is built for them
+            if edge.recorded and edge.identity in refuted:
+                break
+        else:
             return edges
         alive = [e for e in edges if not (e.recorded and e.identity in refuted)]
         return alive if alive else edges
@@ -604,10 +598,8 @@ class HyperMCTS(SearchBase):
         touched = _touched(recorded, verdict)
         if self._evidence or self._compose_every:
             self._note_verified(path, actions, touched)
-        if self._pruning:
-            self._note_refuted(touched)
-        if self._free_last:
-            self._note_free(touched)
+        if self._pruning or self._free_last:
+            self._note_marks(touched)
 
     def _note_verified(self, path: list[Edge], actions: list[Action],
                        touched: set[Hashable]) -> None:
@@ -632,20 +624,29 @@ class HyperMCTS(SearchBase):
                         v, local):
                     verified[action.key] = (v, action)
 
-    def _note_refuted(self, touched: set[Hashable]) -> None:
-        """``_refuted`` holds the identities the hypergraph refutes on their local
-        objectives (:meth:`TrajectoryHypergraph.refuted`); only the ``touched`` ones can
-        change."""
+    def _note_marks(self, touched: set[Hashable]) -> None:
+        """``_refuted`` (with the evidence pruning) holds the identities the hypergraph
+        refutes on their local objectives (:meth:`TrajectoryHypergraph.refuted`), ``_free``
+        (with free decisions last) the ones it has scored under global objectives only
+        (:meth:`TrajectoryHypergraph.free`); only the ``touched`` identities can change, and
+        each is read once for both (:meth:`TrajectoryHypergraph.local_marks`)."""
         hypergraph, local = self.hypergraph, self._local_objectives
         assert hypergraph is not None
-        _sync_marks(self._refuted, touched, lambda v: hypergraph.refuted(v, local))
-
-    def _note_free(self, touched: set[Hashable]) -> None:
-        """``_free`` holds the identities the hypergraph has scored under global objectives
-        only (:meth:`TrajectoryHypergraph.free`); only the ``touched`` ones can change."""
-        hypergraph, local = self.hypergraph, self._local_objectives
-        assert hypergraph is not None
-        _sync_marks(self._free, touched, lambda v: hypergraph.free(v, local))
+        marks = hypergraph.local_marks
+        refuted = self._refuted if self._pruning else None
+        free = self._free if self._free_last else None
+        for v in touched:
+            is_refuted, is_free = marks(v, local)
+            if refuted is not None:
+                if is_refuted:
+                    refuted.add(v)
+                else:
+                    refuted.discard(v)
+            if free is not None:
+                if is_free:
+                    free.add(v)
+                else:
+                    free.discard(v)
 
     def _bound_first(self, edges: list[Edge]) -> list[Edge]:
         """Free decisions last (``MCTSConfig.free_last``, our design): ``edges`` without the
