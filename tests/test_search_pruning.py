@@ -39,6 +39,18 @@ def test_refuted_means_every_observation_failed_one_of_the_decisions_own_objecti
     assert not hg.refuted("a", local)  # met once, failed once: not refuted
 
 
+@pytest.mark.parametrize("seed", [1, 5])
+def test_local_marks_are_refuted_and_free_read_in_one_pass(seed: int) -> None:
+    search = _search(seed)
+    hypergraph, local = search.hypergraph, search._local_objectives
+    assert hypergraph is not None
+    marks = {v: hypergraph.local_marks(v, local) for v in hypergraph.nodes}
+    assert marks == {v: (hypergraph.refuted(v, local), hypergraph.free(v, local))
+                     for v in hypergraph.nodes}
+    assert any(refuted for refuted, _ in marks.values())
+    assert hypergraph.local_marks("never seen", local) == (False, False)
+
+
 def _search(seed: int, **overrides: Any) -> HyperMCTS:
     config = replace(MCTSConfig(budget=40, early_stop=False, trace=True), **overrides)
     search = HyperMCTS(ToyShopEnv(seed, 4, 6), RandomPolicy(), config, seed)
