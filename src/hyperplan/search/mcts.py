@@ -119,7 +119,7 @@ from hyperplan.search.env import Action, SearchEnv, Verdict
 from hyperplan.search.hypergraph import GLOBAL, TrajectoryHypergraph
 from hyperplan.search.policies import Policy
 from hyperplan.search.selection import hyperuct_argmax, rank_by_prior, uct_argmax
-from hyperplan.search.tree import Child, Edge, HistoryTree, Node, Pending, TreeError, backup
+from hyperplan.search.tree import Edge, HistoryTree, Node, Pending, TreeError, backup
 
 __all__ = ["BRANCH_ON", "DEFAULT_WIDEN", "DESIGNS", "FAILED", "BranchOn", "HyperMCTS",
            "InfoPrior", "MCTSConfig", "SearchBase", "SearchResult", "Timing", "TreeDesign",
@@ -340,20 +340,6 @@ class HyperMCTS(SearchBase):
                             if a.key not in keys]
         return commits[:k]
 
-    def _take_scores(self) -> dict[str, float] | None:
-        """The scores :meth:`_children` kept from its proposal (None when it kept none), reset
-        so that they are read once, by the expansion they came from."""
-        scores = self._proposal_scores
-        self._proposal_scores = None
-        return scores
-
-    def _candidates(self, decisions: Sequence[Action]) -> list[Child]:
-        """The children an expansion of a history with decisions A_dec(h) = ``decisions``
-        adds (:meth:`_children`; none when h has no decisions)."""
-        if not decisions:
-            return []
-        return self.env.children(self._children(decisions, self.config.branching))
-
     def _decisions_at(self, node: Node) -> Sequence[Action]:
         """A_dec(h) of ``node``'s history (the environment restored there unless it already
         is)."""
@@ -460,29 +446,36 @@ class HyperMCTS(SearchBase):
         history without decisions (or none proposed) becomes terminal and has none.
         ``path`` is the tree path from h_0 to ``node`` (read by the evidence widening)."""
         if not node.expanded:
-            self._goto(node)
-            index: Mapping[str, int] | None = None
-            if self._evidence and self._verified:  # A_dec(h) and its index in one call
-                decisions, index = self.env.indexed_decisions()
-            else:
-                decisions = self.env.valid_decisions()
-            if decisions:  # (_candidates, inlined on the hot path)
-                children = self.env.children(self._children(decisions, self.config.branching))
-            else:
-                children = []
-            scores = self._proposal_scores
-            self._proposal_scores = None  # (_take_scores, inlined)
-            if children:
-                node.expand(children, self.config.branching)
-                node.scores = scores
-                if index is not None:
-                    rest = self._add_evidence(node, decisions, index)
-                    if rest and self._evidence_width > 1:
-                        self._add_open_parts(node, rest, path)
+            self._expand(node, path)
         edges = node.edges
         if not edges:
             node.terminal = True
         return edges
+
+    def _expand(self, node: Node, path: list[Edge]) -> None:
+        """Step 2 at the unexpanded history h of ``node``: the policy's children of A_dec(h)
+        (:meth:`_children`, none when h has no decisions), with the scores of its proposal,
+        then the evidence widening's (:meth:`_add_evidence`, :meth:`_add_open_parts`). A_dec(h)
+        and its key index are read in one environment call when the widening will need it."""
+        self._goto(node)
+        index: Mapping[str, int] | None = None
+        if self._evidence and self._verified:
+            decisions, index = self.env.indexed_decisions()
+        else:
+            decisions = self.env.valid_decisions()
+        if decisions:
+            children = self.env.children(self._children(decisions, self.config.branching))
+        else:
+            children = []
+        scores = self._proposal_scores  # kept by _children, read once, here
+        self._proposal_scores = None
+        if children:
+            node.expand(children, self.config.branching)
+            node.scores = scores
+            if index is not None:
+                rest = self._add_evidence(node, decisions, index)
+                if rest and self._evidence_width > 1:
+                    self._add_open_parts(node, rest, path)
 
     def _add_evidence(self, node: Node, decisions: Sequence[Action],
                       index: Mapping[str, int] | None = None) -> list[Action] | None:
