@@ -401,7 +401,7 @@ def abstentions(seed: int, n: int) -> None:
     """qa: solved tasks and evaluated rollouts that end by abstaining, for UCT and HyperMCTS
     before ending decisions last (with each of its evidence rules switched off in turn) and
     with it."""
-    plain = {"lam": 0.0, "hypergraph": False}
+    plain: dict[str, Any] = {"lam": 0.0, "hypergraph": False}
     configs = {"uct": MCTSConfig(**plain, **td.FL), "uct_ending_last": MCTSConfig(**plain),
                "hyper": MCTSConfig(**td.FL),
                "hyper_no_pruning": MCTSConfig(evidence_pruning=False, **td.FL),

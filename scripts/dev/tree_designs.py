@@ -278,7 +278,7 @@ class Variant(HyperMCTS):
             self._goto(node)
             if env.recorded(action) and env.identity(action) not in self._repair_bound:
                 continue  # a free decision: left to the rollout after the replay
-            edges = self._open(node)
+            edges = self._open(node, path)
             edge = next((e for e in edges if e.action.key == action.key), None)
             if edge is None:
                 self._goto(node)
@@ -406,10 +406,10 @@ class Variant(HyperMCTS):
         finally:
             self._reach_on = None
 
-    def _open(self, node: Node) -> list[Edge]:
+    def _open(self, node: Node, path: list[Edge]) -> list[Edge]:
         """With ``reach`` in a composed walk: when no child is verified, widen with a verified
         decision of A_dec(h), which the walk then takes."""
-        edges = super()._open(node)
+        edges = super()._open(node, path)
         on, hypergraph = self._reach_on, self.hypergraph
         if on is not None and edges and hypergraph is not None and not any(
                 e.recorded and hypergraph.verified(e.identity, on) for e in edges):
