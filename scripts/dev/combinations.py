@@ -177,10 +177,8 @@ class EvidenceChoice(HyperMCTS):
     rank = "prior"
 
     def _add_evidence(self, node: Node, decisions: Sequence[Action],
-                      index: Mapping[str, int] | None = None) -> Any:
+                      index: Mapping[str, int]) -> Any:
         verified = self._verified
-        self._goto(node)
-        index = self.env.decision_index()
         hits = set(verified.keys() & index.keys())
         for edge in node.edges:
             hits.discard(edge.action.key)
@@ -251,10 +249,10 @@ class EvidenceMore(HyperMCTS):
     extra = 2
 
     def _add_evidence(self, node: Node, decisions: Sequence[Action],
-                      index: Mapping[str, int] | None = None) -> Any:
+                      index: Mapping[str, int]) -> Any:
         for _ in range(self.extra):
             before = len(node.edges)
-            super()._add_evidence(node, decisions)
+            super()._add_evidence(node, decisions, index)
             if len(node.edges) == before:
                 return
 
@@ -282,9 +280,9 @@ class EvidenceFurther(HyperMCTS):
         return labels
 
     def _add_evidence(self, node: Node, decisions: Sequence[Action],
-                      index: Mapping[str, int] | None = None) -> Any:
+                      index: Mapping[str, int]) -> Any:
         before = len(node.edges)
-        super()._add_evidence(node, decisions)
+        super()._add_evidence(node, decisions, index)
         if len(node.edges) == before:
             return False
         hg = self.hypergraph

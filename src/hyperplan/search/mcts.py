@@ -478,7 +478,7 @@ class HyperMCTS(SearchBase):
                     self._add_open_parts(node, rest, path)
 
     def _add_evidence(self, node: Node, decisions: Sequence[Action],
-                      index: Mapping[str, int] | None = None) -> list[Action] | None:
+                      index: Mapping[str, int]) -> list[Action] | None:
         """Evidence widening (``MCTSConfig.evidence_widening``, our design): beside the
         policy's children of a just-expanded history h, one more child -- the first commit
         decision of A_dec(h), not yet a child, whose own objectives were met by every earlier
@@ -491,17 +491,14 @@ class HyperMCTS(SearchBase):
         as the expansion listed it. The verified decisions are kept by action key
         (:meth:`_note_verified`), so a history is only looked at when one of them is among
         its decisions (the caller only asks once one is), and only up to the first that
-        qualifies; the candidates are put in A_dec(h) order by the environment's position
-        index (:meth:`~hyperplan.search.timing.TimedEnv.decision_index`, or ``index`` when
-        the caller read it with A_dec(h)), not by a scan.
+        qualifies; the candidates are put in A_dec(h) order by ``index``, the environment's
+        position index read with A_dec(h)
+        (:meth:`~hyperplan.search.timing.TimedEnv.indexed_decisions`), not by a scan.
 
         Returns None when no child was added, else the candidates after the added one, in
         A_dec(h) order: the only ones :meth:`_add_open_parts` can add (every candidate before
         it failed a test the further children pass too)."""
         verified = self._verified
-        if index is None:
-            self._goto(node)
-            index = self.env.decision_index()
         hits = verified.keys() & index.keys()
         if hits:
             for edge in node.edges:

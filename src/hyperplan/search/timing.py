@@ -182,18 +182,8 @@ class TimedEnv:
     def decision_index(self) -> Mapping[str, int]:
         """Each key of A_dec(h) at the current history -> its position in ``decisions()``
         (empty when h is terminal): the environment's own ``decision_index()`` when it has
-        one (a cached dict), else one built from its decisions."""
-        t = perf_counter()
-        try:
-            raw = self.raw
-            if raw.is_terminal():
-                return {}
-            own = self._own_index
-            if own is not None:
-                return own()
-            return {a.key: i for i, a in enumerate(raw.decisions())}
-        finally:
-            self.seconds += perf_counter() - t
+        one (a cached dict), else one built from its decisions (:meth:`indexed_decisions`)."""
+        return self.indexed_decisions()[1]
 
     def recorded_id(self, action: Action) -> Hashable | None:
         """phi(a, h) of ``action`` when it is a recorded decision, else None."""
@@ -262,8 +252,7 @@ class TimedPolicy:
         self.calls += 1
         t = perf_counter()
         try:
-            return self.raw.propose(env.raw if type(env) is TimedEnv else env, decisions, k,
-                                    rng)
+            return self.raw.propose(unwrapped(env), decisions, k, rng)
         finally:
             self.seconds += perf_counter() - t
 
@@ -278,7 +267,7 @@ class TimedPolicy:
         self.calls += 1
         t = perf_counter()
         try:
-            return ask(env.raw if type(env) is TimedEnv else env, decisions, k, rng)
+            return ask(unwrapped(env), decisions, k, rng)
         finally:
             self.seconds += perf_counter() - t
 
@@ -300,7 +289,7 @@ class TimedPolicy:
         self.calls += 1
         t = perf_counter()
         try:
-            return self.raw.rollout(env.raw if type(env) is TimedEnv else env, decisions, rng)
+            return self.raw.rollout(unwrapped(env), decisions, rng)
         finally:
             self.seconds += perf_counter() - t
 

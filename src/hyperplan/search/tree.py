@@ -57,11 +57,7 @@ class Edge:
     def child(self) -> Node:
         """The child history (h, a), made on first access: most children an expansion adds
         are never taken, so their nodes are not built until they are."""
-        node = self._child
-        if node is None:
-            parent = self.parent
-            node = self._child = Node(parent, parent.depth + 1)
-        return node
+        return self.child_node()
 
     def child_node(self) -> Node:
         """:attr:`child` as a method (the hot loops call it: no property lookup)."""
