@@ -142,6 +142,16 @@ def redact_value(value: Any) -> Any:
     return SECRETS.redact_value(value)
 
 
+def redact_cut(text: str, limit: int, *, tail: bool = False) -> str:
+    """``text`` redacted, *then* cut to ``limit`` characters (its end when ``tail``): cutting
+    first could split a secret so that the part left no longer matches and escapes whole but
+    for a character or two."""
+    redacted = SECRETS.redact_text(text)
+    if len(redacted) <= limit:
+        return redacted
+    return "..." + redacted[-limit:] if tail else redacted[:limit] + "..."
+
+
 def install_log_redaction() -> None:
     """Make every log record created from now on carry its message redacted (a record
     factory, so records of every logger and every handler are covered). Idempotent."""
@@ -160,6 +170,11 @@ def install_log_redaction() -> None:
         redacted = SECRETS.redact_text(message)
         if redacted != message:
             record.msg, record.args = redacted, None
+        if record.exc_info:  # the traceback too: an exception's text may quote a secret
+            import traceback
+
+            text = "".join(traceback.format_exception(*record.exc_info)).rstrip("\n")
+            record.exc_text, record.exc_info = SECRETS.redact_text(text), None
         return record
 
     factory._hyperplan_redacting = True  # type: ignore[attr-defined]
