@@ -36,8 +36,11 @@ def fail_result(tool: ToolSpec, arguments: Mapping[str, Any], kind: ErrorKind, e
 
 
 def truncate(text: str, limit: int = MAX_ERROR_CHARS) -> str:
-    """``text`` cut to ``limit`` characters, marking the cut."""
-    text = text.strip()
+    """``text`` redacted by value, *then* cut to ``limit`` characters, marking the cut (cut
+    first, a secret split at the cut would no longer match and escape but for its tail)."""
+    from hyperplan.secrets import redact_text
+
+    text = redact_text(text.strip())
     return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more chars]"
 
 
