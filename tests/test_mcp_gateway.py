@@ -463,7 +463,9 @@ def test_modes_before_the_graph_is_ready() -> None:
                                                        cache_dir=None))
     try:
         assert not gateway.service.ready  # never started here
-        conv = gateway.conversation("test")
+        conv = gateway.table.open("test")
+        assert conv is not None
+        conv.bound = True  # as a stdio connection's conversation
         reply = gateway.call(conv, "find_tools", {"request": "search books by title"})
         data = json.loads(reply.text)
         assert data["method"] == "bm25" and not data["ready"] and reply.list_changed

@@ -16,6 +16,10 @@ module turns these plain dicts into protocol objects).
   is ``observed``), so the call does not wait for it; the conversation's next request does.
   A call of a tool that is not currently selected is refused, not forwarded.
 
+Each answer is for one conversation (:mod:`.conversations`), or for none: a request that names
+no conversation the gateway holds is served stateless (a call is forwarded and nothing is
+remembered; in narrow mode any upstream tool may then be called by name).
+
 Every reply is redacted by value (:mod:`hyperplan.secrets`) before it leaves, errors
 included. Oversized input is refused with a message naming the limit: a ``find_tools``
 request longer than ``max_request_chars``, ``call_tool`` arguments larger than
@@ -26,21 +30,21 @@ from __future__ import annotations
 
 import difflib
 import json
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 from hyperplan.execute.results import ErrorKind, ToolResult
 from hyperplan.integrations.mcp_gateway.config import MAX_BUDGET, MAX_KNOWN, GatewayConfig, Mode
+from hyperplan.integrations.mcp_gateway.conversations import CONVERSATION_META, ConversationTable
 from hyperplan.integrations.mcp_gateway.selection import Conversation, Found, SelectionService
 from hyperplan.integrations.mcp_gateway.upstream import MCP_SERVER, Upstream
 from hyperplan.secrets import redact_text, redact_value
 
 FIND_TOOLS = "find_tools"
 CALL_TOOL = "call_tool"
-MAX_CONVERSATIONS = 1_000
+CONVERSATION = "conversation"  # the argument of find_tools / call_tool that carries the token
+_META_NAME = CONVERSATION_META
 _CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
 
 FIND_TOOLS_DEFINITION: dict[str, Any] = {
@@ -61,6 +65,10 @@ FIND_TOOLS_DEFINITION: dict[str, Any] = {
                                      "the tools that produce them are not proposed."},
             "budget": {"type": "integer", "minimum": 1, "maximum": MAX_BUDGET,
                        "description": "How many tools at most."},
+            CONVERSATION: {"type": "string",
+                           "description": "The conversation token an earlier find_tools "
+                                          "returned, so the state carries over (leave it out "
+                                          "to start a new conversation)."},
         },
         "required": ["request"],
         "additionalProperties": False,
@@ -80,6 +88,9 @@ CALL_TOOL_DEFINITION: dict[str, Any] = {
         "properties": {
             "name": {"type": "string", "description": "The tool's name."},
             "arguments": {"type": "object", "description": "The tool's arguments."},
+            CONVERSATION: {"type": "string",
+                           "description": "The conversation token find_tools returned, so "
+                                          "the result is remembered in its state."},
         },
         "required": ["name"],
         "additionalProperties": False,
@@ -100,6 +111,7 @@ class Reply:
     list_changed: bool = False
     blocks: tuple[dict[str, Any], ...] = ()
     observed: bool = False
+    conversation: str | None = None  # the token of the conversation answered, if any
 
 
 def error_reply(message: str, kind: str = "gateway", **extra: Any) -> Reply:
@@ -118,56 +130,48 @@ class Gateway:
         self.upstream = upstream
         self.service = service
         self.config = config
-        self._conversations: OrderedDict[str, Conversation] = OrderedDict()
-        self._lock = threading.Lock()
+        self.table = ConversationTable(service, config.conversation_limits)
 
     @property
     def mode(self) -> Mode:
         return self.config.mode
 
-    def conversation(self, key: str) -> Conversation:
-        """The conversation of a client (``key``: the transport session; the oldest of more
-        than :data:`MAX_CONVERSATIONS` is forgotten)."""
-        with self._lock:
-            conv = self._conversations.get(key)
-            if conv is None:
-                conv = Conversation(self.service)
-                self._conversations[key] = conv
-                while len(self._conversations) > MAX_CONVERSATIONS:
-                    self._conversations.popitem(last=False)
-            else:
-                self._conversations.move_to_end(key)
-            return conv
-
-    def conversations(self) -> list[tuple[str, Conversation]]:
-        with self._lock:
-            return list(self._conversations.items())
-
     # tools/list -------------------------------------------------------------------------
 
-    def list_tools(self, conv: Conversation) -> list[dict[str, Any]]:
-        """The MCP tool definitions the client sees now."""
+    def list_tools(self, conv: Conversation | None) -> list[dict[str, Any]]:
+        """The MCP tool definitions the client sees now (narrow mode without a conversation:
+        ``find_tools`` alone). Upstream definitions are redacted: a server may put a
+        credential it was given into a parameter's default or description."""
         if self.mode is Mode.SEARCH:
             return [FIND_TOOLS_DEFINITION, CALL_TOOL_DEFINITION]
-        return [FIND_TOOLS_DEFINITION, *(self.upstream.definition(n) for n in conv.listed)]
+        listed = conv.listed if conv is not None else ()
+        return [FIND_TOOLS_DEFINITION, *(self.upstream.definition(n) for n in listed)]
 
     # tools/call -------------------------------------------------------------------------
 
-    def call(self, conv: Conversation, name: str, arguments: Mapping[str, Any] | None) -> Reply:
-        """Answer ``tools/call`` of ``name`` (never raises for bad input: every problem is
-        an error reply the client can read)."""
+    def call(self, conv: Conversation | None, name: str, arguments: Mapping[str, Any] | None,
+             *, timeout: float | None = None) -> Reply:
+        """Answer ``tools/call`` of ``name`` for ``conv`` (None: stateless; ``find_tools``
+        then answers for a throwaway state). A forwarded call gets ``timeout`` seconds (the
+        gateway's ``call_timeout`` when None). Never raises for bad input: every problem is
+        an error reply the client can read."""
+        reply = self._call(conv, name, arguments, timeout)
+        return replace(reply, conversation=conv.token if conv is not None else None)
+
+    def _call(self, conv: Conversation | None, name: str,
+              arguments: Mapping[str, Any] | None, timeout: float | None) -> Reply:
         try:
             args = dict(arguments or {})
             if name == FIND_TOOLS:
                 return self._find_tools(conv, args)
             if self.mode is Mode.SEARCH:
                 if name == CALL_TOOL:
-                    return self._call_tool(conv, args)
+                    return self._call_tool(conv, args, timeout)
                 return error_reply(
                     f"{name!r} is not a tool of this gateway: in search mode it serves "
                     f"{FIND_TOOLS} and {CALL_TOOL}. Call {CALL_TOOL} with "
                     f"name={name!r} and the tool's arguments.", "unknown_tool")
-            return self._narrow_call(conv, name, args)
+            return self._narrow_call(conv, name, args, timeout)
         except Exception as exc:  # a gateway bug must cost one call, not the session
             return error_reply(f"{name}: the gateway failed on this call: "
                                f"{type(exc).__name__}: {exc}", "internal")
@@ -180,8 +184,8 @@ class Gateway:
         found = conv.reselect()
         return found is not None and self._relist(conv, found)
 
-    def _find_tools(self, conv: Conversation, args: dict[str, Any]) -> Reply:
-        unknown = sorted(set(args) - {"request", "known", "budget"})
+    def _find_tools(self, conv: Conversation | None, args: dict[str, Any]) -> Reply:
+        unknown = sorted(set(args) - {"request", "known", "budget", CONVERSATION})
         if unknown:
             return error_reply(f"{FIND_TOOLS}: unknown argument(s) {', '.join(unknown)}; it "
                                "takes request, known and budget", "invalid_arguments")
@@ -207,17 +211,23 @@ class Gateway:
                 or not 1 <= budget <= MAX_BUDGET:
             return error_reply(f"{FIND_TOOLS}: 'budget' must be an integer from 1 to "
                                f"{MAX_BUDGET}", "invalid_arguments")
-        found = conv.find(request.strip(), known, budget)
-        changed = self._relist(conv, found) if self.mode is Mode.NARROW else False
-        return self._found_reply(conv, found, changed)
+        kept = conv is not None
+        state = conv if conv is not None else Conversation(self.service)
+        found = state.find(request.strip(), known, budget)
+        changed = self._relist(state, found) if self.mode is Mode.NARROW and kept else False
+        return self._found_reply(state, found, changed, kept)
 
-    def _found_reply(self, conv: Conversation, found: Found, changed: bool) -> Reply:
+    def _found_reply(self, conv: Conversation, found: Found, changed: bool,
+                     kept: bool) -> Reply:
         data = found.as_dict()
         data["ready"] = self.service.ready
-        if self.mode is Mode.SEARCH:
+        data[CONVERSATION] = conv.token if kept else None
+        listed = self.mode is Mode.NARROW and conv.bound
+        if not listed:  # the definitions: the client's tool list does not show them
             data["tools"] = [{**self.upstream.definition(t["name"]), **t,
-                              "source": self.upstream.source_of(t["name"])}
+                              "server": self.upstream.server_of(t["name"])}
                              for t in data["tools"]]
+        if self.mode is Mode.SEARCH:
             data["next"] = (f"Call these with {CALL_TOOL}(name, arguments), in the order of "
                             "'chain' when one is given; each result is remembered, so "
                             f"{FIND_TOOLS} afterwards proposes only what is still missing.")
@@ -226,7 +236,18 @@ class Gateway:
             data["list_changed"] = changed
             data["next"] = ("These tools are now in your tool list (tools/list); call them "
                             "directly, in the order of 'chain' when one is given. The list "
-                            "follows what you hold after each call.")
+                            "follows what you hold after each call." if listed else
+                            "Call these tools directly by name, in the order of 'chain' when "
+                            "one is given. To see them in tools/list, pass the conversation "
+                            f"token in each request's _meta under {_META_NAME!r}.")
+        if kept and not conv.bound:
+            data["next"] += (f" Pass {CONVERSATION}={conv.token!r} (or the same in _meta "
+                             f"under {_META_NAME!r}) with every later request, so the state "
+                             "carries over.")
+        elif not kept:
+            data.setdefault("notes", []).append(
+                "this state is not kept: the gateway holds as many conversations for you as "
+                "it may; results of calls are not remembered")
         data = redact_value(data)
         return Reply(json.dumps(data, ensure_ascii=False), data, list_changed=changed)
 
@@ -237,8 +258,9 @@ class Gateway:
         conv.listed = names
         return True
 
-    def _call_tool(self, conv: Conversation, args: dict[str, Any]) -> Reply:
-        unknown = sorted(set(args) - {"name", "arguments"})
+    def _call_tool(self, conv: Conversation | None, args: dict[str, Any],
+                   timeout: float | None) -> Reply:
+        unknown = sorted(set(args) - {"name", "arguments", CONVERSATION})
         if unknown:
             return error_reply(f"{CALL_TOOL}: unknown argument(s) {', '.join(unknown)}; it "
                                "takes name and arguments", "invalid_arguments")
@@ -252,18 +274,19 @@ class Gateway:
         if not isinstance(arguments, dict):
             return error_reply(f"{CALL_TOOL}: 'arguments' must be an object, got "
                                f"{type(arguments).__name__}", "invalid_arguments")
-        return self._forward(conv, name, arguments)
+        return self._forward(conv, name, arguments, timeout)
 
-    def _narrow_call(self, conv: Conversation, name: str, args: dict[str, Any]) -> Reply:
+    def _narrow_call(self, conv: Conversation | None, name: str, args: dict[str, Any],
+                     timeout: float | None) -> Reply:
         if self.upstream.tool(name) is None:
             return self._unknown(name)
-        if name not in conv.listed:
+        if conv is not None and name not in conv.listed:
             now = ", ".join(conv.listed) or f"only {FIND_TOOLS}"
             return error_reply(
                 f"{name} is not among the tools selected for this conversation (now: {now}); "
                 f"call {FIND_TOOLS} with what you want to do and the tool list will include "
                 "the tools for it. The call was not forwarded.", "not_selected")
-        return self._forward(conv, name, args)
+        return self._forward(conv, name, args, timeout)
 
     def _unknown(self, name: str) -> Reply:
         close = difflib.get_close_matches(name, self.upstream.names, n=3)
@@ -271,7 +294,8 @@ class Gateway:
         return error_reply(f"no upstream tool is named {name!r}{hint}; call {FIND_TOOLS} with "
                            "what you want to do to get the tools for it", "unknown_tool")
 
-    def _forward(self, conv: Conversation, name: str, arguments: dict[str, Any]) -> Reply:
+    def _forward(self, conv: Conversation | None, name: str, arguments: dict[str, Any],
+                 timeout: float | None) -> Reply:
         if self.upstream.tool(name) is None:
             return self._unknown(name)
         size = len(json.dumps(arguments, ensure_ascii=False, default=str).encode())
@@ -279,26 +303,26 @@ class Gateway:
             return error_reply(f"{name}: the arguments are {size:,} bytes of JSON; the limit "
                                f"is {self.config.max_argument_bytes:,} (--max-argument-bytes)."
                                " The call was not forwarded.", "request_too_large")
-        result = self.upstream.call(name, arguments)
+        result = self.upstream.call(name, arguments, timeout=timeout)
         forwarded = result.error_kind not in (ErrorKind.INVALID_ARGUMENTS,
                                               ErrorKind.UNKNOWN_TOOL)
-        if forwarded:
+        if forwarded and conv is not None:
             conv.observe(name, arguments, result.value if result.ok else None, result.ok)
-        return self._result_reply(result, forwarded)
+        return self._result_reply(result, forwarded, observed=forwarded and conv is not None)
 
-    def _result_reply(self, result: ToolResult, forwarded: bool) -> Reply:
+    def _result_reply(self, result: ToolResult, forwarded: bool, observed: bool) -> Reply:
         if not result.ok:
             kind = result.error_kind.value if result.error_kind else "tool_error"
             failed = error_reply(result.error or f"{result.tool} failed", kind,
                                  tool=result.tool, forwarded=forwarded)
-            return replace(failed, observed=forwarded)
+            return replace(failed, observed=observed)
         value = redact_value(result.value)
         blocks = _content_blocks(value) if self.upstream.source_of(result.tool).startswith(
             MCP_SERVER) else ()
         text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False,
                                                                default=str)
         structured = value if isinstance(value, dict) else None
-        return Reply(text, structured, blocks=blocks, observed=True)
+        return Reply(text, structured, blocks=blocks, observed=observed)
 
 
 def _content_blocks(value: Any) -> tuple[dict[str, Any], ...]:

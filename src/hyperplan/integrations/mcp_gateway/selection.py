@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hyperplan.catalog import Catalog
+from hyperplan.secrets import redact_cut
 
 if TYPE_CHECKING:
     from hyperplan.embed.bm25 import BM25Index
@@ -173,7 +174,7 @@ class SelectionService:
             selector.select("warm up", budget=1)  # the query path (embedder session) too
             self.selector = selector
         except Exception as exc:
-            self.error = " ".join(f"{type(exc).__name__}: {exc}".split())[:500]
+            self.error = redact_cut(" ".join(f"{type(exc).__name__}: {exc}".split()), 500)
             print(f"hyperplan serve: {self.status()}; find_tools keeps using BM25",
                   file=sys.stderr)
         finally:
@@ -260,6 +261,8 @@ class Conversation:
     thread-safe (selection runs in worker threads)."""
 
     service: SelectionService
+    token: str = ""  # the conversation token (.conversations); "" for a throwaway state
+    bound: bool = False  # bound to a transport session (its tools/list shows its selection)
     request: str = ""
     budget: int | None = None  # the last find_tools budget (None: the gateway's)
     known: set[str] = field(default_factory=set)

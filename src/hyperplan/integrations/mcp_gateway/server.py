@@ -29,15 +29,23 @@ need no import (:func:`~.upstream.check_sources`: an unknown command, a missing 
 run before serving; a source that fails while loading ends the gateway with one line on stderr
 and exit status 1, as a failure at start.
 
-Conversations: over stdio there is one client, so one conversation. Over streamable HTTP a
-handshake-era client is one conversation per ``Mcp-Session-Id``; 2026-07-28 requests carry no
-session, so they share one conversation per gateway (run one gateway per agent).
+Conversations (:mod:`.conversations`): over stdio the connection is one conversation (or the
+one a known token names). Over streamable HTTP a handshake-era client is one conversation per
+session the SDK validated; a 2026-07-28 request carries no session, so its conversation is the
+one its token names (the ``conversation`` argument or ``_meta``), ``find_tools`` without a
+known token starts a new one, and anything else without one is served stateless. No client
+can name, read, change or evict another's conversation.
+
+Calls (:mod:`.limits`): each tool call waits for a slot of its client and of its upstream,
+inside its deadline (``busy``, never sent, when none comes free); selection runs on threads of
+its own, so it never waits behind tool calls.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
 import os
 import sys
 import threading
@@ -59,8 +67,12 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 
 from hyperplan.integrations.mcp_gateway.config import GatewayConfig, HttpAddress, Mode
+from hyperplan.integrations.mcp_gateway.conversations import CONVERSATION_META, token_from_meta
+from hyperplan.integrations.mcp_gateway.limits import CallSlots
 from hyperplan.integrations.mcp_gateway.modes import (
-    MAX_CONVERSATIONS,
+    CALL_TOOL,
+    CONVERSATION,
+    FIND_TOOLS,
     Gateway,
     Reply,
     error_reply,
@@ -70,6 +82,7 @@ from hyperplan.integrations.mcp_gateway.selection import Conversation
 _T = TypeVar("_T")
 _V = TypeVar("_V")
 BACKSTOP_MARGIN = 15.0  # seconds past the call deadline before the gateway stops waiting
+_MAX_HINTS = 10_000  # conversations remembered for announcing (a hint, not state)
 _BLOCK = TypeAdapter(types.ContentBlock)
 
 INSTRUCTIONS = {
@@ -119,12 +132,15 @@ class GatewayServer:
         self.bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self.bus)
         self._loop: asyncio.AbstractEventLoop | None = None
-        # per conversation (at most MAX_CONVERSATIONS, like the gateway's own): where to
-        # announce to a handshake-era client, whether a 2026-07-28 client, the selection
-        # pending after a call
+        # per conversation token (at most _MAX_HINTS): where to announce to a handshake-era
+        # client, whether a 2026-07-28 client, the selection pending after a call
         self._legacy: OrderedDict[str, ServerSession] = OrderedDict()
         self._modern: OrderedDict[str, None] = OrderedDict()
         self._settling: OrderedDict[str, asyncio.Future[None]] = OrderedDict()
+        # the conversation token of each transport session ("stdio": the one connection;
+        # over HTTP the Mcp-Session-Id the SDK's session manager validated)
+        self._bound: OrderedDict[str, str] = OrderedDict()
+        self._slots: CallSlots | None = None
         self._tools: dict[str, types.Tool] = {}
         self.server = _GatewayServer(
             name, version=version, instructions=INSTRUCTIONS[config.mode],
@@ -174,33 +190,76 @@ class GatewayServer:
     async def _list_tools(self, ctx: ServerRequestContext[Any],
                           params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         gateway = await self._gateway()
-        key = self._enter(ctx)
-        await self._settled(key)
-        conv = gateway.conversation(key)
-        return types.ListToolsResult(tools=[self._tool(d) for d in gateway.list_tools(conv)])
+        conv = self._conversation(ctx, gateway, None, open_new=False) if self.narrow \
+            else None
+        if conv is not None:
+            self._enter(ctx, conv.token)
+            await self._settled(conv.token)
+        tools = gateway.list_tools(conv)
+        return types.ListToolsResult(tools=[self._tool(d) for d in tools])
 
     async def _call_tool(self, ctx: ServerRequestContext[Any],
                          params: types.CallToolRequestParams) -> types.CallToolResult:
         gateway = await self._gateway()
-        key = self._enter(ctx)
-        await self._settled(key)
-        conv = gateway.conversation(key)
-        reply = await self._in_thread(gateway.call, conv, params.name, params.arguments)
+        name, args = params.name, dict(params.arguments or {})
+        token = None
+        if name == FIND_TOOLS or (name == CALL_TOOL and not self.narrow):
+            token = args.pop(CONVERSATION, None)
+            if token is not None and not isinstance(token, str):
+                return _result(error_reply(f"{name}: '{CONVERSATION}' must be the token "
+                                           f"{FIND_TOOLS} returned", "invalid_arguments"))
+        conv = self._conversation(ctx, gateway, token, open_new=name == FIND_TOOLS)
+        if conv is not None:
+            self._enter(ctx, conv.token)
+            await self._settled(conv.token)
+        if name == FIND_TOOLS:
+            reply = await self._in_thread(self._limits(gateway).selection_threads,
+                                          functools.partial(gateway.call, conv, name, args))
+        else:
+            reply = await self._forward(ctx, gateway, conv, name, args)
         if reply is None:
             reply = error_reply(
-                f"{params.name}: no answer within {self.deadline:g} s; the gateway stopped "
+                f"{name}: no answer within {self.deadline:g} s; the gateway stopped "
                 "waiting. The outcome is unknown and the call is not repeated.",
                 "outcome_unknown")
-        if reply.list_changed:
-            await self._announce(key, ctx)
-        if reply.observed and self.narrow:
-            _put(self._settling, key, asyncio.ensure_future(self._settle(key, gateway, conv)))
+        if conv is not None and reply.list_changed:
+            await self._announce(conv.token, ctx)
+        if conv is not None and reply.observed and self.narrow:
+            _put(self._settling, conv.token,
+                 asyncio.ensure_future(self._settle(conv.token, gateway, conv)))
         return _result(reply)
+
+    async def _forward(self, ctx: ServerRequestContext[Any], gateway: Gateway,
+                       conv: Conversation | None, name: str, args: dict[str, Any]
+                       ) -> Reply | None:
+        """A tool call, once it holds a slot of its client and of its upstream (waiting
+        inside its deadline; :mod:`.limits`)."""
+        target = args.get("name") if name == CALL_TOOL and not self.narrow else name
+        source = gateway.upstream.source_index(target) if isinstance(target, str) else None
+        slots = self._limits(gateway)
+        async with slots.slot(source, _client_of(ctx), self.config.call_timeout) as left:
+            if left is None:
+                return error_reply(
+                    f"{target}: not sent: this server's calls (or yours) are all in progress "
+                    f"and none finished within the {self.config.call_timeout:g} s deadline. "
+                    "Nothing was sent; try again later.", "busy", tool=target,
+                    forwarded=False)
+            return await self._in_thread(slots.call_threads, functools.partial(
+                gateway.call, conv, name, args, timeout=left))
+
+    def _limits(self, gateway: Gateway) -> CallSlots:
+        if self._slots is None:
+            upstream = gateway.upstream
+            self._slots = CallSlots(upstream.source_count, self.config.call_limits,
+                                    upstream.source_slots)
+        return self._slots
 
     async def _settle(self, key: str, gateway: Gateway, conv: Conversation) -> None:
         """Narrow mode, after a call: select again from the new state, announce a change."""
         try:
-            if await self._in_thread(gateway.refresh, conv):
+            changed = await self._in_thread(self._limits(gateway).selection_threads,
+                                            functools.partial(gateway.refresh, conv))
+            if changed:
                 await self._announce(key)
         except Exception as exc:  # never lost silently, never fatal
             print(f"hyperplan serve: selecting after a call failed: {exc}", file=sys.stderr)
@@ -211,26 +270,41 @@ class GatewayServer:
         if pending is not None and not pending.done():
             await asyncio.shield(pending)
 
-    def _enter(self, ctx: ServerRequestContext[Any]) -> str:
-        """The conversation key of a request (module doc); remembers how to reach it."""
+    def _conversation(self, ctx: ServerRequestContext[Any], gateway: Gateway,
+                      token: str | None, *, open_new: bool) -> Conversation | None:
+        """The conversation of a request (module doc): the one its token names, else its
+        transport session's, else (2026-07-28 over HTTP) a new one when ``open_new``."""
+        table = gateway.table
+        conv = table.get(token or token_from_meta(ctx.meta))
+        if conv is not None:
+            return conv
+        session = _session_of(ctx)
+        if session is not None:
+            conv = table.get(self._bound.get(session))
+            if conv is None:
+                conv = table.open(_client_of(ctx))
+                if conv is not None:
+                    conv.bound = True
+                    _put(self._bound, session, conv.token)
+            return conv
+        return table.open(_client_of(ctx)) if open_new else None
+
+    def _enter(self, ctx: ServerRequestContext[Any], key: str) -> None:
+        """Remember how to reach conversation ``key`` for announcements."""
         if self._loop is None:
             self._loop = asyncio.get_running_loop()
-        request = ctx.request
-        headers = getattr(request, "headers", None)
-        session_id = headers.get("mcp-session-id") if headers is not None else None
-        key = f"http:{session_id}" if session_id else ("http" if request is not None
-                                                       else "stdio")
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             _put(self._modern, key, None)
         else:
             _put(self._legacy, key, ctx.session)
-        return key
 
-    async def _in_thread(self, func: Callable[..., _T], *args: Any) -> _T | None:
-        """``func(*args)`` in a worker thread; None when the backstop deadline passes."""
+    async def _in_thread(self, limiter: anyio.CapacityLimiter, func: Callable[[], _T]
+                         ) -> _T | None:
+        """``func()`` in a worker thread of ``limiter``; None when the backstop deadline
+        passes."""
         with anyio.move_on_after(self.deadline):
-            return await anyio.to_thread.run_sync(functools.partial(func, *args),
-                                                  abandon_on_cancel=True)
+            return await anyio.to_thread.run_sync(func, abandon_on_cancel=True,
+                                                  limiter=limiter)
         return None
 
     # list changed -----------------------------------------------------------------------
@@ -254,7 +328,7 @@ class GatewayServer:
         gateway = self.gateway
         if error is not None or not self.narrow or self._loop is None or gateway is None:
             return
-        for key, conv in gateway.conversations():
+        for key, conv in gateway.table.items():
             if gateway.refresh(conv):
                 asyncio.run_coroutine_threadsafe(self._announce(key), self._loop)
 
@@ -285,28 +359,23 @@ class GatewayServer:
             await self.server.run(read_stream, write_stream,
                                   self.server.create_initialization_options())
 
-    def serve_http(self, address: HttpAddress, *, ready: Callable[[str], None] | None = None
-                   ) -> None:
-        """Serve streamable HTTP at ``address`` (path ``/mcp``) until interrupted. On a
-        loopback host the SDK's DNS-rebinding protection is on (Host and Origin checked)."""
-        import uvicorn
+    def serve_http(self, address: HttpAddress, *, ready: Callable[[str], None] | None = None,
+                   security: Any = None) -> None:
+        """Serve streamable HTTP at ``address`` (path ``/mcp``) until interrupted, protected
+        as :mod:`.http` says: ``security`` is a :class:`~.config.HttpSecurity` (default: Host
+        and Origin checked on loopback, no token); ``ready`` gets the URL once it listens."""
+        from hyperplan.integrations.mcp_gateway.http import serve_http
 
         self.start_loading()
-        app = self.server.streamable_http_app(host=address.host)
-        config = uvicorn.Config(app, host=address.host, port=address.port,
-                                log_level="warning", lifespan="on")
-        server = uvicorn.Server(config)
-        if ready is not None:
-            _on_started(server, lambda: ready(address.url))
-        server.run()
+        serve_http(self.server, address, security, ready=ready)
 
 
 def _put(table: OrderedDict[str, _V], key: str, value: _V) -> None:
     """``table[key] = value`` as the newest entry, the oldest dropped past
-    :data:`~.modes.MAX_CONVERSATIONS`."""
+    :data:`_MAX_HINTS`."""
     table[key] = value
     table.move_to_end(key)
-    while len(table) > MAX_CONVERSATIONS:
+    while len(table) > _MAX_HINTS:
         table.popitem(last=False)
 
 
@@ -332,8 +401,38 @@ def _result(reply: Reply) -> types.CallToolResult:
             break
     if not content:
         content = [types.TextContent(type="text", text=reply.text)]
+    meta = {CONVERSATION_META: reply.conversation} if reply.conversation else None
     return types.CallToolResult(content=content, structured_content=reply.structured,
-                                is_error=reply.is_error)
+                                is_error=reply.is_error, meta=meta)
+
+
+def _session_of(ctx: ServerRequestContext[Any]) -> str | None:
+    """The transport session of a request: ``stdio`` (the one connection), a handshake-era
+    HTTP session (its ``Mcp-Session-Id``, which the SDK's session manager checked: a request
+    naming no open session of that generation never reaches a handler), or None (2026-07-28
+    over HTTP: no session; a session id such a request carries is ignored)."""
+    request = ctx.request
+    if request is None:
+        return "stdio"
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return None
+    headers = getattr(request, "headers", None)
+    session_id = headers.get("mcp-session-id") if headers is not None else None
+    return f"http:{session_id}" if session_id else None
+
+
+def _client_of(ctx: ServerRequestContext[Any]) -> str:
+    """Who sent a request, for per-client bounds: ``stdio``, or over HTTP the peer address
+    and (hashed) the credential it presented."""
+    request = ctx.request
+    if request is None:
+        return "stdio"
+    peer = getattr(request, "client", None)
+    host = getattr(peer, "host", None) or "?"
+    headers = getattr(request, "headers", None)
+    auth = headers.get("authorization") if headers is not None else None
+    who = hashlib.sha256(auth.encode()).hexdigest()[:16] if auth else "-"
+    return f"http:{host}:{who}"
 
 
 def _exit_with(message: str) -> None:

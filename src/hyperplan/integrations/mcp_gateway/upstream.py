@@ -7,9 +7,12 @@ Sources are the ``KIND:LOCATION`` strings ``hyperplan graph build`` takes:
 * ``mcp-server:CMD``: a stdio MCP server, started once at gateway start (listing its tools)
   and kept running for the calls (:class:`~hyperplan.execute.runtimes.MCPRuntime`). The
   tools keep their real upstream definitions (input and output schemas, annotations);
-* ``python:MOD[:ATTR]``: Python callables, in-process
-  (:class:`~hyperplan.execute.runtimes.PythonRuntime`) or, with ``--sandbox subprocess``, in
-  a limited child process (:class:`~hyperplan.execute.runtimes.SubprocessPythonRuntime`).
+* ``python:MOD[:ATTR]``: Python callables, by default in a limited child process
+  (:class:`~hyperplan.execute.runtimes.SubprocessPythonRuntime`: no network, resource
+  limits, killed at its deadline, so a tool that ignores its deadline costs nothing after
+  it), or with ``--sandbox none`` in-process
+  (:class:`~hyperplan.execute.runtimes.PythonRuntime`: a tool that overruns is abandoned,
+  its thread keeps running).
   A module that acts on the host is refused unless ``allow_unsafe_tools`` (the loader's rule);
 * ``openapi:FILE``: HTTP calls (:class:`~hyperplan.execute.runtimes.OpenAPIRuntime`, with
   ``base_url`` / ``headers``; header values are registered as secrets);
@@ -38,6 +41,7 @@ from typing import Any
 from hyperplan.catalog import Catalog, ToolSpec, merge_catalogs
 from hyperplan.errors import HyperplanError
 from hyperplan.execute.results import ErrorKind, ToolResult, ToolRuntime
+from hyperplan.secrets import redact_cut, redact_value
 
 # The runtimes (and with them httpx, numpy and the graph code) are imported when the sources
 # load, in the background, not when the gateway starts: the handshake does not wait for them.
@@ -52,11 +56,12 @@ _DEFINITION_KEYS = ("name", "title", "description", "inputSchema", "outputSchema
 class UpstreamOptions:
     """How the runtimes are built: ``call_timeout`` is every call's hard deadline (seconds);
     ``sandbox`` / ``allow_unsafe_tools`` apply to ``python:`` sources, ``base_url``,
-    ``headers``, ``max_response_bytes`` and ``idempotency_header`` to ``openapi:`` ones."""
+    ``headers`` and ``idempotency_header`` to ``openapi:`` ones, ``max_response_bytes`` to
+    ``openapi:`` and ``mcp-server:`` ones."""
 
     call_timeout: float = 30.0
     allow_unsafe_tools: bool = False
-    sandbox: str = "none"  # a hyperplan.execute.runtimes.Sandbox value
+    sandbox: str = SUBPROCESS  # a hyperplan.execute.runtimes.Sandbox value
     base_url: str | None = None
     headers: Mapping[str, str] | None = None
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
@@ -88,6 +93,43 @@ class _Source:
     catalog: Catalog
     runtime: ToolRuntime
     definitions: dict[str, dict[str, Any]]  # the MCP definitions an MCP upstream listed
+    slots: int | None = None  # calls it serves at once, when it has its own bound
+
+    @property
+    def name(self) -> str:
+        """What clients and caches are told of this source: its kind and a server or module
+        name, never an MCP server's command line (which may carry paths, options or
+        credentials)."""
+        return server_name(self.spec)
+
+
+_LAUNCHERS = frozenset({"uvx", "uv", "npx", "pnpx", "bunx", "pipx", "python", "python3",
+                        "node", "deno", "bun", "env", "run", "exec", "x", "dlx", "tool"})
+
+
+def server_name(spec: str) -> str:
+    """``mcp-server:uvx mcp-server-git --repository /x`` -> ``mcp-server:mcp-server-git``;
+    ``mcp-server:npx -y @scope/server-memory`` -> ``mcp-server:server-memory``; other sources
+    keep their kind and the last part of their location (``openapi:api.yaml``,
+    ``python:hyperplan.examples.bookstore``)."""
+    kind, sep, location = spec.partition(":")
+    if not sep:
+        return spec
+    if kind != "mcp-server":
+        return f"{kind}:{location.replace(chr(92), '/').rsplit('/', 1)[-1]}"
+    try:
+        parts = shlex.split(location)
+    except ValueError:
+        parts = location.split()
+    for part in parts:
+        if "=" in part and not part.startswith(("-", "/", ".")):
+            continue  # env VAR=value
+        base = part.replace(chr(92), "/").rstrip("/").rsplit("/", 1)[-1].split("@")[0]
+        if part.startswith("-") or not base or base.lower() in _LAUNCHERS \
+                or base.lower().startswith("python3."):
+            continue
+        return f"{kind}:{base}"
+    return f"{kind}:server"
 
 
 class Upstream:
@@ -98,7 +140,7 @@ class Upstream:
         self._sources = list(sources)
         self.catalog = (self._sources[0].catalog if len(self._sources) == 1 else
                         merge_catalogs([s.catalog for s in self._sources],
-                                       labels=[s.spec for s in self._sources]))
+                                       labels=[s.name for s in self._sources]))
         self._owner: dict[str, _Source] = {t.name: s for s in self._sources
                                            for t in s.catalog.tools}
         self._specs = {t.name: t for t in self.catalog.tools}
@@ -112,8 +154,28 @@ class Upstream:
         return self._specs.get(name)
 
     def source_of(self, name: str) -> str:
+        """The source spec of tool ``name`` (internal: it may hold a command line)."""
         owner = self._owner.get(name)
         return owner.spec if owner is not None else ""
+
+    def server_of(self, name: str) -> str:
+        """The name of the server or module of tool ``name``, as clients are told it."""
+        owner = self._owner.get(name)
+        return owner.name if owner is not None else ""
+
+    def source_index(self, name: str) -> int | None:
+        """Which source (0, 1 ...) runs tool ``name``; None for an unknown tool."""
+        owner = self._owner.get(name)
+        return None if owner is None else self._sources.index(owner)
+
+    @property
+    def source_count(self) -> int:
+        return len(self._sources)
+
+    def source_slots(self, index: int) -> int | None:
+        """How many calls source ``index`` serves at once when it has its own bound (the
+        sandbox's one child: 1), else None (the gateway's ``--max-calls-per-upstream``)."""
+        return self._sources[index].slots
 
     def definition(self, name: str) -> dict[str, Any]:
         """The tool as an MCP tool definition (``name``, ``description``, ``inputSchema``
@@ -122,14 +184,16 @@ class Upstream:
         if cached is None:
             owner = self._owner[name]
             raw = owner.definitions.get(name)
-            cached = ({k: raw[k] for k in _DEFINITION_KEYS if k in raw} if raw is not None
-                      else _definition(self._specs[name]))
+            cached = redact_value({k: raw[k] for k in _DEFINITION_KEYS if k in raw}
+                                  if raw is not None else _definition(self._specs[name]))
             self._definitions[name] = cached
         return cached
 
-    def call(self, name: str, arguments: Mapping[str, Any]) -> ToolResult:
-        """Validate, then forward to the tool's runtime with the hard deadline (module doc).
-        Never raises for a tool-side failure; an unknown ``name`` is ``unknown_tool``."""
+    def call(self, name: str, arguments: Mapping[str, Any], *,
+             timeout: float | None = None) -> ToolResult:
+        """Validate, then forward to the tool's runtime with the hard deadline (module doc;
+        ``timeout``: what is left of it, default ``call_timeout``). Never raises for a
+        tool-side failure; an unknown ``name`` is ``unknown_tool``."""
         tool = self._specs.get(name)
         if tool is None:
             return ToolResult.failure(name, arguments, ErrorKind.UNKNOWN_TOOL,
@@ -141,7 +205,9 @@ class Upstream:
             return ToolResult.failure(name, arguments, ErrorKind.INVALID_ARGUMENTS, problem)
         owner = self._owner[name]
         try:
-            result = owner.runtime.call(tool, arguments, timeout=self.options.call_timeout)
+            limit = self.options.call_timeout if timeout is None else \
+                min(timeout, self.options.call_timeout)
+            result = owner.runtime.call(tool, arguments, timeout=limit)
         except Exception as exc:  # a runtime must not raise; if one does, it is this call's error
             return ToolResult.failure(name, arguments, ErrorKind.TRANSPORT,
                                       f"{name}: the runtime failed: {type(exc).__name__}: {exc}")
@@ -171,10 +237,9 @@ def _explain_lost_upstream(result: ToolResult, spec: str) -> ToolResult:
         return result
     if result.error_kind not in (ErrorKind.TRANSPORT, ErrorKind.OUTCOME_UNKNOWN):
         return result
-    command = spec[len(MCP_SERVER):]
-    message = (f"the upstream MCP server ({command}) exited or closed the connection during "
-               f"this call ({result.error}). The gateway starts it again at the next call (a "
-               "fresh process: what the old one held is gone).")
+    message = (f"the upstream MCP server ({server_name(spec)}) exited or closed the connection "
+               f"during this call ({result.error}). The gateway starts it again at the next "
+               "call (a fresh process: what the old one held is gone).")
     return ToolResult.failure(result.tool, result.arguments, result.error_kind or
                               ErrorKind.TRANSPORT, " ".join(message.split()), result.seconds)
 
@@ -232,13 +297,10 @@ def check_sources(sources: Sequence[str], options: UpstreamOptions | None = None
 
 
 def _check_choice(sources: Sequence[str], opts: UpstreamOptions) -> None:
-    """At least one source, and a python: source when the sandbox is asked for."""
+    """At least one source."""
     if not sources:
         raise HyperplanError("give at least one tool source (e.g. "
                              "python:hyperplan.examples.bookstore or 'mcp-server:CMD')")
-    if opts.sandbox == SUBPROCESS and not any(s.startswith("python:") for s in sources):
-        raise HyperplanError(f"--sandbox {opts.sandbox} runs the tools of a python: source; "
-                             "none is given")
 
 
 def load_upstream(sources: Sequence[str], options: UpstreamOptions | None = None) -> Upstream:
@@ -279,6 +341,7 @@ def _load(spec: str, opts: UpstreamOptions) -> _Source:
 
         runtime = SubprocessPythonRuntime.from_catalog(catalog, timeout=opts.call_timeout,
                                                        allow_unsafe=opts.allow_unsafe_tools)
+        return _Source(spec, catalog, runtime, {}, slots=1)  # one child, one call at a time
     elif kind == "python":
         from hyperplan.execute.runtimes import PythonRuntime
 
@@ -314,9 +377,10 @@ def _load_mcp_server(spec: str, opts: UpstreamOptions) -> _Source:
         runtime.close()
         reason = " ".join(str(exc).split())
         raise HyperplanError(f"{spec}: cannot start the upstream MCP server: "
-                             f"{reason[:600]}") from None
+                             f"{redact_cut(reason, 600)}") from None
     except BaseException:
         runtime.close()
         raise
     definitions = {str(t["name"]): t for t in listed if isinstance(t.get("name"), str)}
-    return _Source(spec, catalog.model_copy(update={"source": spec}), runtime, definitions)
+    return _Source(spec, catalog.model_copy(update={"source": server_name(spec)}), runtime,
+                   definitions)
