@@ -281,3 +281,62 @@ def faults_cmd(
         out.print(table(result))
     if result["clear_errors"] != result["cases"]:
         raise typer.Exit(1)
+
+
+@bench_app.command("gateway-load")
+def gateway_load_cmd(
+    clients: int = typer.Option(20, help="concurrent MCP SDK clients"),
+    requests: int = typer.Option(200, help="measured mixed requests per client"),
+    warmup: int = typer.Option(5, help="unmeasured requests per client first (after its "
+                               "find_tools and login)"),
+    repeats: int = typer.Option(1, help="runs, each against a fresh gateway"),
+    mode: str = typer.Option("search", help="the gateway's --mode: search or narrow"),
+    protocol: str = typer.Option("auto", help="the SDK client's mode: auto (its default, "
+                                 "negotiates 2026-07-28), legacy (initialize handshake) or a "
+                                 "protocol version"),
+    source: list[str] = typer.Option(["python:hyperplan.examples.bookstore"], "--source",
+                                     help="a tool source of the gateway (repeatable); the "
+                                     "requests need the bookstore's tools"),
+    serve_option: list[str] = typer.Option([], "--serve-option", help="more options of "
+                                           "`hyperplan serve`, e.g. '--sandbox none' "
+                                           "(repeatable)"),
+    embedder: str = embedder_option("hashing"),
+    python: str = typer.Option(None, help="the gateway's Python (default: this one)"),
+    cwd: Path = typer.Option(None, help="the gateway's working directory (another checkout)"),
+    pythonpath: str = typer.Option(None, help="the gateway's PYTHONPATH (e.g. CHECKOUT/src)"),
+    seed: int = typer.Option(0, help="seed of the request schedules"),
+    as_json: AsJson = False,
+) -> None:
+    """The MCP gateway under load over HTTP: concurrent SDK clients, mixed requests.
+
+    Starts `hyperplan serve --http PORT` on the sources, waits for its graph, then each
+    client makes find_tools, tools/list, read, write and invalid requests, passing its
+    conversation token back in _meta. Reports requests/s, errors by kind (a refused invalid
+    argument is expected, not an error), p50/p95/p99 per kind and the gateway's RSS (start,
+    warm, end; growth per 1,000 requests). Exits 1 on any error."""
+    import shlex
+    import sys
+
+    from hyperplan.integrations.mcp_gateway.load import LoadConfig, markdown, run_load
+
+    try:
+        config = LoadConfig(
+            clients=clients, requests=requests, warmup=warmup, sources=tuple(source),
+            mode=mode, protocol=protocol, embedder=embedder,
+            serve_args=tuple(a for option in serve_option for a in shlex.split(option)),
+            python=python or sys.executable, cwd=str(cwd) if cwd else None,
+            pythonpath=pythonpath, seed=seed)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+    def progress(run: dict[str, Any]) -> None:
+        console.print(f"run: {run['requests_per_s']} req/s, {run['errors']} errors, p99 "
+                      f"{run['latency_ms'].get('all', {}).get('p99')} ms", highlight=False)
+
+    result = run_load(config, repeats, progress=None if as_json else progress)
+    if as_json:
+        print(json.dumps(result))
+    else:
+        out.print(markdown(result), highlight=False, markup=False, soft_wrap=True)
+    if result["summary"]["errors"]:
+        raise typer.Exit(1)
