@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
@@ -24,8 +25,15 @@ from hyperplan.integrations.mcp_gateway.config import (
     DEFAULT_CALL_TIMEOUT,
     DEFAULT_MAX_ARGUMENT_BYTES,
     DEFAULT_MAX_REQUEST_CHARS,
+    DEFAULT_SESSION_IDLE_TIMEOUT,
+    DEFAULT_SESSIONS_PER_CLIENT,
+    CallLimits,
+    ConversationLimits,
     Mode,
 )
+
+if TYPE_CHECKING:
+    from hyperplan.integrations.mcp_gateway.config import HttpSecurity
 
 _MAX_RESPONSE_BYTES = 10 * 1024 * 1024
 
@@ -50,7 +58,24 @@ def serve_cmd(
                              "HTTP at http://HOST:PORT/mcp (host 127.0.0.1 by default) "
                              "instead of stdio."),
     allow_remote: bool = typer.Option(False, help="Let --http listen on a host that is not "
-                                      "loopback (anyone who reaches it can call the tools)."),
+                                      "loopback; needs a bearer token (--auth-token-env or "
+                                      "--auth-token-file)."),
+    auth_token_env: str = typer.Option(None, "--auth-token-env", metavar="VAR", help="--http: "
+                                       "every request must carry 'Authorization: Bearer "
+                                       "TOKEN', TOKEN the value of this environment variable."),
+    auth_token_file: Path = typer.Option(None, "--auth-token-file", metavar="FILE",
+                                         help="--http: the bearer token is the first line of "
+                                         "this file (keep it mode 600)."),
+    allow_origin: list[str] = typer.Option([], "--allow-origin", metavar="ORIGIN",
+                                           help="--http: also serve browser requests from "
+                                           "this exact origin (scheme://host[:port]; "
+                                           "repeatable). Default: only the gateway's own."),
+    sessions_per_client: int = typer.Option(DEFAULT_SESSIONS_PER_CLIENT, help="--http: open "
+                                            "handshake-era sessions per client address; past "
+                                            "it the client's oldest one is closed."),
+    session_idle_timeout: float = typer.Option(DEFAULT_SESSION_IDLE_TIMEOUT, help="--http: "
+                                               "seconds after which an idle session is "
+                                               "closed."),
     budget: int = typer.Option(DEFAULT_BUDGET, "--budget", help="at most this many tools "
                                "per selection"),
     call_timeout: float = typer.Option(DEFAULT_CALL_TIMEOUT, help="Hard deadline of every "
@@ -61,8 +86,11 @@ def serve_cmd(
     no_cache: bool = typer.Option(False, "--no-cache", help="Build the graph anew, keep "
                                   "nothing."),
     allow_unsafe_tools: AllowUnsafeTools = False,
-    sandbox: Sandbox = typer.Option(Sandbox.NONE, help="subprocess: run python: tools in a "
-                                    "child process without network, with resource limits."),
+    sandbox: Sandbox = typer.Option(Sandbox.SUBPROCESS, help="subprocess (default): run "
+                                    "python: tools in a child process without network, with "
+                                    "resource limits, killed at the call's deadline; none: in "
+                                    "the gateway's process (a tool that overruns keeps its "
+                                    "thread)."),
     base_url: BaseUrl = None,
     header: Headers = [],  # noqa: B006 (typer copies it)
     max_response_bytes: MaxResponseBytes = _MAX_RESPONSE_BYTES,
@@ -72,6 +100,14 @@ def serve_cmd(
     max_argument_bytes: int = typer.Option(DEFAULT_MAX_ARGUMENT_BYTES, help="Largest "
                                            "call arguments (bytes of JSON); larger ones are "
                                            "refused, not forwarded."),
+    max_calls_per_upstream: int = typer.Option(CallLimits.per_source, help="Calls running "
+                                               "at once on one upstream source; more wait "
+                                               "inside their deadline."),
+    max_calls_per_client: int = typer.Option(CallLimits.per_client, help="Calls of one "
+                                             "client running or waiting at once."),
+    conversation_idle: float = typer.Option(ConversationLimits.idle_seconds, help="Seconds "
+                                            "after which an unused conversation (its state) "
+                                            "is forgotten."),
 ) -> None:
     """Serve tools as an LLM-free MCP gateway.
 
@@ -92,12 +128,19 @@ def serve_cmd(
 
     if no_cache and cache_dir is not None:
         raise HyperplanError("give --cache-dir or --no-cache, not both")
-    address = parse_http_address(http, allow_remote=allow_remote) if http else None
+    try:
+        address = parse_http_address(http, allow_remote=allow_remote) if http else None
+        security = _security(address is not None, auth_token_env, auth_token_file,
+                             allow_origin, sessions_per_client, session_idle_timeout)
+    except HyperplanError as exc:
+        _fail(exc)
     config = GatewayConfig(mode=mode, budget=budget, call_timeout=call_timeout,
                            embedder=embedder,
                            cache_dir=None if no_cache else (cache_dir or "default"),
                            max_request_chars=max_request_chars,
-                           max_argument_bytes=max_argument_bytes)
+                           max_argument_bytes=max_argument_bytes,
+                           call_limits=CallLimits(max_calls_per_upstream, max_calls_per_client),
+                           conversation_limits=ConversationLimits(conversation_idle))
     if max_response_bytes < 1:
         raise HyperplanError("--max-response-bytes must be positive")
     options = UpstreamOptions(call_timeout=call_timeout, allow_unsafe_tools=allow_unsafe_tools,
@@ -106,13 +149,39 @@ def serve_cmd(
                               max_response_bytes=max_response_bytes,
                               idempotency_header=idempotency_key_header)
     try:
-        serve(sources, config, options, http=address,
+        serve(sources, config, options, http=address, security=security,
               announce=lambda line: print(line, file=sys.stderr, flush=True))
-    except HyperplanError as exc:  # one line, without loading the CLI's rich console
-        from hyperplan.secrets import redact_text
+    except HyperplanError as exc:
+        _fail(exc)
 
-        print(f"error: {redact_text(' '.join(str(exc).split()))}", file=sys.stderr)
-        raise SystemExit(1) from None
+
+def _fail(exc: Exception) -> NoReturn:
+    """One line on stderr, exit status 1 (without loading the CLI's rich console)."""
+    import sys
+
+    from hyperplan.secrets import redact_text
+
+    print(f"error: {redact_text(' '.join(str(exc).split()))}", file=sys.stderr)
+    raise SystemExit(1) from None
+
+
+def _security(http: bool, token_env: str | None, token_file: Path | None,
+              origins: list[str], sessions_per_client: int,
+              idle_timeout: float) -> HttpSecurity | None:
+    """The HTTP security options (:class:`~hyperplan.integrations.mcp_gateway.config.
+    HttpSecurity`); refused without --http, where they would protect nothing."""
+    from hyperplan.errors import HyperplanError
+    from hyperplan.integrations.mcp_gateway.config import HttpSecurity, read_auth_token
+
+    if not http:
+        if token_env or token_file or origins:
+            raise HyperplanError("--auth-token-env, --auth-token-file and --allow-origin "
+                                 "apply to --http only")
+        return None
+    return HttpSecurity(token=read_auth_token(token_env, token_file),
+                        allowed_origins=tuple(origins),
+                        sessions_per_client=sessions_per_client,
+                        session_idle_timeout=idle_timeout)
 
 
 def _headers(items: list[str]) -> dict[str, str]:

@@ -20,7 +20,13 @@ import contextlib
 import sys
 from collections.abc import Callable, Sequence
 
-from hyperplan.integrations.mcp_gateway.config import GatewayConfig, HttpAddress, Mode
+from hyperplan.integrations.mcp_gateway.config import (
+    GatewayConfig,
+    HttpAddress,
+    HttpSecurity,
+    Mode,
+    check_exposure,
+)
 from hyperplan.integrations.mcp_gateway.modes import Gateway
 from hyperplan.integrations.mcp_gateway.selection import SelectionService
 from hyperplan.integrations.mcp_gateway.upstream import (
@@ -29,8 +35,8 @@ from hyperplan.integrations.mcp_gateway.upstream import (
     load_upstream,
 )
 
-__all__ = ["Gateway", "GatewayConfig", "HttpAddress", "Mode", "UpstreamOptions",
-           "build_gateway", "check_sources", "serve"]
+__all__ = ["Gateway", "GatewayConfig", "HttpAddress", "HttpSecurity", "Mode",
+           "UpstreamOptions", "build_gateway", "check_sources", "serve"]
 
 
 def build_gateway(sources: Sequence[str], config: GatewayConfig | None = None,
@@ -46,11 +52,16 @@ def build_gateway(sources: Sequence[str], config: GatewayConfig | None = None,
 
 def serve(sources: Sequence[str], config: GatewayConfig | None = None,
           options: UpstreamOptions | None = None, *, http: HttpAddress | None = None,
+          security: HttpSecurity | None = None,
           announce: Callable[[str], None] | None = None,
           on_failure: Callable[[str], None] | None = None) -> None:
     """Run the gateway until the client disconnects (stdio) or it is interrupted (HTTP).
 
-    The sources are checked first (:func:`~.upstream.check_sources`: a
+    Over HTTP, ``security`` (default: Host and Origin checked on loopback, no token) is
+    checked first: beyond loopback a bearer token is required
+    (:func:`~.config.check_exposure`, a :class:`~hyperplan.errors.HyperplanError`), and
+    ``announce`` also gets the one-line warning of what is exposed. The sources are checked
+    first (:func:`~.upstream.check_sources`: a
     :class:`~hyperplan.errors.HyperplanError` before anything is served); then the server
     answers the handshake while the upstream tools load in the background, and the graph is
     built after them, also in the background. ``announce`` gets one line once the gateway
@@ -58,6 +69,8 @@ def serve(sources: Sequence[str], config: GatewayConfig | None = None,
     loading (default: printed, exit status 1)."""
     cfg = config or GatewayConfig()
     opts = options or UpstreamOptions(call_timeout=cfg.call_timeout)
+    security = security or HttpSecurity()
+    exposure = check_exposure(http, security) if http is not None else None
     check_sources(sources, opts)
 
     import anyio
@@ -70,14 +83,17 @@ def serve(sources: Sequence[str], config: GatewayConfig | None = None,
             return build_gateway(sources, cfg, opts)
 
     server = GatewayServer(cfg, load, version=__version__, on_failure=on_failure)
-    where = "on stdio" if http is None else f"at {http.url}"
-    line = f"hyperplan serve: {len(sources)} source(s), {cfg.mode.value} mode, {where}"
+    head = f"hyperplan serve: {len(sources)} source(s), {cfg.mode.value} mode"
+    auth = ", bearer token required" if security.token is not None else ""
     try:
         if http is not None:
-            server.serve_http(http, ready=lambda url: announce and announce(line))
+            if exposure is not None and announce is not None:
+                announce(exposure)
+            server.serve_http(http, security=security,
+                              ready=lambda url: announce and announce(f"{head}, at {url}{auth}"))
         else:
             if announce is not None:
-                announce(line)
+                announce(f"{head}, on stdio")
             anyio.run(server.serve_stdio)
     finally:
         gateway = server.wait_loaded(timeout=0)
