@@ -199,6 +199,15 @@ def test_origin_allow_list() -> None:
             reply = _modern(gw.url, headers={"Origin": origin} if origin else {})
             assert reply.status_code == 200, (origin, reply.text)
         assert gw.calls == ["touch"] * len(accepted)
+        preflight = {"Access-Control-Request-Method": "POST",
+                     "Access-Control-Request-Headers": "authorization, content-type"}
+        reply = httpx.options(gw.url, headers={"Origin": "https://app.example", **preflight})
+        assert reply.status_code == 200
+        assert reply.headers["access-control-allow-origin"] == "https://app.example"
+        reply = httpx.options(gw.url, headers={"Origin": "https://evil.example", **preflight})
+        assert reply.status_code == 403 and "access-control-allow-origin" not in reply.headers
+        reply = _modern(gw.url, headers={"Origin": "https://app.example"})
+        assert reply.headers["access-control-allow-origin"] == "https://app.example"
 
 
 def test_origins_are_exact() -> None:

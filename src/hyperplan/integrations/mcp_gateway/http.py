@@ -6,7 +6,8 @@ tool calls on someone's behalf needs in front of it.
   that names this server (its host in one of its spellings, and its port) is served; any
   other gets 421, so a page whose name was rebound to 127.0.0.1 cannot reach the tools. A
   request with an ``Origin`` (a browser's) is served only from the gateway's own origin or
-  one given with ``--allow-origin`` (exact: no port wildcards); 403 otherwise. A request
+  one given with ``--allow-origin`` (exact: no port wildcards; those also get the CORS
+  headers a web app needs to read the answers); 403 otherwise. A request
   without ``Origin`` (not a browser) passes. Beyond loopback the Host is not checked (the
   server's name is not known); the bearer token, required there, is the protection, and
   ``Origin`` must be the request's own host or an allowed one.
@@ -58,6 +59,7 @@ from starlette.applications import Starlette
 from starlette.datastructures import Headers
 from starlette.middleware import Middleware
 from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -98,6 +100,11 @@ def build_http_app(server: Server[Any], address: HttpAddress,
         AnswerEveryRequest(StreamableHTTPASGIApp(manager)), DEFAULT_MAX_REQUEST_BODY_SIZE)
     middleware = [Middleware(RequestGuard, address=address,
                              allowed_origins=security.allowed_origins)]
+    if security.allowed_origins:  # a web app allowed by --allow-origin must read the answers
+        middleware.append(Middleware(
+            CORSMiddleware, allow_origins=security.allowed_origins, allow_headers=["*"],
+            allow_methods=["GET", "POST", "DELETE"], allow_private_network=True,
+            expose_headers=[MCP_SESSION_ID_HEADER, "WWW-Authenticate"]))
     if security.token is not None:
         backend = BearerAuthBackend(StaticTokenVerifier(security.token))
         middleware += [Middleware(AuthenticationMiddleware, backend=backend),
