@@ -19,7 +19,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import httpx2
@@ -92,7 +92,7 @@ def running(spelling: str, security: HttpSecurity | None = None) -> Iterator[Run
     thread.start()
     try:
         assert started.wait(15), "the HTTP server did not start"
-        manager = server.config.app.state.session_manager
+        manager = cast(Any, server.config.app).state.session_manager
         yield Running(address.url, port, calls, manager)
     finally:
         server.should_exit = True
@@ -193,11 +193,11 @@ def test_origin_allow_list() -> None:
             reply = _modern(gw.url, headers={"Origin": origin})
             assert reply.status_code == 403, (origin, reply.status_code)
         assert gw.calls == []
-        accepted = [f"http://127.0.0.1:{gw.port}", f"http://localhost:{gw.port}",
-                    "https://app.example", None]
-        for origin in accepted:
-            reply = _modern(gw.url, headers={"Origin": origin} if origin else {})
-            assert reply.status_code == 200, (origin, reply.text)
+        accepted: list[str | None] = [f"http://127.0.0.1:{gw.port}",
+                                      f"http://localhost:{gw.port}", "https://app.example", None]
+        for allowed in accepted:
+            reply = _modern(gw.url, headers={"Origin": allowed} if allowed else {})
+            assert reply.status_code == 200, (allowed, reply.text)
         assert gw.calls == ["touch"] * len(accepted)
         preflight = {"Access-Control-Request-Method": "POST",
                      "Access-Control-Request-Headers": "authorization, content-type"}

@@ -179,7 +179,9 @@ class HttpSecurity:
 
     def __post_init__(self) -> None:
         if self.token is not None:
-            check_token(self.token, "the bearer token")
+            from hyperplan.secrets import register_secret
+
+            register_secret(check_token(self.token, "the bearer token"))  # never printed
         object.__setattr__(self, "allowed_origins",
                            tuple(dict.fromkeys(normalize_origin(o) for o in self.allowed_origins)))
         if self.sessions_per_client < 1:
