@@ -10,8 +10,10 @@ Modules: :mod:`.upstream` (sources and the hardened runtimes every call is forwa
 through), :mod:`.selection` (the selector built in the background, a BM25 fallback until it
 is ready, one state-conditioned session per conversation), :mod:`.modes` (search and narrow
 mode, free of SDK types), :mod:`.server` (the MCP server on the official SDK's low-level
-``Server``: stdio, streamable HTTP, list-changed for both protocol generations) and
-:mod:`.bench` (its added latency). Importing this package does not import the MCP SDK.
+``Server``: stdio, streamable HTTP, list-changed for both protocol generations),
+:mod:`.http` (streamable HTTP's protections: Host and Origin checks, the bearer token,
+sessions bounded per client) and :mod:`.bench` (its added latency). Importing this package
+does not import the MCP SDK.
 """
 
 from __future__ import annotations
