@@ -28,11 +28,14 @@ from hyperplan.integrations.mcp_gateway.load import (
 KINDS = {"find_tools", "tools/list", "read", "write", "invalid"}
 
 
-def test_two_clients_ten_requests_over_http(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["search", "narrow"])
+def test_two_clients_ten_requests_over_http(tmp_path: Path, mode: str) -> None:
     """2 SDK clients x 10 mixed requests: no error, the invalid ones refused as expected,
-    every field reported, the gateway stopped by its PID."""
+    every field reported, the gateway stopped by its PID. Narrow mode: each client calls
+    only what its own list shows (selecting first), so a refusal means another client's
+    traffic changed its list."""
     command = [sys.executable, "-m", "hyperplan", "bench", "gateway-load", "--clients", "2",
-               "--requests", "10", "--warmup", "2", "--json"]
+               "--requests", "10", "--warmup", "2", "--mode", mode, "--json"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120,
                           env=_env(tmp_path))
     assert done.returncode == 0, done.stderr[-3000:] + done.stdout[-3000:]
@@ -40,12 +43,18 @@ def test_two_clients_ten_requests_over_http(tmp_path: Path) -> None:
     (run,) = result["runs"]
     assert run["errors"] == 0 and run["errors_by_kind"] == {}, run["error_samples"]
     assert run["warmup_errors"] == {}, run["error_samples"]
-    assert run["requests"] == 20 and run["requests_per_s"] > 0
     assert run["expected_refusals"] == {"invalid": 2}  # floor(15% of 10) per client
     assert set(run["latency_ms"]) == KINDS | {"all"}
+    calls = {kind: run["latency_ms"][kind]["n"] for kind in ("read", "write", "invalid")}
+    assert calls == {"read": 10, "write": 4, "invalid": 2}  # per client 5 + 2 + 1 of 10
+    assert run["requests"] == run["latency_ms"]["all"]["n"] and run["requests_per_s"] > 0
+    if mode == "search":
+        assert run["requests"] == 20
+    else:  # a tools/list after each call, and find_tools + tools/list to select a tool
+        assert run["latency_ms"]["tools/list"]["n"] >= 16 + 2
+    assert run["clients_with_token"] == 2 and run["tokens_changed"] == 0
     for kind, stats in run["latency_ms"].items():
         assert 0 < stats["p50"] <= stats["p95"] <= stats["p99"] <= stats["max"], kind
-    assert run["latency_ms"]["all"]["n"] == 20
     assert run["protocols"] == ["2026-07-28"]  # the SDK's default mode negotiated it
     if Path("/proc/self/status").exists():
         rss = run["rss_mb"]

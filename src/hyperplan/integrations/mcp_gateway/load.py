@@ -54,6 +54,10 @@ MIX = (("find_tools", 0.15), ("tools/list", 0.10), ("read", 0.35), ("write", 0.2
 FIND_REQUESTS = ("log in, add the book Dune to a cart and pay", "search the catalogue for Emma",
                  "add a book to my shopping cart", "find books whose title contains Dune")
 READS = {"dune": ["b1", "b3"], "emma": ["b2"], "messiah": ["b3"], "zzz": []}
+TOOL_OF = {"read": "search_books", "write": "add_to_cart", "invalid": "add_to_cart"}
+#: narrow mode: the find_tools request that brings a tool into a client's list
+SELECTS = {"search_books": "search the catalogue for books whose title contains a word",
+           "add_to_cart": "add a book to my shopping cart", "login": "log in to the bookstore"}
 PASSWORD = "open sesame"  # the bookstore example's (a public constant, not a secret)
 
 
@@ -299,6 +303,7 @@ class LoadClient:
         self.tokens_changed = 0
         self.not_ready = 0
         self.access_token = ""
+        self.listed: set[str] = set()  # narrow mode: this client's tool list as last seen
         self.samples: dict[str, str] = {}  # an error kind -> the first message seen
 
     @property
@@ -311,9 +316,29 @@ class LoadClient:
             arguments, name = {"name": name, "arguments": arguments}, "call_tool"
         return self.client.call_tool(name, arguments, meta=self.meta)  # type: ignore[no-any-return]
 
-    async def one(self, kind: str, tally: Tally) -> None:
-        """One request of ``kind``, timed and judged into ``tally``."""
-        send, check = self.request(kind)
+    async def step(self, kind: str, tally: Tally) -> None:
+        """A scheduled request. In narrow mode, as a client does: a tool not in this
+        client's list is first asked for (:meth:`select`), and the list is read again after
+        each call (the gateway selects again from what the call returned)."""
+        tool = TOOL_OF.get(kind)
+        if self.config.mode != "narrow" or tool is None:
+            return await self.one(kind, tally)
+        if tool not in self.listed:
+            await self.select(tool, tally)
+        await self.one(kind, tally, unlisted=tool not in self.listed)
+        await self.one("tools/list", tally)
+
+    async def select(self, tool: str, tally: Tally) -> None:
+        """Narrow mode: find_tools with a request for ``tool``, then tools/list (what a
+        client does on list_changed)."""
+        await self.one("find_tools", tally, SELECTS[tool])
+        await self.one("tools/list", tally)
+
+    async def one(self, kind: str, tally: Tally, text: str | None = None,
+                  unlisted: bool = False) -> None:
+        """One request of ``kind``, timed and judged into ``tally``. ``unlisted``: the tool
+        is not in this client's list, so a ``not_selected`` refusal is deserved."""
+        send, check = self.request(kind, text)
         started = time.perf_counter()
         try:
             result = await asyncio.wait_for(send(), self.config.request_timeout)
@@ -323,15 +348,19 @@ class LoadClient:
             return
         seconds = time.perf_counter() - started
         error, refused = check(result)
+        if unlisted and error == "tool error not_selected":
+            error, refused = None, True
         if error is not None:
             self.samples.setdefault(error, result_text(result)[:300])
         tally.add(kind, seconds, error, refused)
 
-    def request(self, kind: str) -> tuple[Callable[[], Awaitable[Any]], Check]:
-        """How to send a request of ``kind`` and how to judge its answer."""
+    def request(self, kind: str, text: str | None = None,
+                ) -> tuple[Callable[[], Awaitable[Any]], Check]:
+        """How to send a request of ``kind`` (``text``: find_tools' request) and how to judge
+        its answer."""
         if kind == "find_tools":
-            text = self.rng.choice(FIND_REQUESTS)
-            return lambda: self.call("find_tools", {"request": text}), self.check_found
+            request = text or self.rng.choice(FIND_REQUESTS)
+            return lambda: self.call("find_tools", {"request": request}), self.check_found
         if kind == "tools/list":
             return lambda: self.client.list_tools(meta=self.meta), self.check_listed
         if kind == "read":
@@ -361,16 +390,21 @@ class LoadClient:
             self.tokens_changed += self.token is not None and token != self.token
             self.token = token
         self.not_ready += not data.get("ready", False)
+        if isinstance(data.get("listed"), list):
+            self.listed = {str(name) for name in data["listed"]}
         return None, False
 
     def check_listed(self, result: Any) -> tuple[str | None, bool]:
         names = {tool.name for tool in result.tools}
+        self.listed = names - {"find_tools"}
         wanted = {"find_tools", "call_tool"} if self.config.mode == "search" else {"find_tools"}
         return (None if wanted <= names else "wrong answer"), False
 
     async def login(self, tally: Tally) -> None:
         """find_tools (the token) and a login as this client's own user, unmeasured."""
         await self.one("find_tools", tally)
+        if self.config.mode == "narrow":
+            await self.select("login", tally)
         started = time.perf_counter()
         result = await self.call("login", {"username": f"load-{self.index}",
                                            "password": PASSWORD})
@@ -412,12 +446,12 @@ async def client_task(index: int, url: str, config: LoadConfig, gate: Gate,
             info["protocol"] = client.protocol_version
             await load.login(warm)
             for kind in schedule(config.warmup, load.rng):
-                await load.one(kind, warm)
+                await load.step(kind, warm)
             arrived = True
             gate.arrive()
             await gate.go.wait()
             for kind in schedule(config.requests, load.rng):
-                await load.one(kind, measured)
+                await load.step(kind, measured)
             info.update(token=load.token is not None, tokens_changed=load.tokens_changed,
                         not_ready=load.not_ready, samples=load.samples)
     except Exception as exc:  # a client that could not connect or close is counted
