@@ -5,6 +5,10 @@ names the tool and the path of the offending field, e.g. ``music.play: 'song_id'
 property`` or ``music.search: at 'limit': 'abc' is not of type 'integer'`` (``(+N more errors)``
 is appended when there are several). The validator class follows the schema's ``$schema``
 (Draft 2020-12 when absent); format checking is off, so ``"format": "date"`` never rejects.
+A number that is not finite (``NaN``, ``Infinity``, ``-Infinity``, or ``1e999``, which parses
+as infinity) anywhere in the arguments is refused first, naming its path
+(``calc.add: at 'items[2].price': NaN is not a finite number``): JSON has no such values, and
+a transport would otherwise send them as ``null``.
 Compiled validators are cached per ``(tool name, schema)``. A schema that is itself invalid
 (or has an unresolvable ``$ref``) is reported the same way, as a message, never raised: the
 runtimes turn every message into an ``INVALID_ARGUMENTS`` result.
@@ -13,6 +17,7 @@ runtimes turn every message into an ``INVALID_ARGUMENTS`` result.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
@@ -46,6 +51,10 @@ def validate_arguments(tool: ToolSpec, arguments: Any) -> str | None:
     """``None`` when ``arguments`` satisfy ``tool.input_schema``, else one readable message."""
     if not isinstance(arguments, Mapping):
         return f"{tool.name}: arguments must be an object, got {type(arguments).__name__}"
+    infinite = non_finite_path(arguments)
+    if infinite is not None:
+        where, number = infinite
+        return f"{tool.name}: at {where!r}: {number} is not a finite number"
     compiled = _compiled(tool.name, _schema_key(tool.input_schema))
     if isinstance(compiled, str):
         return f"{tool.name}: {compiled}"
@@ -57,6 +66,32 @@ def validate_arguments(tool: ToolSpec, arguments: Any) -> str | None:
     if not errors:
         return None
     return f"{tool.name}: {_describe(errors)}"
+
+
+def non_finite_path(arguments: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The path and JSON spelling of the first float in ``arguments`` (nested objects and
+    arrays included, walked without recursion) that is NaN or infinite, else None."""
+    # a path is a linked list (parent, key): extending it costs nothing at any depth
+    stack: list[tuple[Any, Any]] = [((None, key), value)
+                                    for key, value in reversed(list(arguments.items()))]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, float) and not math.isfinite(value):
+            spelling = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+            return field_path(_unlinked(path)), spelling
+        if isinstance(value, Mapping):
+            stack.extend(((path, key), item) for key, item in reversed(list(value.items())))
+        elif isinstance(value, list | tuple):
+            stack.extend(((path, index), item) for index, item in reversed(list(enumerate(value))))
+    return None
+
+
+def _unlinked(path: Any) -> list[Any]:
+    parts: list[Any] = []
+    while path is not None:
+        path, key = path
+        parts.append(key)
+    return parts[::-1]
 
 
 def _schema_key(schema: dict[str, Any]) -> str:
