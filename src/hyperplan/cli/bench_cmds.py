@@ -246,6 +246,8 @@ def faults_cmd(
                              "--list shows them)"),
     jobs: int = typer.Option(2, help="cases run side by side"),
     list_cases: bool = typer.Option(False, "--list", help="list the cases and exit"),
+    section: str = typer.Option("all", help="which cases: runtime (the runtime's faults), "
+                                "gateway (hyperplan serve over stdio and --http) or all"),
     keep: Path = typer.Option(None, help="run the cases in this directory and keep their "
                               "files (default: a temporary directory, removed)"),
     as_json: bool = typer.Option(False, "--json", help="print only the JSON object"),
@@ -254,20 +256,27 @@ def faults_cmd(
 
     Each case is a `python -m hyperplan ...` subprocess with a hard wall-clock limit, run
     against servers and files the benchmark starts and writes itself; every case is counted
-    once as clear, crash, hang, leak, repeated write, lost results or unclear. Exits 1 unless
-    every case is clear."""
+    once as clear, crash, hang, leak, repeated write, lost results or unclear - the gateway
+    section also as isolation break or authentication bypass. Exits 1 unless every case is
+    clear."""
     from hyperplan.faults import all_cases, run_bench, select_cases
     from hyperplan.faults.report import progress_line, table
 
+    chosen = None if section == "all" else section
+    try:
+        listed = all_cases(chosen)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
     if list_cases:
-        for case in all_cases():
-            out.print(f"{case.name} (item {case.item}): {case.summary}", highlight=False,
-                      soft_wrap=True)
+        for case in listed:
+            where = "" if case.section == "runtime" else f"{case.section} "
+            out.print(f"{case.name} ({where}item {case.item}): {case.summary}",
+                      highlight=False, soft_wrap=True)
         return
     if jobs < 1:
         raise typer.BadParameter("--jobs must be >= 1")
     try:
-        cases = select_cases(only.split(","))
+        cases = select_cases(only.split(","), chosen)
     except ValueError as exc:
         raise typer.BadParameter(str(exc)) from None
 

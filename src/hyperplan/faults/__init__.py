@@ -10,37 +10,48 @@ hang, leak, repeated write, lost results or unclear (:mod:`~hyperplan.faults.ver
 cases, one per fault, cite the fault item they reproduce: :mod:`~hyperplan.faults.run_cases`
 (items 1-6), :mod:`~hyperplan.faults.file_cases` (7, 8, 10),
 :mod:`~hyperplan.faults.eval_cases` (9). :mod:`~hyperplan.faults.runner` runs them.
+
+The ``gateway`` section (:mod:`~hyperplan.faults.gateway_cases`, items 1-2 of issue 36,
+:mod:`~hyperplan.faults.gateway_calls`, items 3-6) runs
+``hyperplan serve`` over stdio and ``--http`` against clients and misbehaving upstreams it
+starts itself (:mod:`~hyperplan.faults.gateway_servers`), and counts two more buckets:
+isolation breaks and authentication bypasses.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hyperplan.faults import eval_cases, file_cases, run_cases
-from hyperplan.faults.common import CASES
+from hyperplan.faults import eval_cases, file_cases, gateway_calls, gateway_cases, run_cases
+from hyperplan.faults.common import CASES, SECTIONS
 from hyperplan.faults.runner import Case, run_bench
 from hyperplan.faults.verdict import Check, Outcome, Step, Verdict, classify
 
-_MODULES = (run_cases, file_cases, eval_cases)  # imported for the cases they register
+# imported for the cases they register
+_MODULES = (run_cases, file_cases, eval_cases, gateway_cases, gateway_calls)
 
 
-def all_cases() -> list[Case]:
-    """The catalogue, ordered by fault item number."""
-    return sorted(CASES, key=lambda c: c.item)
+def all_cases(section: str | None = None) -> list[Case]:
+    """The catalogue (of one section, if given), by section and fault item number; an
+    unknown section is a ``ValueError``."""
+    if section is not None and section not in SECTIONS:
+        raise ValueError(f"unknown section {section!r}; known: {', '.join(SECTIONS)}")
+    return sorted((c for c in CASES if section in (None, c.section)),
+                  key=lambda c: (SECTIONS.index(c.section), c.item))
 
 
-def select_cases(only: Iterable[str] = ()) -> list[Case]:
-    """The cases named in ``only`` (all if empty); an unknown name is a ``ValueError``
-    listing the known ones."""
+def select_cases(only: Iterable[str] = (), section: str | None = None) -> list[Case]:
+    """The cases named in ``only`` (all of ``section``, or of every section, if empty); an
+    unknown name is a ``ValueError`` listing the known ones."""
     names = [n.strip() for n in only if n.strip()]
     if not names:
-        return all_cases()
-    known = {c.name: c for c in all_cases()}
+        return all_cases(section)
+    known = {c.name: c for c in all_cases(section)}
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ValueError(f"unknown case(s) {', '.join(unknown)}; known: {', '.join(known)}")
-    return [c for c in all_cases() if c.name in names]
+    return [c for c in all_cases(section) if c.name in names]
 
 
-__all__ = ["Case", "Check", "Outcome", "Step", "Verdict", "all_cases", "classify", "run_bench",
-           "select_cases"]
+__all__ = ["SECTIONS", "Case", "Check", "Outcome", "Step", "Verdict", "all_cases", "classify",
+           "run_bench", "select_cases"]

@@ -15,17 +15,24 @@ from hyperplan.faults.servers import MCP_SERVER, TOOLS_MODULE, openapi_spec
 from hyperplan.faults.verdict import Check, Step, one_error, one_line
 
 CASES: list[Case] = []
+# the sections of the catalogue, in the order they run: the runtime's faults
+# (docs/benchmarks.md), the MCP gateway's (issue 36; hyperplan.faults.gateway_cases)
+SECTIONS = ("runtime", "gateway")
 
 
-def case(name: str, item: int, *, timed: bool = False
+def case(name: str, item: int, *, timed: bool = False, section: str = "runtime"
          ) -> Callable[[CaseFunction], CaseFunction]:
     """Register the decorated function as the case ``name`` of fault item ``item`` (numbered
-    as in docs/benchmarks.md, "Runtime trust under faults"); ``timed``: it measures a hard
-    deadline, see :class:`~hyperplan.faults.runner.Case`."""
+    as in docs/benchmarks.md, "Runtime trust under faults"; in the ``gateway`` section, as
+    in issue 36); ``timed``: it measures a hard deadline or a latency, so it runs alone, see
+    :class:`~hyperplan.faults.runner.Case`."""
+    if section not in SECTIONS:
+        raise ValueError(f"unknown section {section!r}; known: {', '.join(SECTIONS)}")
+
     def register(function: CaseFunction) -> CaseFunction:
         if any(c.name == name for c in CASES):
             raise ValueError(f"case {name!r} registered twice")
-        CASES.append(Case(name, item, function, timed))
+        CASES.append(Case(name, item, function, timed, section))
         return function
     return register
 

@@ -26,18 +26,34 @@ def progress_line(result: dict[str, Any]) -> str:
     deadline = result.get("deadline")
     timing = (f", ran {result['run_seconds']:.1f} s of a {deadline:g} s deadline"
               if deadline is not None and result.get("run_seconds") is not None else "")
-    return (f"{_outcome(result['outcome'])} {escape(result['name'])} (item {result['item']}, "
+    section = "" if result.get("section", "runtime") == "runtime" else f"{result['section']} "
+    return (f"{_outcome(result['outcome'])} {escape(result['name'])} ({section}item "
+            f"{result['item']}, "
             f"{result['seconds']:.1f} s{timing}): {escape(result['detail'])}")
 
 
+def section_line(name: str, counts: dict[str, Any]) -> str:
+    """One line of a section's counts: ``gateway: 24 cases: clear_errors 20, crashes 0, ...``
+    (buckets the section never saw left out, the targets' counters always shown)."""
+    always = {"crashes", "hangs", "leaks", "repeated_writes", "isolation_breaks",
+              "auth_bypasses"} if name == "gateway" else set()
+    shown = [f"{key} {counts.get(key, 0)}" for key in SUMMARY_KEYS.values()
+             if counts.get(key) or key in always or key == "clear_errors"]
+    return f"{name}: {counts.get('cases', 0)} cases: {', '.join(shown)}"
+
+
 def table(result: dict[str, Any]) -> Table:
-    """The per-case table, its caption the summary counts."""
+    """The per-case table, its caption the summary counts (and a line per section when the
+    run had more than one, or only the gateway's)."""
     counts = ", ".join(f"{key} {result[key]}" for key in SUMMARY_KEYS.values())
     worst = result.get("worst_deadline_overrun_s")
     caption = (f"{result['cases']} cases in {result['seconds']:.0f} s: {counts}; worst "
                f"deadline overrun {'-' if worst is None else f'{worst:+.2f} s'} (allowed +2 s); "
                f"interpreter start-up {result['startup_s']:.1f} s; load average "
                f"{result['load_average'][0]:g} -> {result['load_average'][1]:g}")
+    sections = result.get("sections") or {}
+    if len(sections) > 1 or "gateway" in sections:
+        caption += "".join(f"\n{section_line(name, c)}" for name, c in sections.items())
     grid = Table(title="bench faults", caption=caption)
     for column, justify in (("case", "left"), ("item", "right"), ("outcome", "left"),
                             ("s", "right"), ("deadline", "right"), ("ran", "right"),

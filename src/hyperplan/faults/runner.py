@@ -180,6 +180,7 @@ class Running:
     expected_codes: tuple[int, ...]
     allowance: float = DEFAULT_ALLOWANCE_S
     killed_by_case: bool = False
+    stopped: bool = False  # a server the case stopped itself (see CaseContext.stop)
 
     @property
     def pid(self) -> int:
@@ -197,6 +198,8 @@ class CaseContext:
     startup: Startup
     steps: list[Step] = field(default_factory=list)
     secrets: list[str] = field(default_factory=list)
+    # secrets of which no FRAGMENT_CHARS consecutive characters may appear anywhere
+    fragment_secrets: list[str] = field(default_factory=list)
     # the case's files when it ran its first command (after writing its inputs): what its
     # commands wrote is what differs from this
     before: dict[Path, tuple[int, int]] | None = None
@@ -211,9 +214,13 @@ class CaseContext:
     def url(self) -> str:
         return self.lab.case_url(self.name)
 
-    def secret(self, value: str) -> str:
-        """Register ``value`` as a secret that must appear nowhere; returns it."""
+    def secret(self, value: str, *, fragments: bool = False) -> str:
+        """Register ``value`` as a secret that must appear nowhere (``fragments``: nor any
+        :data:`~hyperplan.faults.verdict.FRAGMENT_CHARS` consecutive characters of it);
+        returns it."""
         self.secrets.append(value)
+        if fragments:
+            self.fragment_secrets.append(value)
         return value
 
     def _env(self, tag: str, extra: Mapping[str, str] | None) -> dict[str, str]:
@@ -224,10 +231,13 @@ class CaseContext:
 
     def spawn(self, *args: str, env: Mapping[str, str] | None = None,
               deadline: float | None = None, expect: Sequence[int] = (1,),
-              allowance: float = DEFAULT_ALLOWANCE_S) -> Running:
+              allowance: float = DEFAULT_ALLOWANCE_S, pipes: bool = False) -> Running:
         """Start ``python -m hyperplan ARGS`` in its own session (see :meth:`finish`);
         ``deadline`` is the hard deadline the step exercises, ``expect`` its right exit
-        codes, ``allowance`` its time after start-up when it has no deadline."""
+        codes, ``allowance`` its time after start-up when it has no deadline. ``pipes``: its
+        stdin and stdout are pipes the case talks over (a stdio server); the case writes what
+        it read from stdout to the step's stdout file, so that it is recorded (and searched
+        for secrets) like any step's."""
         if self.before is None:
             self.before = _snapshot(self.work)
         self._count += 1
@@ -237,8 +247,10 @@ class CaseContext:
         out_path, err_path = io / f"{self._count}.out", io / f"{self._count}.err"
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             proc = subprocess.Popen([sys.executable, "-m", "hyperplan", *args], cwd=self.work,
-                                    env=self._env(tag, env), stdout=out, stderr=err,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+                                    env=self._env(tag, env),
+                                    stdout=subprocess.PIPE if pipes else out, stderr=err,
+                                    stdin=subprocess.PIPE if pipes else subprocess.DEVNULL,
+                                    start_new_session=True)
         with suppress(OSError):  # long before the interpreter has finished starting
             resource.prlimit(proc.pid, resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
         running = Running(proc, tuple(args), tag, time.monotonic(), out_path, err_path,
@@ -250,6 +262,19 @@ class CaseContext:
         """``kill -9`` the step's main process, on purpose (a kill scenario)."""
         running.killed_by_case = True
         kill_pids([running.pid])
+
+    def stop(self, running: Running, grace: float = 10.0) -> Step:
+        """Stop a server the case started (SIGTERM; a stdio server: its stdin closed) and
+        record it: a server still running ``grace`` seconds later is killed, a hang."""
+        running.stopped = running.proc.poll() is None
+        running.allowance = grace
+        if running.proc.stdin is not None:
+            with suppress(OSError):
+                running.proc.stdin.close()
+        elif running.stopped:
+            with suppress(ProcessLookupError, PermissionError):
+                os.kill(running.pid, signal.SIGTERM)
+        return self.finish(running)
 
     def finish(self, running: Running) -> Step:
         """Wait for a spawned step up to its limit (module doc), kill what is left, and
@@ -292,7 +317,9 @@ class CaseContext:
                     result_seconds=None if result_seconds is None else round(result_seconds, 3),
                     expected_codes=running.expected_codes,
                     leftovers=tuple(left) if code is not None else (),
-                    killed_by_case=running.killed_by_case, peak_mb=peak, ended_at=ended_at)
+                    killed_by_case=running.killed_by_case,
+                    stopped=running.stopped and code is not None, peak_mb=peak,
+                    ended_at=ended_at)
         self.steps.append(step)
         return step
 
@@ -337,6 +364,10 @@ class CaseContext:
     def close(self) -> None:
         """Kill whatever a failed case left running (its own steps only)."""
         for running in list(self._running):
+            for pipe in (running.proc.stdin, running.proc.stdout):
+                if pipe is not None:
+                    with suppress(OSError):
+                        pipe.close()
             with suppress(ProcessLookupError, PermissionError):
                 os.killpg(running.pid, signal.SIGKILL)
             kill_pids(tagged_processes(running.tag, self.root))
@@ -359,6 +390,7 @@ class Case:
     item: int
     run: CaseFunction
     timed: bool = False
+    section: str = "runtime"  # "runtime" (docs/benchmarks.md) or "gateway" (issue 36)
 
     @property
     def summary(self) -> str:
@@ -400,11 +432,13 @@ def run_case(case: Case, root: Path, lab: LabServer, startup: Startup) -> dict[s
         check = Check(False, f"benchmark error: {type(exc).__name__}: {exc}")
     finally:
         ctx.close()
-    verdict = classify(ctx.steps, check, ctx.secrets, written_files(ctx.work, ctx.before or {}))
+    verdict = classify(ctx.steps, check, ctx.secrets, written_files(ctx.work, ctx.before or {}),
+                       ctx.fragment_secrets)
     timed = [s for s in ctx.steps if s.overrun is not None]
     worst = max(timed, key=lambda s: s.overrun or 0.0) if timed else None
     peaks = [s.peak_mb for s in ctx.steps if s.peak_mb is not None]
-    return {"name": case.name, "item": case.item, "outcome": verdict.outcome.value,
+    return {"name": case.name, "section": case.section, "item": case.item,
+            "outcome": verdict.outcome.value,
             "seconds": round(time.monotonic() - started, 2),
             "deadline": worst.deadline if worst else None,
             "run_seconds": worst.run_seconds if worst else None,
@@ -446,6 +480,19 @@ def _workspace(keep: Path | None) -> Iterator[Path]:
         yield Path(tmp)
 
 
+def counts(results: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """How many of ``results`` fell in each bucket, by summary key."""
+    return {key: sum(r["outcome"] == outcome.value for r in results)
+            for outcome, key in SUMMARY_KEYS.items()}
+
+
+def _by_section(results: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    sections: dict[str, list[dict[str, Any]]] = {}
+    for row in results:
+        sections.setdefault(row.get("section", "runtime"), []).append(row)
+    return sections
+
+
 def run_bench(cases: Sequence[Case], *, jobs: int = 2, workdir: Path | None = None,
               progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Run ``cases`` against a fresh lab server - the timed ones alone, one after the other,
@@ -469,9 +516,9 @@ def run_bench(cases: Sequence[Case], *, jobs: int = 2, workdir: Path | None = No
             rest = [case for case in cases if not case.timed]
             done.update(zip((case.name for case in rest), pool.map(one, rest), strict=True))
         results = [done[case.name] for case in cases]
-    summary: dict[str, Any] = {"cases": len(results)}
-    for outcome, key in SUMMARY_KEYS.items():
-        summary[key] = sum(r["outcome"] == outcome.value for r in results)
+    summary: dict[str, Any] = {"cases": len(results), **counts(results)}
+    summary["sections"] = {section: {"cases": len(rows), **counts(rows)}
+                           for section, rows in _by_section(results).items()}
     timed = [r for r in results if r["deadline"] is not None and r["run_seconds"] is not None]
     summary["deadline_cases"] = len(timed)
     summary["worst_deadline_overrun_s"] = (
