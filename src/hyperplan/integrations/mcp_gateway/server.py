@@ -66,7 +66,12 @@ from mcp_types import INTERNAL_ERROR
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import TypeAdapter, ValidationError
 
-from hyperplan.integrations.mcp_gateway.config import GatewayConfig, HttpAddress, Mode
+from hyperplan.integrations.mcp_gateway.config import (
+    GatewayConfig,
+    HttpAddress,
+    HttpSecurity,
+    Mode,
+)
 from hyperplan.integrations.mcp_gateway.conversations import CONVERSATION_META, token_from_meta
 from hyperplan.integrations.mcp_gateway.limits import CallSlots
 from hyperplan.integrations.mcp_gateway.modes import (
@@ -351,7 +356,7 @@ class GatewayServer:
 
     async def serve_stdio(self) -> None:
         """Serve one client over this process's stdin and stdout until it disconnects."""
-        from mcp.server.stdio import stdio_server
+        from hyperplan.integrations.mcp_gateway.stdio import stdio_server
 
         async with stdio_server() as (read_stream, write_stream):
             self._loop = asyncio.get_running_loop()
@@ -360,7 +365,7 @@ class GatewayServer:
                                   self.server.create_initialization_options())
 
     def serve_http(self, address: HttpAddress, *, ready: Callable[[str], None] | None = None,
-                   security: Any = None) -> None:
+                   security: HttpSecurity | None = None) -> None:
         """Serve streamable HTTP at ``address`` (path ``/mcp``) until interrupted, protected
         as :mod:`.http` says: ``security`` is a :class:`~.config.HttpSecurity` (default: Host
         and Origin checked on loopback, no token); ``ready`` gets the URL once it listens."""
@@ -377,18 +382,6 @@ def _put(table: OrderedDict[str, _V], key: str, value: _V) -> None:
     table.move_to_end(key)
     while len(table) > _MAX_HINTS:
         table.popitem(last=False)
-
-
-def _on_started(server: Any, callback: Callable[[], None]) -> None:
-    """Call ``callback`` once uvicorn listens (its ``startup`` finished)."""
-    startup = server.startup
-
-    async def wrapped(*args: Any, **kwargs: Any) -> None:
-        await startup(*args, **kwargs)
-        if server.started:
-            callback()
-
-    server.startup = wrapped
 
 
 def _result(reply: Reply) -> types.CallToolResult:
