@@ -167,20 +167,13 @@ def narrow_lists_isolated(ctx: CaseContext) -> Check:
 
 def _legacy_login(gw: HttpGateway, seen: Seen, username: str) -> str | None:
     """A handshake-era client over raw HTTP that logs in as ``username``: its session id."""
-    init = raw_post(gw.host, gw.port, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-                                       "params": {"protocolVersion": LEGACY, "capabilities": {},
-                                                  "clientInfo": {"name": "v", "version": "1"}}},
-                    {"mcp-protocol-version": LEGACY}, seen=seen)
-    session = init.headers.get("mcp-session-id")
-    if not session:
+    headers = _legacy_session(gw, seen)
+    if headers is None:
         return None
-    headers = {"mcp-protocol-version": LEGACY, "mcp-session-id": session}
-    raw_post(gw.host, gw.port, {"jsonrpc": "2.0", "method": "notifications/initialized"},
-             headers, seen=seen)
     raw_post(gw.host, gw.port, {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
         "name": "call_tool", "arguments": {"name": "login", "arguments": {
             "username": username, "password": "open sesame"}}}}, headers, seen=seen)
-    return session
+    return headers["mcp-session-id"]
 
 
 def _find(gw: HttpGateway, seen: Seen, headers: dict[str, str] | None = None,
@@ -416,3 +409,58 @@ def remote_needs_token(ctx: CaseContext) -> Check:
     return Check(False, "it listened on every interface without a token"
                  + (" and served a request without one" if served else ""),
                  auth_bypasses=int(served), places=seen.places())
+
+
+def _legacy_session(gw: HttpGateway, seen: Seen) -> dict[str, str] | None:
+    """A handshake-era session over raw HTTP: the headers its requests carry."""
+    init = raw_post(gw.host, gw.port, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                       "params": {"protocolVersion": LEGACY, "capabilities": {},
+                                                  "clientInfo": {"name": "v", "version": "1"}}},
+                    {"mcp-protocol-version": LEGACY}, seen=seen)
+    session = init.headers.get("mcp-session-id")
+    if not session:
+        return None
+    headers = {"mcp-protocol-version": LEGACY, "mcp-session-id": session}
+    raw_post(gw.host, gw.port, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             headers, seen=seen)
+    return headers
+
+
+def _odd_ids(gw: HttpGateway, seen: Seen) -> tuple[list[str], int]:
+    """Requests with odd ids, 2026-07-28 and in a handshake-era session: the silent ones."""
+    legacy = _legacy_session(gw, seen)
+    silent, tried = [], 0
+    for what, request_id in {"an object id": {"x": 1}, "an array id": [1],
+                             "a boolean id": True, "a fractional id": 1.5}.items():
+        bodies: list[tuple[str, dict[str, Any], dict[str, str] | None]] = [
+            ("2026-07-28", modern_body(request_id, "tools/list"), None)]
+        if legacy is not None:
+            bodies.append(("session", {"jsonrpc": "2.0", "id": request_id,
+                                       "method": "tools/list"}, legacy))
+        for protocol, body, headers in bodies:
+            tried += 1
+            reply = raw_post(gw.host, gw.port, body, headers, 20.0, seen)
+            if reply.status < 400 and not any("error" in m for m in reply.messages):
+                silent.append(f"{what} ({protocol}: {reply.status})")
+    return silent, tried
+
+
+@gateway_case("gw-http-odd-ids-answered", 2)
+def odd_ids_answered(ctx: CaseContext) -> Check:
+    """Raw requests over ``--http`` whose ``id`` is an object, an array, a boolean or a
+    fraction - 2026-07-28 ones and in a handshake-era session - each get an answer (an HTTP
+    or JSON-RPC error), never a silent ``202 Accepted`` that leaves the client waiting
+    (gateway item 2, the HTTP side of item 6; before the fix an object id got a 202)."""
+    gw = start_http(ctx, serve_args(ctx, BOOKSTORE))
+    if gw.running is None:
+        return not_listening(gw)
+    seen = Seen()
+
+    async def scenario() -> Check:
+        silent, tried = await asyncio.to_thread(_odd_ids, gw, seen)
+        return Check(not silent and tried == 8,
+                     f"no answer to {', '.join(silent)}" if silent
+                     else f"all {tried} requests with odd ids answered with an error",
+                     late="a client left waiting" if silent else None)
+
+    return run_http(ctx, gw, seen, scenario)
