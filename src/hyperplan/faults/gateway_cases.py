@@ -411,6 +411,53 @@ def remote_needs_token(ctx: CaseContext) -> Check:
                  auth_bypasses=int(served), places=seen.places())
 
 
+TASKS = (("search for a book by its title", "search_books", {"query": "dune"}),
+         ("log in to the bookstore", "login", ALICE))
+
+
+async def _select_and_call(url: str, seen: Seen, task: int, rounds: int) -> list[str]:
+    """One default client in narrow mode: ``rounds`` times, in a new conversation (its held
+    output would drop the tool from the list), select its tool, then - when its own list
+    shows it - call it; what went wrong (``not listed``, or the failed call's kind)."""
+    request, tool, arguments = TASKS[task % len(TASKS)]
+    failed = []
+    async with http_client(url) as client:
+        for _ in range(rounds):
+            found = await call(client, seen, "find_tools", {"request": request})
+            token = found.token
+            if tool not in await list_names(client, seen, token):
+                failed.append("not listed")
+                continue
+            answer = await call(client, seen, tool, arguments, token)
+            if answer.is_error:
+                failed.append(answer.kind or "tool_error")
+    return failed
+
+
+@gateway_case("gw-http-ten-clients-budget-one", 1)
+def ten_clients_budget_one(ctx: CaseContext) -> Check:
+    """Ten default SDK clients at once, narrow mode, ``--budget 1``: each selects its own
+    tool, lists it and calls it, five times; no call of a tool the client's own list shows
+    is refused (gateway item 1; before the fix another client's selection replaced it: 9 of
+    200 calls refused ``not_selected``)."""
+    gw = start_http(ctx, serve_args(ctx, BOOKSTORE, mode="narrow", extra=["--budget", "1"]))
+    if gw.running is None:
+        return not_listening(gw)
+    seen = Seen()
+
+    async def scenario() -> Check:
+        if not await _warm(gw, seen):
+            return Check(False, "the graph was not built within 20 s")
+        runs = await asyncio.gather(*(_select_and_call(gw.url, seen, i, 5) for i in range(10)))
+        failed = [kind for run in runs for kind in run]
+        refused = failed.count("not_selected")
+        return Check(not failed, f"{len(failed)} of 50 rounds failed: "
+                     f"{ {k: failed.count(k) for k in sorted(set(failed))} }"
+                     if failed else "all 50 calls ran", isolation_breaks=refused)
+
+    return run_http(ctx, gw, seen, scenario)
+
+
 def _legacy_session(gw: HttpGateway, seen: Seen) -> dict[str, str] | None:
     """A handshake-era session over raw HTTP: the headers its requests carry."""
     init = raw_post(gw.host, gw.port, {"jsonrpc": "2.0", "id": 1, "method": "initialize",
