@@ -14,8 +14,11 @@ requests after a few unmeasured warm-up ones:
   as ``invalid_arguments``: that refusal is the right answer, counted as an *expected
   refusal*, not an error.
 
-In search mode the tools are called through ``call_tool``, in narrow mode directly. Each
-client logs in once (its own user) and passes the conversation token ``find_tools`` returned
+In search mode the tools are called through ``call_tool``. In narrow mode they are called
+directly and, as a client does, only when the client's own tool list shows them: a tool not
+listed is first asked for with ``find_tools`` (then ``tools/list``), and the list is read again
+after each call; a ``not_selected`` refusal of a tool the list showed is an error (another
+client's traffic changed this client's list). Each client logs in once (its own user) and passes the conversation token ``find_tools`` returned
 back in every request's ``_meta`` under :data:`CONVERSATION_META` (a gateway that predates
 tokens returns none and ignores ``_meta``: the same benchmark runs on both).
 
@@ -98,7 +101,6 @@ class Tally:
     seconds: dict[str, list[float]] = field(default_factory=dict)
     errors: Counter[str] = field(default_factory=Counter)
     refusals: Counter[str] = field(default_factory=Counter)
-    not_ready: int = 0
 
     def add(self, kind: str, seconds: float, error: str | None, refused: bool) -> None:
         self.seconds.setdefault(kind, []).append(seconds)
