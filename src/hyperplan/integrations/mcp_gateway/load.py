@@ -18,9 +18,11 @@ In search mode the tools are called through ``call_tool``. In narrow mode they a
 directly and, as a client does, only when the client's own tool list shows them: a tool not
 listed is first asked for with ``find_tools`` (then ``tools/list``), and the list is read again
 after each call; a ``not_selected`` refusal of a tool the list showed is an error (another
-client's traffic changed this client's list). Each client logs in once (its own user) and passes the conversation token ``find_tools`` returned
-back in every request's ``_meta`` under :data:`CONVERSATION_META` (a gateway that predates
-tokens returns none and ignores ``_meta``: the same benchmark runs on both).
+client's traffic changed this client's list).
+
+Each client logs in once (its own user) and passes the conversation token ``find_tools``
+returned back in every request's ``_meta`` under :data:`CONVERSATION_META` (a gateway that
+predates tokens returns none and ignores ``_meta``: the same benchmark runs on both).
 
 Reported per run: requests/s over the measured phase, errors by kind (an exception or
 timeout, a tool error the request did not deserve, a wrong answer, an invalid request that
