@@ -205,11 +205,11 @@ def command_line_private(ctx: CaseContext) -> Check:
 
 def _slow_flood(url: str, seen: Seen, results: list[tuple[float, str]]) -> Awaitable[None]:
     async def one() -> None:
-        started = time.monotonic()
         async with http_client(url) as client:
+            started = time.monotonic()
             answer = await call(client, seen, "call_tool", {"name": "slow_report",
                                                             "arguments": {}})
-        results.append((time.monotonic() - started, _kind(answer)))
+            results.append((time.monotonic() - started, _kind(answer)))
 
     async def flood() -> None:
         await asyncio.gather(*(one() for _ in range(FLOOD_CALLS)), return_exceptions=True)

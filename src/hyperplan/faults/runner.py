@@ -181,6 +181,7 @@ class Running:
     allowance: float = DEFAULT_ALLOWANCE_S
     killed_by_case: bool = False
     stopped: bool = False  # a server the case stopped itself (see CaseContext.stop)
+    stop_at: float | None = None  # when the case stopped it: its limit counts from then
 
     @property
     def pid(self) -> int:
@@ -268,6 +269,7 @@ class CaseContext:
         record it: a server still running ``grace`` seconds later is killed, a hang."""
         running.stopped = running.proc.poll() is None
         running.allowance = grace
+        running.stop_at = time.monotonic()
         if running.proc.stdin is not None:
             with suppress(OSError):
                 running.proc.stdin.close()
@@ -284,7 +286,8 @@ class CaseContext:
             if running.deadline is not None else running.allowance)
         # the backstop when the start-up's CPU time is never reached (a process blocked
         # early, or cheaper imports than measured): generous, as load may have grown
-        backstop = running.started + BACKSTOP_STARTUPS * self.startup.wall + budget
+        backstop = (running.started + BACKSTOP_STARTUPS * self.startup.wall + budget
+                    if running.stop_at is None else running.stop_at + budget)
         ready: float | None = None  # when the interpreter's start-up was over (CPU)
         printed: float | None = None  # when something first reached stdout
         while True:
