@@ -283,6 +283,7 @@ class StdioPipe:
         self.lines: queue.Queue[bytes] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        running.drain = lambda: self._reader.join(5.0)
 
     def _read(self) -> None:
         stdout = self.running.proc.stdout

@@ -182,6 +182,9 @@ class Running:
     killed_by_case: bool = False
     stopped: bool = False  # a server the case stopped itself (see CaseContext.stop)
     stop_at: float | None = None  # when the case stopped it: its limit counts from then
+    # called once it ended, before its stdout is read (a case reading its stdout pipe lets
+    # the last lines reach the stdout file)
+    drain: Callable[[], None] | None = None
 
     @property
     def pid(self) -> int:
@@ -308,6 +311,8 @@ class CaseContext:
                 break
             time.sleep(_POLL_S)
         ended, ended_at = now, time.time()
+        if running.drain is not None:
+            running.drain()
         left = self._leftovers(running)
         self._running.remove(running)
         stdout = running.out_path.read_text("utf-8", "replace")
