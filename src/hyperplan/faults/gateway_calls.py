@@ -269,19 +269,19 @@ def python_overrun(ctx: CaseContext) -> Check:
     fast as before (gateway item 4; before the fix the thread kept its CPU, p50 9 -> 345 ms)."""
     write(ctx, f"{TOOLS}.py", TOOLS_MODULE)
     args = serve_args(ctx, f"python:{TOOLS}", call_timeout=2.0)
-    pid = 0
 
     async def scenario(client: Client) -> Check:
         seen = Seen()
+        gateway = ctx.running_pids()[0]
         before = await _pings(client, seen)
         started = time.monotonic()
         overrun = await call(client, seen, "call_tool", {"name": "crunch_numbers",
                                                          "arguments": {"rounds": 1}})
         took = time.monotonic() - started
         await asyncio.sleep(0.5)
-        cpu = tree_cpu(pid)
+        cpu = tree_cpu(gateway)
         await asyncio.sleep(2.0)
-        rate = (tree_cpu(pid) - cpu) / 2.0
+        rate = (tree_cpu(gateway) - cpu) / 2.0
         after = await _pings(client, seen)
         late = []
         if took > 2.0 + TOLERANCE_S:
@@ -292,14 +292,7 @@ def python_overrun(ctx: CaseContext) -> Check:
                      f"{before * 1000:.0f} -> {after * 1000:.0f} ms; {rate:.2f} CPU s/s after",
                      late="; ".join(late) or None)
 
-    pipe = start_stdio(ctx, args)
-    pid = pipe.running.pid
-
-    async def connected() -> Check:
-        async with stdio_client(pipe) as client:
-            return await scenario(client)
-
-    return _guarded(ctx, pipe, lambda: run_async(connected))
+    return run_stdio(ctx, args, None, scenario)
 
 
 # -- item 5: bounded results -----------------------------------------------------------------------

@@ -262,6 +262,10 @@ class CaseContext:
         self._running.append(running)
         return running
 
+    def running_pids(self) -> list[int]:
+        """The main processes of the case's steps still running (started, not finished)."""
+        return [running.pid for running in self._running]
+
     def kill(self, running: Running) -> None:
         """``kill -9`` the step's main process, on purpose (a kill scenario)."""
         running.killed_by_case = True
