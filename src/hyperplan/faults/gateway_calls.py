@@ -375,6 +375,33 @@ def idle_upstream_died(ctx: CaseContext) -> Check:
     return run_http(ctx, gw, seen, scenario)
 
 
+@gateway_case("gw-http-wedged-upstream-restarted", 5)
+def wedged_upstream_restarted(ctx: CaseContext) -> Check:
+    """An upstream that stops reading requests for a minute, ``--call-timeout 3``: the call
+    ends at its deadline, and the next call goes to an upstream started again and is answered
+    (gateway item 5; before the fix an upstream that kept timing out was never restarted, so
+    the next call failed too)."""
+    gw = start_http(ctx, serve_args(ctx, upstream(ctx), call_timeout=3.0))
+    if gw.running is None:
+        return not_listening(gw)
+    seen = Seen()
+
+    async def scenario() -> Check:
+        async with http_client(gw.url) as client:
+            started = time.monotonic()
+            wedged = await call(client, seen, "call_tool", {"name": "wedge", "arguments": {}})
+            took = time.monotonic() - started
+            ping = await call(client, seen, "call_tool", {"name": "ping",
+                                                          "arguments": {"text": "w"}})
+        return Check(wedged.is_error and not ping.is_error,
+                     f"wedged call {_kind(wedged)} after {took:.1f} s; next call {_kind(ping)}"
+                     + ("" if not ping.is_error else f": {one_line(ping.text, 100)}"),
+                     late=f"the wedged call ended after {took:.1f} s"
+                     if took > 3 + TOLERANCE_S else None)
+
+    return run_http(ctx, gw, seen, scenario)
+
+
 @gateway_case("gw-http-write-timeout-not-repeated", 6)
 def write_timeout_not_repeated(ctx: CaseContext) -> Check:
     """A write that takes effect and then sits for a minute, ``--call-timeout 3``: it ends at

@@ -58,6 +58,8 @@ TOOLS = [
      "inputSchema": schema({"amount": {"type": "number"}}, ["amount"])},
     {"name": "slow_report", "description": "Build a report; takes half a minute.",
      "inputSchema": schema(), "annotations": RO},
+    {"name": "wedge", "description": "Stop reading requests for a minute (a wedged server).",
+     "inputSchema": schema(), "annotations": RO},
 ]
 
 
@@ -146,6 +148,9 @@ for line in sys.stdin:
                          "serverInfo": {"name": "faulty", "version": "1"}})
     elif method == "tools/list":
         answer(request, {"tools": TOOLS})
+    elif method == "tools/call" and request["params"].get("name") == "wedge":
+        log("calls.log", "wedge")
+        time.sleep(60)  # in the reading loop: nothing else is read meanwhile
     elif method == "tools/call":
         threading.Thread(target=call, args=(request,), daemon=True).start()
     elif method == "ping":
