@@ -428,3 +428,67 @@ def test_real_gateway_answers_malformed_requests_over_stdio(tmp_path: Path) -> N
         if process.poll() is None:
             process.kill()  # this test's own process, by its handle
             process.wait()
+
+
+# -- the selection cache the gateway writes: private, and no command line in it ------------
+
+
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_selection_cache_is_private_and_stores_only_the_catalogs_label(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Directories it creates 0700, files 0600 (whatever the umask), written by rename; the
+    catalog's ``source`` is stored as the catalog carries it and nothing of the environment;
+    an older entry with wide modes is tightened when read; a killed build's leftovers go."""
+    from hyperplan.embed import get_embedder
+    from hyperplan.select import cache
+    from hyperplan.sources import load_source
+
+    secret = "env-secret-value-8d1f0c"
+    monkeypatch.setenv("CACHE_TEST_TOKEN", secret)
+    loaded = load_source("python:hyperplan.examples.bookstore")
+    catalog = loaded.model_copy(update={
+        "source": "bookstore-server",
+        "tools": [t.model_copy(update={"source": "bookstore-server"}) for t in loaded.tools]})
+    store = tmp_path / "named-by-the-user"
+    store.mkdir(mode=0o755)
+    store.chmod(0o755)
+    stale = store / ".building-killed"
+    stale.mkdir()
+    os.utime(stale, (0, 0))
+    fresh = tmp_path / "fresh"
+    embedder = get_embedder("hashing").name
+    old = os.umask(0o002)  # a permissive umask must not widen anything
+    try:
+        graph, hit = cache.cached_build(catalog, get_embedder("hashing"), fresh / "a" / "b")
+    finally:
+        os.umask(old)
+    assert not hit and [t.name for t in graph.tools] == catalog.names()
+    for directory in (fresh, fresh / "a", fresh / "a" / "b"):
+        assert _mode(directory) == 0o700, directory
+    entry = cache.entry_path(fresh / "a" / "b", catalog, embedder)
+    assert _mode(entry) == 0o700
+    files = sorted(entry.iterdir())
+    assert files and all(_mode(f) == 0o600 for f in files), [(f, oct(_mode(f))) for f in files]
+    assert not list((fresh / "a" / "b").glob(".building-*"))
+    document = json.loads((entry / "graph.json").read_text(encoding="utf-8"))
+    assert document["metadata"]["source"] == "bookstore-server"
+    assert {t["metadata"]["source"] for t in document["tools"]} == {"bookstore-server"}
+    stored = b"".join(f.read_bytes() for f in files)
+    assert secret.encode() not in stored
+    leaked = [k for k, v in os.environ.items() if len(v) >= 12 and v.encode() in stored]
+    assert not leaked, leaked
+
+    for f in files:  # an entry of an older version: world-readable
+        f.chmod(0o644)
+    entry.chmod(0o755)
+    _, hit = cache.cached_build(catalog, get_embedder("hashing"), fresh / "a" / "b")
+    assert hit and _mode(entry) == 0o700 and all(_mode(f) == 0o600 for f in files)
+
+    other = catalog.model_copy(update={"tools": catalog.tools[:2]})  # a new entry beside
+    cache.cached_build(other, get_embedder("hashing"), store)
+    assert not stale.exists()  # a killed build's leftovers are removed
+    assert _mode(store) == 0o755  # a directory the user named is never changed
+    assert _mode(cache.entry_path(store, other, embedder)) == 0o700

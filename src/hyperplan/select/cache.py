@@ -6,6 +6,14 @@ tool, embedder or setting builds anew and nothing stale is ever read. Each entry
 directory written under a temporary name and renamed into place, so a reader sees a whole
 entry or none. Embeddings are cached by the embedder itself
 (:class:`~hyperplan.embed.CachedEmbedder`), so a warm start reads them instead of computing.
+
+The cache is private to its user: directories it creates are mode 0700 and its files 0600
+(an entry found with wider modes, e.g. written by an older version, is tightened when read;
+so are the default location's own ``hyperplan/selectors`` directories). A directory the user
+named is never changed. An entry stores the graph: tool names, descriptions, parameters,
+scalar metadata and the catalog's ``source`` label, as the catalog carries it (the gateway
+gives a server's name there, never its command line or environment). Temporary directories
+of a build killed while writing are removed by a later store.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,6 +38,9 @@ if TYPE_CHECKING:
     from hyperplan.graph.overrides import ObservedFlow
 
 CACHE_FORMAT = 1
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+STALE_BUILD_SECONDS = 3600.0  # a ".building-" directory this old belongs to a killed build
 FLOWS_FILE = "flows.jsonl"  # flows learned from use, kept beside the entry's graph
 Progress = Callable[[str, int, int], None]
 
@@ -82,6 +94,7 @@ def cached_build(catalog: Catalog, embedder: Embedder, cache_dir: Path | None,
         return build_graph(catalog, embedder=embedder, config=links, progress=progress), False
     entry = entry_path(cache_dir, catalog, embedder.name)
     if (entry / "graph.json").is_file():
+        _tighten(entry)
         try:
             graph = load_graph(entry / "graph.json")
             if [t.name for t in graph.tools] == catalog.names():
@@ -107,16 +120,73 @@ def learned_flows(entry: Path) -> list[ObservedFlow]:
 
 
 def _store(entry: Path, graph: Hypergraph) -> None:
-    """Write the entry under a temporary name, then rename it into place (a concurrent
-    writer's identical entry wins; either is whole)."""
+    """Write the entry under a temporary name (a 0700 directory, 0600 files), then rename it
+    into place (a concurrent writer's identical entry wins; either is whole)."""
     from hyperplan.graph.io import save_graph
 
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".building-", dir=entry.parent))
+    try:
+        _private_dirs(entry.parent)
+    except OSError:
+        return  # a cache that cannot be written is no error
+    _remove_stale_builds(entry.parent)
+    tmp = Path(tempfile.mkdtemp(prefix=".building-", dir=entry.parent))  # mode 0700
     try:
         save_graph(graph, tmp / "graph.json")
+        _tighten(tmp)
         if entry.exists():
             shutil.rmtree(entry, ignore_errors=True)
         os.replace(tmp, entry)
     except OSError:
         shutil.rmtree(tmp, ignore_errors=True)  # a cache that cannot be written is no error
+
+
+def _private_dirs(path: Path) -> None:
+    """Create ``path`` and its missing parents with mode 0700; of those that exist, only the
+    default location's own directories are tightened (module doc)."""
+    missing: list[Path] = []
+    probe = path
+    while not probe.exists() and probe.parent != probe:
+        missing.append(probe)
+        probe = probe.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            continue  # made meanwhile by a concurrent writer
+        os.chmod(directory, DIR_MODE)  # exactly 0700 whatever the umask
+    default = default_cache_dir()
+    if path == default:
+        for own in (default, default.parent):
+            _chmod(own, DIR_MODE)
+
+
+def _tighten(entry: Path) -> None:
+    """Mode 0700 for the entry directory, 0600 for its files (best effort)."""
+    _chmod(entry, DIR_MODE)
+    try:
+        children = list(entry.iterdir())
+    except OSError:
+        return
+    for child in children:
+        if child.is_file() and not child.is_symlink():
+            _chmod(child, FILE_MODE)
+
+
+def _chmod(path: Path, mode: int) -> None:
+    try:
+        if path.stat().st_mode & 0o777 != mode:
+            os.chmod(path, mode)
+    except OSError:
+        pass  # not ours to change (another user's, or gone): reading still works
+
+
+def _remove_stale_builds(cache_dir: Path) -> None:
+    """Remove the temporary directories of builds killed while writing (older than
+    :data:`STALE_BUILD_SECONDS`; a live build writes its entry in seconds)."""
+    cutoff = time.time() - STALE_BUILD_SECONDS
+    try:
+        leftovers = [p for p in cache_dir.glob(".building-*") if p.stat().st_mtime < cutoff]
+    except OSError:
+        return
+    for leftover in leftovers:
+        shutil.rmtree(leftover, ignore_errors=True)
