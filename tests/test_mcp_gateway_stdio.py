@@ -5,7 +5,12 @@ reaches stdout, and good traffic of both protocol generations is served as the S
 
 The transport is driven in-process through OS pipes with a tiny low-level SDK server, through
 a subprocess with the official SDK client (both protocol generations), and end to end with
-the real ``hyperplan serve`` over raw stdin/stdout."""
+the real ``hyperplan serve`` over raw stdin/stdout.
+
+Also here, from the same issue (item 3): the selection cache the gateway writes is private
+(0700/0600) and holds the catalog's label, nothing of the environment; error texts of the
+gateway's graph build, the OpenAI-compatible LLM client and embedder are redacted *then*
+cut, so a secret placed across the cut never shows, not even in part."""
 
 from __future__ import annotations
 
@@ -15,8 +20,9 @@ import select
 import subprocess
 import sys
 import textwrap
+import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -492,3 +498,115 @@ def test_selection_cache_is_private_and_stores_only_the_catalogs_label(
     assert not stale.exists()  # a killed build's leftovers are removed
     assert _mode(store) == 0o755  # a directory the user named is never changed
     assert _mode(cache.entry_path(store, other, embedder)) == 0o700
+
+
+# -- redact, then cut: no part of a secret across a cut ------------------------------------
+
+SPLIT_SECRET = "sk-split-7d0c41e9b2a8f3"
+
+
+def _leaks(text: str, secret: str = SPLIT_SECRET) -> list[str]:
+    """The pieces (6 characters or more) of ``secret`` that appear in ``text``."""
+    return [secret[i:i + 6] for i in range(len(secret) - 5) if secret[i:i + 6] in text]
+
+
+def _straddling(limit: int, prefix: str = "") -> list[str]:
+    """Texts that put the secret across the cut at ``limit`` at every offset."""
+    return [prefix + "x" * (limit - len(prefix) - shift) + SPLIT_SECRET + " tail"
+            for shift in range(1, len(SPLIT_SECRET))]
+
+
+@pytest.fixture
+def split_secret() -> Iterator[str]:
+    from hyperplan.secrets import SECRETS, register_secret
+
+    register_secret(SPLIT_SECRET)
+    yield SPLIT_SECRET
+    SECRETS.clear()
+
+
+def test_build_failure_line_is_redacted_then_cut(split_secret: str) -> None:
+    from hyperplan.integrations.mcp_gateway.build import failure_line
+
+    for text in _straddling(500, "RuntimeError: "):
+        line = failure_line(RuntimeError(text.removeprefix("RuntimeError: ")))
+        assert len(line) <= 503 and not _leaks(line), line[-40:]
+    assert "***" in failure_line(RuntimeError("key " + split_secret + "\nnext line"))
+
+
+class _ErrorServer:
+    """An HTTP server on 127.0.0.1 answering every POST with a 400 and the body queued."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        bodies = self.bodies = [""]
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("content-length", "0")))
+                data = json.dumps({"error": {"message": bodies[0]}}).encode()
+                self.send_response(400)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=5)
+
+
+@pytest.fixture
+def error_server() -> Iterator[_ErrorServer]:
+    server = _ErrorServer()
+    yield server
+    server.close()
+
+
+def test_llm_error_text_is_redacted_then_cut(split_secret: str,
+                                            error_server: _ErrorServer) -> None:
+    """The server's error body, quoted in the LLMError, never shows part of a secret that
+    the 500-character cut falls across (wherever the cut falls)."""
+    from hyperplan.llm import LLMError, Message
+    from hyperplan.llm.openai_client import OpenAICompatibleLLM
+
+    llm = OpenAICompatibleLLM("m", base_url=error_server.url, api_key="k-test-000000",
+                              max_retries=0)
+    try:
+        seen = 0
+        for body in _straddling(500) + _straddling(450) + _straddling(400):
+            error_server.bodies[0] = body
+            with pytest.raises(LLMError) as info:
+                llm.complete([Message.user("hello")])
+            assert not _leaks(str(info.value)), str(info.value)[-80:]
+            seen += "***" in str(info.value)
+        assert seen  # the secret is in the quoted part for some of them, redacted
+    finally:
+        llm.close()
+
+
+def test_embedding_error_text_is_redacted_then_cut(split_secret: str,
+                                                  error_server: _ErrorServer) -> None:
+    """As for the LLM: the 300-character quote of the embedding server's error body."""
+    from hyperplan.embed.openai_compat import OpenAIEmbedder
+    from hyperplan.errors import EmbeddingError
+
+    embedder = OpenAIEmbedder("m", base_url=error_server.url, api_key="k-test-000000")
+    seen = 0
+    for body in _straddling(300) + _straddling(280):
+        error_server.bodies[0] = body
+        with pytest.raises(EmbeddingError) as info:
+            embedder.embed(["a text"])
+        assert not _leaks(str(info.value)), str(info.value)[-80:]
+        seen += "***" in str(info.value)
+    assert seen

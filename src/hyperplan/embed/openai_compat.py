@@ -15,6 +15,7 @@ import numpy as np
 
 from hyperplan.embed.base import FloatMatrix, check_texts, l2_normalize
 from hyperplan.errors import EmbeddingError
+from hyperplan.secrets import redact_cut
 
 __all__ = ["DEFAULT_BASE_URL", "OpenAIEmbedder", "openai_configured"]
 
@@ -25,6 +26,8 @@ BASE_URL_ENV = ("HYPERPLAN_EMBED_BASE_URL", "OPENAI_BASE_URL")
 API_KEY_ENV = ("HYPERPLAN_EMBED_API_KEY", "OPENAI_API_KEY")
 MAX_ATTEMPTS = 4
 _MAX_DELAY = 30.0
+_BODY_CHARS = 300  # of an error body quoted in an EmbeddingError (after redaction)
+_BODY_WINDOW = 65536  # of an error body read: past it no cut at _BODY_CHARS can reach
 
 
 def _first_env(names: Sequence[str]) -> str | None:
@@ -179,7 +182,8 @@ class OpenAIEmbedder:
             else:
                 if response.status_code == 200:
                     return self._parse(response, len(batch), where)
-                body = self._scrub(response.text[:300].strip())
+                body = redact_cut(self._scrub(response.text[:_BODY_WINDOW].strip()),
+                                  _BODY_CHARS)  # redacted, then cut
                 problem = f"HTTP {response.status_code}: {body}"
                 status = response.status_code
                 if status != 429 and not 500 <= status < 600:
@@ -208,7 +212,7 @@ class OpenAIEmbedder:
         except (ValueError, KeyError, TypeError, IndexError) as exc:
             raise EmbeddingError(
                 f"{where}: malformed embeddings response ({type(exc).__name__}: "
-                f"{self._scrub(str(exc))[:200]})"
+                f"{redact_cut(self._scrub(str(exc)), 200)})"
             ) from None
         if matrix.ndim != 2 or matrix.shape[0] != expected or matrix.shape[1] == 0:
             raise EmbeddingError(

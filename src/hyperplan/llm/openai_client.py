@@ -55,7 +55,7 @@ from hyperplan.llm.types import (
     ToolSpec,
     Usage,
 )
-from hyperplan.secrets import SECRETS
+from hyperplan.secrets import SECRETS, redact_cut
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +70,8 @@ _RETRYABLE = frozenset({408, 409, 429})
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "schema")
 _PLACEHOLDER_KEY = "sk-no-key-required"
 MIN_COMPLETION_TOKENS = 256
+MAX_DETAIL_CHARS = 500  # of a server's error text quoted in an LLMError (after redaction)
+_DETAIL_WINDOW = 65536  # of an error body read: past it no cut at MAX_DETAIL_CHARS can reach
 """The least completion room worth a second request with a lowered ``max_tokens``."""
 _CONTEXT_ERROR = re.compile(
     r"maximum context length|context[_ ]length[_ ]exceeded|exceed_context_size|"
@@ -323,7 +325,7 @@ class OpenAICompatibleLLM(BaseLLM):
         if self.accounting is not None:
             self.accounting.record_call(component, Usage(), latency, error=True)
         status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
-        detail = self._redact(_error_detail(exc))
+        detail = redact_cut(self._redact(_error_detail(exc)), MAX_DETAIL_CHARS)  # then cut
         log.debug("llm call failed component=%s status=%s: %s", component, status, detail)
         if status in (400, 413) and _CONTEXT_ERROR.search(detail):
             raise _context_error(detail, status) from None
@@ -501,13 +503,15 @@ def _context_error(detail: str, status: int | None) -> ContextLengthError:
 
 
 def _error_detail(exc: openai.APIError) -> str:
+    """The server's reason, uncut (the caller redacts, *then* cuts to
+    :data:`MAX_DETAIL_CHARS`); a huge body is read only as far as a cut could reach."""
     if isinstance(exc, openai.APIStatusError):
         try:
-            body = exc.response.text
+            body = exc.response.text[:_DETAIL_WINDOW]
         except Exception:
             body = ""
-        return f"{exc.message} {body}".strip()[:500]
-    return f"{type(exc).__name__}: {exc.message}"[:500]
+        return f"{exc.message} {body}".strip()
+    return f"{type(exc).__name__}: {exc.message}"
 
 
 def _tool_call(tc: ChatCompletionMessageFunctionToolCall) -> ToolCall:

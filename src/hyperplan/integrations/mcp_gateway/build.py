@@ -8,7 +8,7 @@ catalog to a file and runs this module, which builds the graph into the selectio
 (:func:`hyperplan.select.cache.cached_build`) and embeds every tool and schema node into the
 embedder's disk cache (the Tool Context Graph's index). The gateway then reads both, which is
 fast and leaves it responsive. Exit status 0 on success; on failure, the reason is the last
-line of stderr.
+line of stderr (redacted, then cut: :func:`failure_line`).
 """
 
 from __future__ import annotations
@@ -38,8 +38,17 @@ def main(argv: list[str] | None = None) -> None:
     try:
         build(Path(args[0]), args[1], Path(args[2]))
     except Exception as exc:
-        print(" ".join(f"{type(exc).__name__}: {exc}".split())[:500], file=sys.stderr)
+        print(failure_line(exc), file=sys.stderr)
         raise SystemExit(1) from None
+
+
+def failure_line(exc: BaseException, limit: int = 500) -> str:
+    """The reason of a failed build as one line: redacted by value (secrets), *then* cut to
+    ``limit`` characters (cut first, a secret split at the cut would escape but for its
+    tail); whitespace is folded after redaction so a secret holding a newline still matches."""
+    from hyperplan.secrets import redact_cut, redact_text
+
+    return redact_cut(" ".join(redact_text(f"{type(exc).__name__}: {exc}").split()), limit)
 
 
 if __name__ == "__main__":
