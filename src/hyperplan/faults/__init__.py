@@ -12,7 +12,8 @@ cases, one per fault, cite the fault item they reproduce: :mod:`~hyperplan.fault
 :mod:`~hyperplan.faults.eval_cases` (9). :mod:`~hyperplan.faults.runner` runs them.
 
 The ``gateway`` section (:mod:`~hyperplan.faults.gateway_cases`, items 1-2 of issue 36,
-:mod:`~hyperplan.faults.gateway_calls`, items 3-6) runs
+:mod:`~hyperplan.faults.gateway_calls`, items 3-4, :mod:`~hyperplan.faults.gateway_faults`,
+items 5-6) runs
 ``hyperplan serve`` over stdio and ``--http`` against clients and misbehaving upstreams it
 starts itself (:mod:`~hyperplan.faults.gateway_servers`), and counts two more buckets:
 isolation breaks and authentication bypasses.
@@ -22,13 +23,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from hyperplan.faults import eval_cases, file_cases, gateway_calls, gateway_cases, run_cases
+from hyperplan.faults import (
+    eval_cases,
+    file_cases,
+    gateway_calls,
+    gateway_cases,
+    gateway_faults,
+    run_cases,
+)
 from hyperplan.faults.common import CASES, SECTIONS
 from hyperplan.faults.runner import Case, run_bench
 from hyperplan.faults.verdict import Check, Outcome, Step, Verdict, classify
 
 # imported for the cases they register
-_MODULES = (run_cases, file_cases, eval_cases, gateway_cases, gateway_calls)
+_MODULES = (run_cases, file_cases, eval_cases, gateway_cases, gateway_calls, gateway_faults)
 
 
 def all_cases(section: str | None = None) -> list[Case]:

@@ -1,14 +1,14 @@
-"""The gateway section of ``hyperplan bench faults``, items 3-6 of issue 36: secrets redacted
-before every cut (schemas, error texts, stderr tails), no command line sent or stored, private
-cache files; one client's slow calls never stall another, an in-process tool's overrun costs
-nothing after its deadline; MCP results capped; faults booked right (a protocol break, an
-upstream that died idle, non-finite numbers, malformed requests, a write past its deadline,
-temporary files after a kill).
+"""The gateway section of ``hyperplan bench faults``, items 3 and 4 of issue 36: secrets
+redacted before every cut (schemas, error texts, stderr tails), no command line sent or stored,
+private cache files; one client's slow calls never stall another, an in-process tool's overrun
+costs nothing after its deadline. Items 5 and 6 are in :mod:`~hyperplan.faults.gateway_faults`,
+which shares the helpers here.
 
 Each case runs the real ``hyperplan serve`` against the misbehaving MCP server or tool module
 of :mod:`~hyperplan.faults.gateway_servers`, over stdio (the SDK client on the step's pipes,
-or raw JSON-RPC lines) or ``--http``. The secret is in the gateway's environment under a
-credential name (``GATEWAY_TEST_TOKEN``) and registered as a *fragment* secret: no 6
+or raw JSON-RPC lines) or ``--http``; a case registered with :func:`both_transports` runs as
+two cases, ``gw-stdio-NAME`` and ``gw-http-NAME``. The secret is in the gateway's environment
+under a credential name (``GATEWAY_TEST_TOKEN``) and registered as a *fragment* secret: no 6
 consecutive characters of it may reach a client or the console.
 """
 
@@ -20,10 +20,8 @@ import shlex
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from statistics import median
-from typing import Any
 
 from mcp import Client
 
@@ -78,10 +76,50 @@ def run_stdio(ctx: CaseContext, args: Sequence[str], env: dict[str, str] | None,
         async with stdio_client(pipe) as client:
             return await scenario(client)
 
-    return _guarded(ctx, pipe, lambda: run_async(connected))
+    return guarded(ctx, pipe, lambda: run_async(connected))
 
 
-def _guarded(ctx: CaseContext, pipe: StdioPipe, body: Callable[[], Check]) -> Check:
+Scenario = Callable[[Client, Seen], Awaitable[Check]]
+TRANSPORTS = ("stdio", "http")
+
+
+def run_client(ctx: CaseContext, transport: str, args: Sequence[str],
+               env: dict[str, str] | None, scenario: Scenario) -> Check:
+    """``serve ARGS`` over ``transport`` (stdio, or ``--http`` on 127.0.0.1), the SDK client
+    in its default mode running ``scenario``, then the gateway stopped. What the client
+    received is searched for secrets (over stdio: the step's stdout)."""
+    seen = Seen()
+    if transport == "stdio":
+        return run_stdio(ctx, args, env, lambda client: scenario(client, seen))
+    gw = start_http(ctx, args, env=env)
+    if gw.running is None:
+        return not_listening(gw)
+
+    async def over_http() -> Check:
+        async with http_client(gw.url) as client:
+            return await scenario(client, seen)
+
+    return run_http(ctx, gw, seen, over_http)
+
+
+def both_transports(name: str, item: int, *, timed: bool = False
+                    ) -> Callable[[Callable[[CaseContext, str], Check]],
+                                  Callable[[CaseContext, str], Check]]:
+    """Register ``make(ctx, transport)`` as two cases of fault item ``item``:
+    ``gw-stdio-NAME`` and ``gw-http-NAME`` (their summary: ``make``'s docstring)."""
+    def register(make: Callable[[CaseContext, str], Check]
+                 ) -> Callable[[CaseContext, str], Check]:
+        for transport in TRANSPORTS:
+            def run(ctx: CaseContext, transport: str = transport) -> Check:
+                return make(ctx, transport)
+            run.__doc__ = make.__doc__
+            run.__name__ = f"{make.__name__}_{transport}"
+            gateway_case(f"gw-{transport}-{name}", item, timed=timed)(run)
+        return make
+    return register
+
+
+def guarded(ctx: CaseContext, pipe: StdioPipe, body: Callable[[], Check]) -> Check:
     try:
         check = body()
     except TimeoutError:
@@ -95,22 +133,22 @@ def _guarded(ctx: CaseContext, pipe: StdioPipe, body: Callable[[], Check]) -> Ch
     return check
 
 
-def _kind(answer: Answer) -> str:
+def kind(answer: Answer) -> str:
+    """The error kind of an answer, ``tool_error`` for an error without one, else ``ok``."""
     return answer.kind or ("tool_error" if answer.is_error else "ok")
 
 
 # -- item 3: redact, then cut ----------------------------------------------------------------------
 
-@gateway_case("gw-stdio-secret-in-schema-default", 3)
-def secret_in_schema_default(ctx: CaseContext) -> Check:
-    """Narrow mode over stdio: an upstream puts a credential-named environment value as a
-    parameter default in its ``inputSchema``; neither ``find_tools`` nor ``tools/list`` sends
-    it (gateway item 3; before the fix narrow ``tools/list`` sent it whole)."""
+@both_transports("secret-in-schema-default", 3)
+def secret_in_schema_default(ctx: CaseContext, transport: str) -> Check:
+    """Narrow mode: an upstream puts a credential-named environment value as a parameter
+    default in its ``inputSchema``; neither ``find_tools`` nor ``tools/list`` sends it
+    (gateway item 3; before the fix narrow ``tools/list`` sent it whole)."""
     env = with_secret(ctx)
     args = serve_args(ctx, upstream(ctx), mode="narrow")
 
-    async def scenario(client: Client) -> Check:
-        seen = Seen()
+    async def scenario(client: Client, seen: Seen) -> Check:
         found = await call(client, seen, "find_tools", {"request": "look up a customer record "
                                                         "by its id"})
         names = await list_names(client, seen, found.token)
@@ -118,48 +156,40 @@ def secret_in_schema_default(ctx: CaseContext) -> Check:
         return Check(listed, f"lookup_record {'listed' if listed else 'NOT listed'} with its "
                      "schema" + ("" if listed else f" ({names})"))
 
-    return run_stdio(ctx, args, env, scenario)
+    return run_client(ctx, transport, args, env, scenario)
 
 
-@gateway_case("gw-http-secret-error-text-cut", 3)
-def secret_error_text_cut(ctx: CaseContext) -> Check:
+@both_transports("secret-error-text-cut", 3)
+def secret_error_text_cut(ctx: CaseContext, transport: str) -> Check:
     """An upstream's long error text with copies of the secret around the 500-character cut
     (two offsets, so that one cut falls inside a copy): nothing of it reaches the client or
     the console (gateway item 3; before the fix texts were cut, then redacted)."""
     env = with_secret(ctx)
-    gw = start_http(ctx, serve_args(ctx, upstream(ctx)), env=env)
-    if gw.running is None:
-        return not_listening(gw)
-    seen = Seen()
 
-    async def scenario() -> Check:
-        async with http_client(gw.url) as client:
-            answers = [await call(client, seen, "call_tool", {
-                "name": "fail_long", "arguments": {"offset": offset}}) for offset in (0, 20)]
-        failed = all(a.is_error for a in answers)
-        return Check(failed, f"errors {[_kind(a) for a in answers]}, "
+    async def scenario(client: Client, seen: Seen) -> Check:
+        answers = [await call(client, seen, "call_tool", {
+            "name": "fail_long", "arguments": {"offset": offset}}) for offset in (0, 20)]
+        return Check(all(a.is_error for a in answers), f"errors {[kind(a) for a in answers]}, "
                      f"{[len(a.text) for a in answers]} characters")
 
-    return run_http(ctx, gw, seen, scenario)
+    return run_client(ctx, transport, serve_args(ctx, upstream(ctx)), env, scenario)
 
 
-@gateway_case("gw-stdio-secret-stderr-tail", 3)
-def secret_stderr_tail(ctx: CaseContext) -> Check:
+@both_transports("secret-stderr-tail", 3)
+def secret_stderr_tail(ctx: CaseContext, transport: str) -> Check:
     """An upstream that prints copies of the secret to stderr around the 800-character tail
     and exits mid-call (twice, two offsets): the error quoting its stderr tail holds nothing
-    of the secret (gateway item 3)."""
+    of the secret (gateway item 3; before the fix the tail was cut, then redacted)."""
     env = with_secret(ctx)
-    args = serve_args(ctx, upstream(ctx))
 
-    async def scenario(client: Client) -> Check:
-        seen = Seen()
+    async def scenario(client: Client, seen: Seen) -> Check:
         answers = [await call(client, seen, "call_tool", {
             "name": "crash_stderr", "arguments": {"offset": offset}}) for offset in (0, 20)]
         quoted = sum("stderr" in a.text for a in answers)
-        return Check(all(a.is_error for a in answers), f"errors {[_kind(a) for a in answers]}, "
+        return Check(all(a.is_error for a in answers), f"errors {[kind(a) for a in answers]}, "
                      f"{quoted} quoting the stderr tail")
 
-    return run_stdio(ctx, args, env, scenario)
+    return run_client(ctx, transport, serve_args(ctx, upstream(ctx)), env, scenario)
 
 
 def _cache_modes(cache: Path) -> list[str]:
@@ -209,7 +239,7 @@ def _slow_flood(url: str, seen: Seen, results: list[tuple[float, str]]) -> Await
             started = time.monotonic()
             answer = await call(client, seen, "call_tool", {"name": "slow_report",
                                                             "arguments": {}})
-            results.append((time.monotonic() - started, _kind(answer)))
+            results.append((time.monotonic() - started, kind(answer)))
 
     async def flood() -> None:
         await asyncio.gather(*(one() for _ in range(FLOOD_CALLS)), return_exceptions=True)
@@ -288,262 +318,8 @@ def python_overrun(ctx: CaseContext) -> Check:
             late.append(f"the overrunning call ended after {took:.1f} s")
         if rate > 0.3 or after > 3 * before + 0.05:
             late.append(f"after its deadline the tool still costs {rate:.2f} CPU s/s")
-        return Check(overrun.is_error, f"call {_kind(overrun)} after {took:.1f} s; ping p50 "
+        return Check(overrun.is_error, f"call {kind(overrun)} after {took:.1f} s; ping p50 "
                      f"{before * 1000:.0f} -> {after * 1000:.0f} ms; {rate:.2f} CPU s/s after",
                      late="; ".join(late) or None)
 
     return run_stdio(ctx, args, None, scenario)
-
-
-# -- item 5: bounded results -----------------------------------------------------------------------
-
-@gateway_case("gw-stdio-mcp-result-capped", 5)
-def mcp_result_capped(ctx: CaseContext) -> Check:
-    """An MCP upstream returns 20 MB; with ``--max-response-bytes 1000000`` the client gets
-    at most about 1 MB with a truncation marker (or a clear error naming the limit), and the
-    next call works (gateway item 5; before the fix it was forwarded whole)."""
-    args = serve_args(ctx, upstream(ctx), call_timeout=30.0,
-                      extra=["--max-response-bytes", "1000000"])
-
-    async def scenario(client: Client) -> Check:
-        seen = Seen()
-        big = await call(client, seen, "call_tool", {"name": "big_result",
-                                                     "arguments": {"megabytes": 20}})
-        ping = await call(client, seen, "call_tool", {"name": "ping", "arguments": {"text": "x"}})
-        size = len(big.text.encode())
-        marked = "truncat" in big.text.lower() or "max-response-bytes" in big.text
-        capped = size <= 1_200_000 and marked
-        return Check(capped and not ping.is_error, f"the client got {size:,} bytes "
-                     f"({'with' if marked else 'WITHOUT'} a truncation marker; "
-                     f"{_kind(big)}); next call {_kind(ping)}")
-
-    return run_stdio(ctx, args, None, scenario)
-
-
-# -- item 6: faults booked right -------------------------------------------------------------------
-
-def _calls(ctx: CaseContext) -> list[str]:
-    path = ctx.work / "calls.log"
-    return path.read_text().split() if path.exists() else []
-
-
-def _next_write(ctx: CaseContext, answer: Answer, what: str) -> Check:
-    """The check of the write called after a fault: sent and answered."""
-    sent = "save_note" in _calls(ctx)
-    return Check(not answer.is_error, f"{what}; the next call (a write) {_kind(answer)} "
-                 f"({'sent' if sent else 'NEVER sent'})"
-                 + ("" if not answer.is_error else f": {one_line(answer.text, 100)}"))
-
-
-@gateway_case("gw-stdio-protocol-break-not-blamed", 6)
-def protocol_break_not_blamed(ctx: CaseContext) -> Check:
-    """An upstream answers, then writes a line that is not JSON-RPC while idle: the next
-    call - a write - is not blamed for it; it is sent (to the upstream started again) and
-    answered (gateway item 6; before the fix it was reported outcome_unknown though never
-    sent)."""
-    args = serve_args(ctx, upstream(ctx), call_timeout=4.0)
-
-    async def scenario(client: Client) -> Check:
-        seen = Seen()
-        broken = await call(client, seen, "call_tool", {"name": "garble", "arguments": {}})
-        await asyncio.sleep(0.8)
-        note = await call(client, seen, "call_tool", {"name": "save_note",
-                                                      "arguments": {"text": "a"}})
-        return _next_write(ctx, note, f"garble {_kind(broken)}")
-
-    return run_stdio(ctx, args, None, scenario)
-
-
-@gateway_case("gw-http-idle-upstream-died", 6)
-def idle_upstream_died(ctx: CaseContext) -> Check:
-    """An upstream that exits while idle: the next call (a write) starts it again before
-    sending and is answered (gateway item 6; before the fix it failed outcome_unknown,
-    never sent)."""
-    gw = start_http(ctx, serve_args(ctx, upstream(ctx)))
-    if gw.running is None:
-        return not_listening(gw)
-    seen = Seen()
-
-    async def scenario() -> Check:
-        async with http_client(gw.url) as client:
-            died = await call(client, seen, "call_tool", {"name": "die_idle", "arguments": {}})
-            await asyncio.sleep(1.0)
-            note = await call(client, seen, "call_tool", {"name": "save_note",
-                                                          "arguments": {"text": "b"}})
-        return _next_write(ctx, note, f"die_idle {_kind(died)}")
-
-    return run_http(ctx, gw, seen, scenario)
-
-
-@gateway_case("gw-http-wedged-upstream-restarted", 5)
-def wedged_upstream_restarted(ctx: CaseContext) -> Check:
-    """An upstream that stops reading requests for a minute, ``--call-timeout 3``: the call
-    ends at its deadline, and the next call goes to an upstream started again and is answered
-    (gateway item 5; before the fix an upstream that kept timing out was never restarted, so
-    the next call failed too)."""
-    gw = start_http(ctx, serve_args(ctx, upstream(ctx), call_timeout=3.0))
-    if gw.running is None:
-        return not_listening(gw)
-    seen = Seen()
-
-    async def scenario() -> Check:
-        async with http_client(gw.url) as client:
-            started = time.monotonic()
-            wedged = await call(client, seen, "call_tool", {"name": "wedge", "arguments": {}})
-            took = time.monotonic() - started
-            ping = await call(client, seen, "call_tool", {"name": "ping",
-                                                          "arguments": {"text": "w"}})
-        return Check(wedged.is_error and not ping.is_error,
-                     f"wedged call {_kind(wedged)} after {took:.1f} s; next call {_kind(ping)}"
-                     + ("" if not ping.is_error else f": {one_line(ping.text, 100)}"),
-                     late=f"the wedged call ended after {took:.1f} s"
-                     if took > 3 + TOLERANCE_S else None)
-
-    return run_http(ctx, gw, seen, scenario)
-
-
-@gateway_case("gw-http-write-timeout-not-repeated", 6)
-def write_timeout_not_repeated(ctx: CaseContext) -> Check:
-    """A write that takes effect and then sits for a minute, ``--call-timeout 3``: it ends at
-    its deadline as ``outcome_unknown``, is never sent again, and the next call works
-    (gateway item 6)."""
-    gw = start_http(ctx, serve_args(ctx, upstream(ctx), call_timeout=3.0))
-    if gw.running is None:
-        return not_listening(gw)
-    seen = Seen()
-
-    async def scenario() -> Check:
-        async with http_client(gw.url) as client:
-            started = time.monotonic()
-            paid = await call(client, seen, "call_tool", {"name": "send_payment",
-                                                          "arguments": {"amount": 5}})
-            took = time.monotonic() - started
-            ping = await call(client, seen, "call_tool", {"name": "ping",
-                                                          "arguments": {"text": "c"}})
-            await asyncio.sleep(1.0)
-        writes = line_count(ctx, "writes.log")
-        ok = paid.kind == "outcome_unknown" and not ping.is_error and writes == 1
-        return Check(ok, f"write {_kind(paid)} after {took:.1f} s, applied {writes} time(s); "
-                     f"next call {_kind(ping)}", writes=writes,
-                     late=f"the write ended after {took:.1f} s" if took > 3 + TOLERANCE_S
-                     else None)
-
-    return run_http(ctx, gw, seen, scenario)
-
-
-def _nonfinite(pipe: StdioPipe) -> Check:
-    if not pipe.handshake():
-        return Check(False, "no answer to initialize")
-    numbers = {"NaN": "NaN", "Infinity": "Infinity", "-Infinity": "-Infinity", "1e999": "1e999"}
-    unanswered, accepted = [], []
-    for i, (label, literal) in enumerate(numbers.items(), start=10):
-        line = (f'{{"jsonrpc": "2.0", "id": {i}, "method": "tools/call", "params": {{"name": '
-                f'"call_tool", "arguments": {{"name": "echo", "arguments": {{"value": {literal}'
-                '}}}}\n')
-        pipe.send(line.encode())
-        reply = pipe.reply(i, 10.0)
-        if reply is None:
-            unanswered.append(label)
-        elif "result" in reply and not reply["result"].get("isError"):
-            accepted.append(label)
-    return Check(not accepted and not unanswered,
-                 (f"accepted {accepted}" if accepted else "every non-finite number refused")
-                 + (f"; no answer to {unanswered}" if unanswered else ""),
-                 late=f"no answer to {unanswered}" if unanswered else None)
-
-
-@gateway_case("gw-stdio-nonfinite-arguments", 6)
-def nonfinite_arguments(ctx: CaseContext) -> Check:
-    """Raw JSON-RPC over stdio: ``NaN``, ``Infinity``, ``-Infinity`` and ``1e999`` in call
-    arguments are refused, never forwarded (gateway item 6; before the fix they were
-    forwarded as null)."""
-    pipe = start_stdio(ctx, serve_args(ctx, upstream(ctx)))
-
-    def body() -> Check:
-        check = _nonfinite(pipe)
-        echoed = line_count(ctx, "echo.log")
-        detail = f"{check.detail}; {echoed} forwarded to the upstream"
-        return replace(check, ok=check.ok and echoed == 0, detail=detail)
-
-    return _guarded(ctx, pipe, body)
-
-
-def _malformed_lines(secret: str) -> dict[str, tuple[Any, bytes]]:
-    """Requests with ids the gateway must answer (an error is an answer): label -> (id,
-    line)."""
-    deep = b"[" * 100_000 + b"]" * 100_000
-    return {
-        "jsonrpc 1.0": (101, b'{"jsonrpc": "1.0", "id": 101, "method": "tools/list"}\n'),
-        "a batch": (102, b'[{"jsonrpc": "2.0", "id": 102, "method": "tools/list"}]\n'),
-        "100k-deep nesting": (103, b'{"jsonrpc": "2.0", "id": 103, "method": "tools/call", '
-                              b'"params": {"name": "find_tools", "arguments": {"request": '
-                              + deep + b'}}}\n'),
-        "a name that is an object": (104, b'{"jsonrpc": "2.0", "id": 104, "method": '
-                                     b'"tools/call", "params": {"name": {"api_key": "'
-                                     + secret.encode() + b'"}}}\n'),
-        "a valid request after them": (105, b'{"jsonrpc": "2.0", "id": 105, "method": '
-                                       b'"tools/list"}\n'),
-    }
-
-
-def _answered(pipe: StdioPipe, request_id: Any, timeout: float) -> bool:
-    """An answer to ``request_id`` (or an error with a null id: the request unreadable)."""
-    end = time.monotonic() + timeout
-    while (left := end - time.monotonic()) > 0:
-        line = pipe.line(left)
-        if not line:
-            return False
-        text = line.decode("utf-8", "replace")
-        if f'"id": {request_id}' in text or f'"id":{request_id}' in text or (
-                '"error"' in text and ('"id": null' in text or '"id":null' in text)):
-            return True
-    return False
-
-
-@gateway_case("gw-stdio-malformed-requests-answered", 6)
-def malformed_requests_answered(ctx: CaseContext) -> Check:
-    """Raw JSON-RPC over stdio: a request with a wrong ``jsonrpc``, a batch, 100k-deep
-    nesting, a malformed one carrying the secret - each with an id - gets an answer within
-    5 s (the client would wait forever), the secret is printed nowhere, and the gateway
-    keeps serving (gateway item 6; before the fix they got no reply)."""
-    env = with_secret(ctx)
-    pipe = start_stdio(ctx, serve_args(ctx, upstream(ctx)), env)
-
-    def body() -> Check:
-        if not pipe.handshake():
-            return Check(False, "no answer to initialize")
-        unanswered = []
-        for label, (request_id, line) in _malformed_lines(env[SECRET_ENV]).items():
-            if not pipe.send(line) or not _answered(pipe, request_id, 5.0):
-                unanswered.append(label)
-        return Check(not unanswered, f"no answer to {', '.join(unanswered)}" if unanswered
-                     else "every request answered",
-                     late="a client left waiting" if unanswered else None)
-
-    return _guarded(ctx, pipe, body)
-
-
-@gateway_case("gw-stdio-kill-leaves-nothing", 6)
-def kill_leaves_nothing(ctx: CaseContext) -> Check:
-    """``kill -9`` of a stdio gateway with a running MCP upstream: the upstream exits and no
-    temporary file is left behind in its ``TMPDIR`` (gateway item 6; before the fix the
-    upstream's stderr file stayed)."""
-    tmp = ctx.work / "tmp"
-    tmp.mkdir()
-    pipe = start_stdio(ctx, serve_args(ctx, upstream(ctx)), {"TMPDIR": str(tmp)})
-
-    async def scenario() -> Answer:
-        async with stdio_client(pipe) as client:
-            return await call(client, Seen(), "call_tool", {"name": "ping",
-                                                            "arguments": {"text": "k"}})
-
-    try:
-        ping = run_async(scenario)
-    except Exception as exc:  # reported in the detail; the kill below happens anyway
-        ping = Answer(one_line(f"{type(exc).__name__}: {exc}", 100), True, None, None)
-    ctx.kill(pipe.running)
-    ctx.finish(pipe.running)
-    # (tiktoken keeps its encodings in $TMPDIR/data-gym-cache: a cache, meant to stay)
-    left = sorted(p.name for p in tmp.iterdir() if p.name != "data-gym-cache")
-    return Check(not ping.is_error and not left, f"ping {_kind(ping)}; "
-                 + (f"left behind: {', '.join(left[:3])}" if left else "nothing left behind"))

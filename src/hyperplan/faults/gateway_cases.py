@@ -225,9 +225,12 @@ def forged_ids_read_nothing(ctx: CaseContext) -> Check:
                        for what, (headers, meta) in attempts.items()}
         broken = [what for what, reply in replies.items() if _reads_victim(reply)]
         adopted = forged in tool_text(replies["a random conversation token"].result(9))
-        ok = session is not None and not adopted
+        # each is served (with a conversation of its own): a refusal would prove nothing
+        refused = [what for what, reply in replies.items() if reply.result(9) is None]
+        ok = session is not None and not adopted and not refused
         note = "; the made-up token was adopted, not replaced" if adopted else ""
         note += "" if session else "; the handshake-era victim got no session id"
+        note += f"; not served: {', '.join(refused)}" if refused else ""
         return Check(ok, (f"read a victim's values with {', '.join(broken)}" if broken
                           else "no forged id read anything") + note,
                      isolation_breaks=len(broken))
@@ -243,7 +246,7 @@ def _flood(gw: HttpGateway, count: int) -> int:
             reply = _find(gw, Seen(), headers={"mcp-session-id": uuid.uuid4().hex})
         else:
             reply = _find(gw, Seen(), meta={CONVERSATION_META: secrets.token_urlsafe(24)})
-        return reply.status < 500
+        return reply.status < 500 and bool(reply.messages)
 
     with ThreadPoolExecutor(8) as pool:
         return sum(pool.map(one, range(2 * count)))
@@ -478,10 +481,18 @@ def _legacy_session(gw: HttpGateway, seen: Seen) -> dict[str, str] | None:
     return headers
 
 
-def _odd_ids(gw: HttpGateway, seen: Seen) -> tuple[list[str], int]:
-    """Requests with odd ids, 2026-07-28 and in a handshake-era session: the silent ones."""
+def _odd_ids(gw: HttpGateway, seen: Seen) -> tuple[list[str], int, int]:
+    """Requests with odd ids, 2026-07-28 and in a handshake-era session: the silent ones,
+    how many were tried, and how many of the same with a plain id (the controls) got a
+    result."""
     legacy = _legacy_session(gw, seen)
     silent, tried = [], 0
+    plain = raw_post(gw.host, gw.port, modern_body(7, "tools/list"), None, 20.0, seen)
+    controls = int(plain.result(7) is not None)
+    if legacy is not None:
+        plain = raw_post(gw.host, gw.port, {"jsonrpc": "2.0", "id": 7, "method": "tools/list"},
+                         legacy, 20.0, seen)
+        controls += int(plain.result(7) is not None)
     for what, request_id in {"an object id": {"x": 1}, "an array id": [1],
                              "a boolean id": True, "a fractional id": 1.5}.items():
         bodies: list[tuple[str, dict[str, Any], dict[str, str] | None]] = [
@@ -494,7 +505,7 @@ def _odd_ids(gw: HttpGateway, seen: Seen) -> tuple[list[str], int]:
             reply = raw_post(gw.host, gw.port, body, headers, 20.0, seen)
             if reply.status < 400 and not any("error" in m for m in reply.messages):
                 silent.append(f"{what} ({protocol}: {reply.status})")
-    return silent, tried
+    return silent, tried, controls
 
 
 @gateway_case("gw-http-odd-ids-answered", 2)
@@ -509,10 +520,11 @@ def odd_ids_answered(ctx: CaseContext) -> Check:
     seen = Seen()
 
     async def scenario() -> Check:
-        silent, tried = await asyncio.to_thread(_odd_ids, gw, seen)
-        return Check(not silent and tried == 8,
-                     f"no answer to {', '.join(silent)}" if silent
-                     else f"all {tried} requests with odd ids answered with an error",
+        silent, tried, controls = await asyncio.to_thread(_odd_ids, gw, seen)
+        note = "" if controls == 2 else f"; only {controls} of 2 plain-id controls served"
+        return Check(not silent and tried == 8 and controls == 2,
+                     (f"no answer to {', '.join(silent)}" if silent
+                      else f"all {tried} requests with odd ids answered with an error") + note,
                      late="a client left waiting" if silent else None)
 
     return run_http(ctx, gw, seen, scenario)

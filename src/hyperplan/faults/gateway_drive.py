@@ -223,6 +223,9 @@ def raw_post(host: str, port: int, body: Any, headers: Mapping[str, str] | None 
     """POST ``body`` (JSON) to ``/mcp`` with exactly these extra ``headers`` (a ``Host`` among
     them replaces the right one); 599 when the connection failed or timed out."""
     data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    if isinstance(body, bytes):  # its method and tool name for the headers, if it has them
+        with suppress(ValueError):
+            body = json.loads(body)
     method = body.get("method", "") if isinstance(body, dict) else ""
     sent = {"content-type": "application/json", "accept": "application/json, text/event-stream",
             "mcp-protocol-version": MODERN, "mcp-method": str(method),
