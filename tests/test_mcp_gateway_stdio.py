@@ -36,6 +36,7 @@ from mcp.server.lowlevel import Server
 from hyperplan.integrations.mcp_gateway import stdio
 
 TIMEOUT = 20.0
+BLOCK_SECONDS = 1.0
 INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
               "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                          "clientInfo": {"name": "raw", "version": "0"}}}
@@ -52,6 +53,8 @@ async def _list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
 
 
 async def _call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    if params.name == "block":  # holds a thread of anyio's default pool for a while
+        await anyio.to_thread.run_sync(time.sleep, BLOCK_SECONDS)
     text = str((params.arguments or {}).get("text", ""))
     if text == "lone surrogate":
         text = "\ud800"  # cannot be written as UTF-8
@@ -68,15 +71,16 @@ class _Raw:
     def __init__(self, to_server: int, from_server: int) -> None:
         self.to_server, self.from_server = to_server, from_server
         self._pending = b""
+        self._threads = anyio.CapacityLimiter(2)  # not the default pool the server may fill
 
     async def send(self, data: bytes) -> None:
-        await anyio.to_thread.run_sync(_write_all, self.to_server, data)
+        await anyio.to_thread.run_sync(_write_all, self.to_server, data, limiter=self._threads)
 
     async def send_json(self, message: Any) -> None:
         await self.send(json.dumps(message).encode() + b"\n")
 
     async def reply(self, timeout: float = 5.0) -> dict[str, Any]:
-        line = await anyio.to_thread.run_sync(self._line, timeout)
+        line = await anyio.to_thread.run_sync(self._line, timeout, limiter=self._threads)
         assert line is not None, "no reply (the client would hang)"
         value = json.loads(line)  # everything on the wire is JSON
         assert isinstance(value, dict) and value.get("jsonrpc") == "2.0", line
@@ -295,6 +299,28 @@ def test_an_unencodable_reply_becomes_an_error_for_its_request() -> None:
                            b'{"name": "echo", "arguments": {"text": "\\ud800"}}}\n')
             _error(await raw.reply(), 23, types.INVALID_REQUEST)  # the SDK refuses it
             await _echo(raw, 22, "fine")
+
+    _run(scenario)
+
+
+def test_input_is_read_while_tool_calls_fill_the_thread_pool() -> None:
+    """45 blocking calls take all 40 threads of anyio's default pool; a ping sent after them
+    is still read and answered at once (the transport has threads of its own)."""
+
+    async def scenario() -> None:
+        async with _served() as (raw, _):
+            await _initialize(raw)
+            for k in range(45):
+                await raw.send_json({"jsonrpc": "2.0", "id": 100 + k, "method": "tools/call",
+                                     "params": {"name": "block", "arguments": {}}})
+            await anyio.sleep(0.3)  # the calls have started
+            started = time.monotonic()
+            await raw.send_json({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+            reply = await raw.reply()
+            assert reply == {"jsonrpc": "2.0", "id": 1, "result": {}}
+            assert time.monotonic() - started < BLOCK_SECONDS / 2
+            ids = {(await raw.reply(timeout=3 * BLOCK_SECONDS))["id"] for _ in range(45)}
+            assert ids == set(range(100, 145))
 
     _run(scenario)
 

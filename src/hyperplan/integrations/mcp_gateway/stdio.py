@@ -27,7 +27,10 @@ faults"):
   stream is closed, the server finishes what it is doing and returns, as at end of input;
 * a response that cannot be serialised (a lone surrogate in a result) becomes an
   ``INTERNAL_ERROR`` for its request instead of killing the transport; a closed stdout ends
-  the session instead of raising.
+  the session instead of raising;
+* reading and writing use worker threads of their own, so handlers filling anyio's default
+  thread pool (40 blocking tool calls) never stop the next line from being read and
+  answered (the SDK's transport waits for a free thread of that pool).
 
 Error messages are fixed texts: nothing of the offending line is quoted back.
 """
@@ -104,6 +107,10 @@ class _Wire:
     def __init__(self, stdin: BinaryIO, stdout: BinaryIO, max_line_bytes: int) -> None:
         self.stdin, self.stdout, self.max_line_bytes = stdin, stdout, max_line_bytes
         self.reader_scope = anyio.CancelScope()
+        # own worker threads: the default pool (40) can be full of tool calls, and input
+        # must still be read (find_tools, cancellations) and replies written meanwhile
+        self._read_thread = anyio.CapacityLimiter(1)
+        self._write_thread = anyio.CapacityLimiter(1)
         self._write_lock = anyio.Lock()
         self._broken = False
 
@@ -165,7 +172,8 @@ class _Wire:
     async def _read(self, limit: int) -> bytes:
         try:
             return await anyio.to_thread.run_sync(self.stdin.readline, limit,
-                                                  abandon_on_cancel=True)
+                                                  abandon_on_cancel=True,
+                                                  limiter=self._read_thread)
         except (OSError, ValueError):  # a closed or broken input is its end
             return b""
 
@@ -190,7 +198,8 @@ class _Wire:
         data = (text + "\n").encode("utf-8")
         async with self._write_lock:
             try:
-                await anyio.to_thread.run_sync(self._write_flush, data)
+                await anyio.to_thread.run_sync(self._write_flush, data,
+                                               limiter=self._write_thread)
             except (OSError, ValueError):  # the client is gone: end the session
                 self._broken = True
                 self.reader_scope.cancel()
