@@ -25,10 +25,10 @@ from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
+import httpx2
 import mcp_types as types
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.message import SessionMessage
 
 from hyperplan.faults.runner import CaseContext, Running
@@ -184,8 +184,8 @@ async def http_client(url: str, headers: Mapping[str, str] | None = None,
     """The SDK client over streamable HTTP (its default mode unless ``mode``), with extra
     ``headers`` on every request if given."""
     if headers:
-        transport = streamable_http_client(url, http_client=create_mcp_http_client(
-            headers=dict(headers)))
+        transport = streamable_http_client(url, http_client=httpx2.AsyncClient(
+            headers=dict(headers), timeout=httpx2.Timeout(CLIENT_S)))
         async with Client(transport, mode=mode, read_timeout_seconds=CLIENT_S) as client:
             yield client
         return
