@@ -1,7 +1,8 @@
 """The gateway section of ``hyperplan bench faults``, items 1 and 2 of issue 36: one client
 never reads or changes another's conversation, and an HTTP gateway serves only the requests it
 should (Host and Origin checked on every loopback spelling, a bearer token, no remote gateway
-without one). Items 3-6 are in :mod:`~hyperplan.faults.gateway_calls`.
+without one), every request with an id answered. Items 3-4 are in
+:mod:`~hyperplan.faults.gateway_calls`, 5-6 in :mod:`~hyperplan.faults.gateway_faults`.
 
 Every case runs the real ``python -m hyperplan serve`` as a step (stopped by the case, by PID)
 and talks to it with the official SDK client in its default mode (2026-07-28, no session) or
@@ -61,6 +62,7 @@ def random_secret(size: int = 40) -> str:
 
 def gateway_case(name: str, item: int, *, timed: bool = False
                  ) -> Callable[[Callable[[CaseContext], Check]], Callable[[CaseContext], Check]]:
+    """Register a case of the gateway section (fault item ``item`` of issue 36)."""
     return case(name, item, timed=timed, section=GATEWAY)
 
 
