@@ -364,9 +364,11 @@ ECHO_SERVER = textwrap.dedent('''
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-def test_sdk_client_of_both_generations_is_served(tmp_path: Path, mode: str) -> None:
+def test_sdk_client_of_both_generations_is_served(tmp_path: Path, mode: str,
+                                                  caplog: pytest.LogCaptureFixture) -> None:
     """The official client, default (2026-07-28) and handshake era, over the process's real
-    stdin/stdout; a handler's print goes to stderr, not onto the wire."""
+    stdin/stdout; a handler's print goes to stderr, not onto the wire (the client logs no
+    line it could not parse)."""
     script = tmp_path / "echo_server.py"
     script.write_text(ECHO_SERVER, encoding="utf-8")
 
@@ -382,14 +384,17 @@ def test_sdk_client_of_both_generations_is_served(tmp_path: Path, mode: str) -> 
             assert result.content[0].text == "héllo ✓"  # type: ignore[union-attr]
 
     _run(scenario)
+    assert not [r for r in caplog.records if "parse" in r.getMessage()], caplog.text
 
 
 def test_a_handlers_stray_print_never_reaches_the_wire(tmp_path: Path) -> None:
-    """Over the process's real stdout: fd 1 is claimed, a handler's print goes to stderr."""
+    """Over the process's real stdout: fd 1 is claimed, a handler's print goes to stderr,
+    also when it sat in ``sys.stdout``'s buffer until the session ended."""
     script = tmp_path / "echo_server.py"
     script.write_text(ECHO_SERVER, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"}  # print buffers
     process = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.PIPE,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     assert process.stdin is not None and process.stdout is not None
     try:
         raw = _Raw(process.stdin.fileno(), process.stdout.fileno())

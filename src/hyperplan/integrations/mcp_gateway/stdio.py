@@ -97,8 +97,19 @@ async def stdio_server(
             write_stream.close()  # the server is done: let the writer drain and finish
             wire.reader_scope.cancel()  # and stop waiting for input nobody will read
     finally:
+        if restore:
+            _flush_stray_output()  # to stderr, where fd 1 still points, not onto the wire
         for release in reversed(restore):
             release()
+
+
+def _flush_stray_output() -> None:
+    """Flush what handlers printed to ``sys.stdout`` while fd 1 was diverted: left in its
+    buffer, it would be written onto the wire once fd 1 is restored (at exit, say)."""
+    try:
+        sys.stdout.flush()
+    except (OSError, ValueError):
+        pass
 
 
 class _Wire:
@@ -127,8 +138,9 @@ class _Wire:
                         return
                     data, oversize = line
                     if oversize:
-                        await self._answer([_error(_scan_id(_lenient(data)), types.INVALID_REQUEST,
-                                                   "message too large")])
+                        too_large = f"message too large (over {self.max_line_bytes} bytes)"
+                        await self._answer([_error(_scan_id(_lenient(data)),
+                                                   types.INVALID_REQUEST, too_large)])
                         continue
                     try:
                         text = data.decode("utf-8")
