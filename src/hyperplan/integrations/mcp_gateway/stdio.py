@@ -41,7 +41,7 @@ import json
 import re
 import sys
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from typing import Any, BinaryIO
 
 import anyio
@@ -106,10 +106,8 @@ async def stdio_server(
 def _flush_stray_output() -> None:
     """Flush what handlers printed to ``sys.stdout`` while fd 1 was diverted: left in its
     buffer, it would be written onto the wire once fd 1 is restored (at exit, say)."""
-    try:
+    with suppress(OSError, ValueError):
         sys.stdout.flush()
-    except (OSError, ValueError):
-        pass
 
 
 class _Wire:
