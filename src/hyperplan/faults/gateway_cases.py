@@ -530,3 +530,76 @@ def odd_ids_answered(ctx: CaseContext) -> Check:
                      late="a client left waiting" if silent else None)
 
     return run_http(ctx, gw, seen, scenario)
+
+
+ABANDONED = 100  # handshake-era sessions opened and never closed (default bound: 64)
+
+
+def _abandon_sessions(gw: HttpGateway, count: int) -> list[str]:
+    """``count`` handshake-era sessions opened (initialize) and never closed: their ids."""
+    seen, ids = Seen(), []
+    for _ in range(count):
+        headers = _legacy_session(gw, seen)
+        if headers is not None:
+            ids.append(headers["mcp-session-id"])
+    return ids
+
+
+def _alive(gw: HttpGateway, session: str) -> bool:
+    """Whether a handshake-era session still answers a request."""
+    headers = {"mcp-protocol-version": LEGACY, "mcp-session-id": session}
+    reply = raw_post(gw.host, gw.port, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"},
+                     headers)
+    return reply.result(3) is not None
+
+
+@gateway_case("gw-http-abandoned-sessions-bounded", 6)
+def abandoned_sessions_bounded(ctx: CaseContext) -> Check:
+    """One client opens 100 handshake-era sessions and abandons them, default options: the
+    gateway keeps a bounded number per client (the oldest closed), and a new client is still
+    served (gateway item 6; before the fix nothing was bounded per client: 10,000 abandoned
+    sessions made every new client get 503)."""
+    gw = start_http(ctx, serve_args(ctx, BOOKSTORE))
+    if gw.running is None:
+        return not_listening(gw)
+    seen = Seen()
+
+    async def scenario() -> Check:
+        ids = await asyncio.to_thread(_abandon_sessions, gw, ABANDONED)
+        if len(ids) < ABANDONED:
+            return Check(False, f"only {len(ids)} of {ABANDONED} sessions opened")
+        first = await asyncio.to_thread(_alive, gw, ids[0])
+        last = await asyncio.to_thread(_alive, gw, ids[-1])
+        async with http_client(gw.url, mode="legacy") as fresh:
+            served = not (await call(fresh, seen, "find_tools", {"request": REQUEST})).is_error
+        return Check(not first and last and served,
+                     f"after {ABANDONED} abandoned sessions the first is "
+                     f"{'STILL OPEN' if first else 'closed'}, the last "
+                     f"{'open' if last else 'CLOSED'}; a new client "
+                     f"{'served' if served else 'NOT served'}")
+
+    return run_http(ctx, gw, seen, scenario)
+
+
+@gateway_case("gw-http-idle-session-expires", 6)
+def idle_session_expires(ctx: CaseContext) -> Check:
+    """``--session-idle-timeout 1``: a handshake-era session left idle is closed after it,
+    one in use is not (gateway item 6; before the fix abandoned sessions were kept for 30
+    minutes)."""
+    gw = start_http(ctx, serve_args(ctx, BOOKSTORE, extra=["--session-idle-timeout", "1"]))
+    if gw.running is None:
+        return not_listening(gw)
+    seen = Seen()
+
+    async def scenario() -> Check:
+        idle, busy = await asyncio.to_thread(_abandon_sessions, gw, 2)
+        kept = []
+        for _ in range(6):  # 3 s: the busy one used every half second
+            await asyncio.sleep(0.5)
+            kept.append(await asyncio.to_thread(_alive, gw, busy))
+        expired = not await asyncio.to_thread(_alive, gw, idle)
+        return Check(expired and all(kept), f"the idle session "
+                     f"{'closed' if expired else 'STILL OPEN'} after 3 s; the busy one "
+                     f"{'kept' if all(kept) else 'CLOSED while in use'}")
+
+    return run_http(ctx, gw, seen, scenario)
