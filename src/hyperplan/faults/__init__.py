@@ -11,9 +11,9 @@ cases, one per fault, cite the fault item they reproduce: :mod:`~hyperplan.fault
 (items 1-6), :mod:`~hyperplan.faults.file_cases` (7, 8, 10),
 :mod:`~hyperplan.faults.eval_cases` (9). :mod:`~hyperplan.faults.runner` runs them.
 
-The ``gateway`` section (:mod:`~hyperplan.faults.gateway_cases`, items 1-2 of issue 36,
-:mod:`~hyperplan.faults.gateway_calls`, items 3-4, :mod:`~hyperplan.faults.gateway_faults`,
-items 5-6) runs
+The ``gateway`` section (:mod:`~hyperplan.faults.gateway_cases`, item 1 of issue 36,
+:mod:`~hyperplan.faults.gateway_http`, item 2, :mod:`~hyperplan.faults.gateway_calls`, items
+3-4, :mod:`~hyperplan.faults.gateway_faults`, items 5-6) runs
 ``hyperplan serve`` over stdio and ``--http`` against clients and misbehaving upstreams it
 starts itself (:mod:`~hyperplan.faults.gateway_servers`), and counts two more buckets:
 isolation breaks and authentication bypasses.
@@ -29,6 +29,7 @@ from hyperplan.faults import (
     gateway_calls,
     gateway_cases,
     gateway_faults,
+    gateway_http,
     run_cases,
 )
 from hyperplan.faults.common import CASES, SECTIONS
@@ -36,7 +37,8 @@ from hyperplan.faults.runner import Case, run_bench
 from hyperplan.faults.verdict import Check, Outcome, Step, Verdict, classify
 
 # imported for the cases they register
-_MODULES = (run_cases, file_cases, eval_cases, gateway_cases, gateway_calls, gateway_faults)
+_MODULES = (run_cases, file_cases, eval_cases, gateway_cases, gateway_http, gateway_calls,
+            gateway_faults)
 
 
 def all_cases(section: str | None = None) -> list[Case]:
