@@ -42,7 +42,8 @@ FAULTY = textwrap.dedent('''
     TOOLS = [{"name": n, "description": n, "inputSchema": OBJ, **({"annotations": READ}
               if n.startswith("read_") else {})}
              for n in ("ping", "big", "big_id_last", "slow", "read_slow", "garbage",
-                       "read_garbage", "garbage_after", "die_after", "leak", "echo")]
+                       "read_garbage", "garbage_after", "die_after", "leak", "echo",
+                       "read_bad_utf8", "big_error")]
     out = sys.stdout.buffer
 
     def send(data):
@@ -104,6 +105,12 @@ FAULTY = textwrap.dedent('''
             sys.stderr.write(f"first: {key} {'.' * 724}\\nfatal: the key is {key}\\n")
             sys.stderr.flush()
             os._exit(4)
+        elif name == "read_bad_utf8":
+            rid = json.dumps(request["id"]).encode()
+            send(b'{"jsonrpc": "2.0", "id": ' + rid
+                 + b', "result": {"content": [{"type": "text", "text": "caf\\xe9"}]}}\\n')
+        elif name == "big_error":
+            answer(request, error={"code": -32000, "message": "E" * (2 << 20)})
         elif name == "echo":
             text(request, json.dumps(args))
 ''')
@@ -165,6 +172,15 @@ def test_an_oversize_result_is_cut_with_a_marker_and_the_server_restarted(
     assert second != first and _gone(first)
 
 
+def test_an_oversize_error_response_is_a_tool_error(runtime: MCPRuntime,
+                                                     tools: Catalog) -> None:
+    result = runtime.call(tools.get("big_error"), {})
+    assert result.error_kind is ErrorKind.TOOL_ERROR
+    assert result.error.endswith(f"[truncated: the result exceeded {1 << 20} bytes]")
+    assert len(result.error) < 1000
+    assert _pid(runtime, tools) > 0
+
+
 def test_a_result_under_the_cap_is_whole(runtime: MCPRuntime, tools: Catalog) -> None:
     result = runtime.call(tools.get("big"), {"size": 900_000})
     assert result.ok and result.value == "big:" + "x" * 900_000
@@ -224,6 +240,15 @@ def test_a_protocol_break_is_booked_on_the_call_in_flight(runtime: MCPRuntime,
     read = runtime.call(tools.get("read_garbage"), {})
     assert read.error_kind is ErrorKind.TRANSPORT and "not a JSON-RPC message" in read.error
     assert _pid(runtime, tools) > 0
+
+
+def test_a_line_that_is_not_utf8_ends_the_session(runtime: MCPRuntime,
+                                                  tools: Catalog) -> None:
+    first = _pid(runtime, tools)
+    bad = runtime.call(tools.get("read_bad_utf8"), {})
+    assert bad.error_kind is ErrorKind.TRANSPORT
+    assert "not UTF-8" in bad.error and "caf\\xe9" in bad.error
+    assert _pid(runtime, tools) != first
 
 
 def test_a_break_while_idle_is_not_blamed_on_the_next_call(runtime: MCPRuntime,

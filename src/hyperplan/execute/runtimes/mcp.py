@@ -90,6 +90,7 @@ from hyperplan.execute.runtimes.mcp_transport import (
     BadLine,
     CallState,
     Oversize,
+    is_result,
     preview_text,
 )
 from hyperplan.execute.runtimes.validation import rejected
@@ -301,9 +302,13 @@ def _mapped(tool: ToolSpec, arguments: Mapping[str, Any], result: CallToolResult
 
 def _truncated(tool: ToolSpec, arguments: Mapping[str, Any], over: Oversize,
                clock: Clock) -> ToolResult:
-    """An over-long result: the start of its text and a truncation marker (as HTTP's)."""
-    value = (preview_text(over.head)
-             + f"... [truncated: the result exceeded {over.limit} bytes]")
+    """An over-long result: the start of its text and a truncation marker (as HTTP's); an
+    over-long error response: a ``TOOL_ERROR`` quoting its start."""
+    marker = f"... [truncated: the result exceeded {over.limit} bytes]"
+    if not is_result(over.head):
+        return fail_result(tool, arguments, ErrorKind.TOOL_ERROR, redact_cut(
+            f"{tool.name}: {preview_text(over.head)}", MAX_ERROR_CHARS) + marker, clock)
+    value = preview_text(over.head) + marker
     return ok_result(tool, arguments, value, clock,
                      {"truncated": True, "max_response_bytes": over.limit})
 

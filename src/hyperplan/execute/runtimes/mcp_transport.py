@@ -68,7 +68,8 @@ class CallState:
     """What one call's task wrote to the server (set as :data:`CALL_STATE` while it runs).
 
     ``sent`` turns true when a request write *starts* (a started write may have been read);
-    :meth:`abandon`, called by the thread that gave up waiting, stops any later write."""
+    ``ids`` are those of its ``tools/call`` requests; :meth:`abandon`, called by the thread
+    that gave up waiting, stops any later write."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -76,14 +77,15 @@ class CallState:
         self.abandoned = False
         self.ids: list[RequestId] = []
 
-    def begin_write(self, request_id: RequestId | None) -> bool:
+    def begin_write(self, request_id: RequestId | None, method: str) -> bool:
         """Record a request write about to start; False when the call was abandoned."""
         with self._lock:
             if self.abandoned:
                 return False
             if request_id is not None:
                 self.sent = True
-                self.ids.append(request_id)
+                if method == "tools/call":
+                    self.ids.append(request_id)
             return True
 
     def unsent(self) -> None:
@@ -200,13 +202,15 @@ class _Writer:
         from mcp_types import JSONRPCRequest
 
         link, message = self._link, item.message
-        request_id = message.id if isinstance(message, JSONRPCRequest) else None
+        request = message if isinstance(message, JSONRPCRequest) else None
+        request_id = request.id if request is not None else None
         data = (message.model_dump_json(by_alias=True, exclude_unset=True) + "\n").encode()
         state = CALL_STATE.get()
         async with link.write_lock:
             if link.closing or not link.alive():
                 raise anyio.BrokenResourceError("the MCP server is gone: nothing was sent")
-            if state is not None and not state.begin_write(request_id):
+            if state is not None and not state.begin_write(
+                    request_id, request.method if request is not None else ""):
                 raise anyio.ClosedResourceError("the call was abandoned: nothing was sent")
             try:
                 await link.stdin_send(data)
@@ -388,6 +392,11 @@ _RESULT_START = re.compile(rb'\A\s*\{[^\[\]{}]{0,400}?"result"\s*:\s*')
 _TEXT_START = re.compile(rb'"text"\s*:\s*"')
 _STRING_BODY = re.compile(rb'[^"\\]*(?:\\.[^"\\]*)*')
 _CUT_ESCAPE = re.compile(r'\\u(?:[dD][89abAB][0-9a-fA-F]{2}|[0-9a-fA-F]{0,3})\Z')
+
+
+def is_result(head: bytes) -> bool:
+    """Whether an over-long response line starts as a result (not an error response)."""
+    return _RESULT_START.match(head) is not None
 
 
 def preview_text(head: bytes) -> str:
