@@ -333,12 +333,10 @@ class StdioLink:
     async def _shutdown(self, process: Process) -> None:
         """Close stdin, let the server exit (at once by signal when :attr:`fast_stop`),
         SIGTERM then SIGKILL its process group, close stdout."""
-        self.closing = True
-        async with self.write_lock:
-            with contextlib.suppress(OSError, anyio.BrokenResourceError,
-                                     anyio.ClosedResourceError):
-                if process.stdin is not None:
-                    await process.stdin.aclose()
+        self.closing = True  # no write starts from now on; one stuck in a full pipe fails
+        with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            if process.stdin is not None:
+                await process.stdin.aclose()
         if not self.fast_stop:
             await _wait_exit(process, _EXIT_GRACE)
         for sig in (signal.SIGTERM, signal.SIGKILL):
