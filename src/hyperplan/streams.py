@@ -30,6 +30,8 @@ class Sink(Protocol):
     def write(self, text: str, /) -> int: ...
 
 
+_REDACTION_MARGIN = 4096  # characters kept past a limit until redacted
+
 class BoundedText:
     """Text written to it, at most ``limit`` characters kept; the rest only counted."""
 
@@ -43,8 +45,8 @@ class BoundedText:
     def write(self, text: str, /) -> int:
         if not isinstance(text, str):
             raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        with self._lock:
-            room = self.limit - self._kept
+        with self._lock:  # a margin past the limit: redaction (in text) sees a cut secret whole
+            room = self.limit + _REDACTION_MARGIN - self._kept
             if room > 0:
                 self._parts.append(text[:room])
                 self._kept += min(room, len(text))
@@ -52,10 +54,14 @@ class BoundedText:
         return len(text)
 
     def text(self) -> str:
-        """What was kept, with a marker saying how much was not."""
+        """What was kept, redacted by value, *then* cut to the limit, with a marker saying
+        how much was not kept."""
+        from hyperplan.secrets import redact_text
+
         with self._lock:
-            kept = "".join(self._parts)
-            dropped = self.dropped
+            kept = redact_text("".join(self._parts))
+            dropped = self.dropped + max(0, len(kept) - self.limit)
+        kept = kept[:self.limit]
         return kept + f"\n[... {dropped} more characters not kept]" if dropped else kept
 
 

@@ -32,6 +32,7 @@ from hyperplan.execute.trace import TraceWriter
 from hyperplan.execute.traced_llm import TracedLLM
 from hyperplan.llm.budget import Accounting, Budget
 from hyperplan.llm.types import LLM
+from hyperplan.secrets import redact_cut
 
 AGENTS = ("hyperagent", "hyperagent-goal", "react", "planexec", "variant1", "variant2")
 LLM_FREE_AGENTS = frozenset({"hyperagent-goal"})
@@ -139,8 +140,8 @@ def run_one(cfg: EvalConfig, task: EvalTask, agent: str) -> TaskOutcome:
         runtime.close()
     success = session.check(task)
     metrics = _metrics(result, accounting, tracer.events, time.perf_counter() - started)
-    metrics.update(message=message[:500], min_calls=task.min_calls, scenario=task.scenario,
-                   category=_category(status, success, message))
+    metrics.update(message=redact_cut(message, 500), min_calls=task.min_calls,
+                   scenario=task.scenario, category=_category(status, success, message))
     return TaskOutcome(task.id, agent, status, success, metrics, tracer.events)
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperplan.errors import HyperplanError
-from hyperplan.secrets import redact_text
+from hyperplan.secrets import redact_cut, redact_text
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -100,7 +100,7 @@ class RunStore:
         if problems != ["ok"]:
             what = " ".join(str(problems[-1]).replace("*** in database main ***", "").split())
             raise HyperplanError(f"{self.path}: not a usable run store (damaged: "
-                                 f"{what[:160]}); {_ADVICE}")
+                                 f"{redact_cut(what, 160)}); {_ADVICE}")
         if objects:
             self._check_schema(objects)
         else:  # one transaction, so another process never sees half a schema

@@ -265,4 +265,6 @@ def _exit_cause(code: int | None) -> str:
 
 
 def _raised(key: Key, error: BaseException) -> WorkerLost:
-    return WorkerLost(key, f"{type(error).__name__}: {error}"[:300], raised=True)
+    from hyperplan.secrets import redact_cut
+
+    return WorkerLost(key, redact_cut(f"{type(error).__name__}: {error}", 300), raised=True)

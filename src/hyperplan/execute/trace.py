@@ -86,7 +86,7 @@ class TraceWriter:
             self._file = self.path.open("w", encoding="utf-8")
 
     def emit(self, type_: str, **data: Any) -> None:
-        data = SECRETS.redact_value(clip(redact(data), self.max_chars, self.max_items))
+        data = clip(SECRETS.redact_value(redact(data)), self.max_chars, self.max_items)
         event = {"t": round(time.monotonic() - self._start, 4), "type": type_, **data}
         self.events.append(event)
         if self._file is not None:

@@ -41,6 +41,7 @@ import scipy.sparse as sp
 
 from hyperplan.errors import GraphError
 from hyperplan.graph.safe_paths import read_regular
+from hyperplan.secrets import redact_cut
 
 MAX_MATRIX_BYTES = 4 << 30
 """Absolute ceiling on a matrix file, whatever counts its JSON declares."""
@@ -122,7 +123,7 @@ def _unpack(json_path: Path, npz_path: Path, raw: bytes,
             return {info.filename[:-4]: _read_npy(json_path, npz_path, zf, info, counts)
                     for info in wanted}
     except _READ_ERRORS as exc:
-        text = " ".join(str(exc).split())[:120]
+        text = redact_cut(" ".join(str(exc).split()), 120)
         raise GraphError(f"{npz_path}: unreadable matrix file ({type(exc).__name__}: "
                          f"{text})") from None
 

@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hyperplan.secrets import redact_cut
+
 if TYPE_CHECKING:
     from hyperplan.catalog import Catalog, ToolSpec
     from hyperplan.embed.base import Embedder
@@ -418,7 +420,7 @@ class Narrower:
         narrowed = Narrowed(names=offered, selection=selection, kept=kept)
         self.last = narrowed
         logger.debug("hyperplan narrowed %d tools to %d for %r: %s", len(names), len(offered),
-                     request[:80], ", ".join(t.name + " (" + t.why() + ")"
+                     redact_cut(request, 80), ", ".join(t.name + " (" + t.why() + ")"
                                              for t in selection.tools))
         return narrowed
 

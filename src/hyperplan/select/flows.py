@@ -10,6 +10,7 @@ links, HyperAgent's dependency links D(v_o, v_i) learned from use).
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -103,7 +104,8 @@ def write_flows(path: str | Path, flows: Iterable[ObservedFlow]) -> int:
                                                 f.input_param), strict=True)))
              for f in flows]
     if lines:
-        with Path(path).open("a", encoding="utf-8") as fh:
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        with open(descriptor, "a", encoding="utf-8") as fh:
             fh.write("\n".join(lines) + "\n")
     return len(lines)
 

@@ -200,16 +200,20 @@ class OpenAPIRuntime(ClosingRuntime):
             return self._client
 
 
+REDACTION_MARGIN = 4096  # bytes read past a cap, so redaction sees a secret whole
+
 @dataclass
 class _Body:
-    """What an exchange read: status, headers, the body (at most the cap) and whether the
-    body was cut at the cap."""
+    """What an exchange read: status, headers, the body (at most the cap, and up to
+    :data:`REDACTION_MARGIN` bytes past it so a secret across the cap is still redacted
+    whole) and whether the body was longer than the ``cap``."""
 
     status: int
     reason: str
     content_type: str
     content: bytes
     truncated: bool
+    cap: int = 0
 
 
 class _Deadline(Exception):
@@ -285,14 +289,14 @@ class _Exchange:
         for chunk in [] if truncated else response.iter_bytes():
             if self.cancelled.is_set() or time.monotonic() > self.deadline:
                 raise _Deadline()
-            room = self.cap - size
+            room = self.cap + REDACTION_MARGIN - size
             chunks.append(chunk[:room])
             size += min(len(chunk), room)
             if len(chunk) > room:
-                truncated = True
                 break
         return _Body(response.status_code, response.reason_phrase,
-                     response.headers.get("content-type", ""), b"".join(chunks), truncated)
+                     response.headers.get("content-type", ""), b"".join(chunks),
+                     truncated or size > self.cap, self.cap)
 
 
 def _failure(tool: ToolSpec, arguments: Mapping[str, Any], exc: Exception, where: str,
@@ -422,8 +426,11 @@ def _body_value(body: _Body) -> Any:
     else the text; a body cut at the cap is its text followed by a truncation marker."""
     if not body.content:
         return None
-    if body.truncated:
-        return _text_of(body) + f"... [truncated at {len(body.content)} bytes]"
+    if body.truncated:  # redacted, then cut: a secret across the cap is not split
+        from hyperplan.secrets import redact_text
+
+        text = redact_text(_text_of(body))
+        return text[:body.cap] + f"... [truncated at {body.cap} bytes]"
     ctype = body.content_type.lower()
     if "json" in ctype or not ctype:
         try:

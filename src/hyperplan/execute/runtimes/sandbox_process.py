@@ -29,6 +29,7 @@ from typing import Any
 
 CHILD_SCRIPT = Path(__file__).with_name("sandbox_child.py")
 HIDDEN_ENV = frozenset({"HYPERPLAN_LLM_API_KEY"})  # never handed to tool code
+_REDACTION_MARGIN = 4096
 
 
 def child_env() -> dict[str, str]:
@@ -44,14 +45,20 @@ class Bounded:
         self.dropped = 0
 
     def add(self, chunk: bytes) -> None:
-        room = self.limit - len(self.data)
+        # a margin past the limit is kept so redaction (in text) sees a secret at the cut whole
+        room = self.limit + _REDACTION_MARGIN - len(self.data)
         if room > 0:
             self.data += chunk[:room]
         self.dropped += max(0, len(chunk) - max(room, 0))
 
     def text(self) -> str:
-        text = self.data.decode("utf-8", "replace")
-        return text + f"\n[... {self.dropped} more bytes not kept]" if self.dropped else text
+        """What was kept, redacted by value, *then* cut to the limit, with a marker."""
+        from hyperplan.secrets import redact_text
+
+        text = redact_text(self.data.decode("utf-8", "replace"))
+        more = self.dropped + max(0, len(text) - self.limit)
+        text = text[:self.limit]
+        return text + f"\n[... {more} more bytes not kept]" if more else text
 
 
 class Ending(StrEnum):

@@ -27,6 +27,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from hyperplan.secrets import redact_cut
+
 READY_TIMEOUT = 900.0  # seconds for the graph to get ready
 ECHO_SERVER = textwrap.dedent('''
     from mcp.server.mcpserver import MCPServer
@@ -146,7 +148,7 @@ def initialize_cpu(source: str, env: dict[str, str], embedder: str) -> dict[str,
         ticks = os.sysconf("SC_CLK_TCK")
         cpu = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
         if b'"result"' not in answer:
-            raise RuntimeError(f"initialize failed: {answer[:300]!r}")
+            raise RuntimeError(f"initialize failed: {redact_cut(repr(answer), 300)}")
         return {"wall_s": round(wall, 3), "cpu_s": round(cpu, 3)}
     finally:
         process.stdin.close()

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hyperplan.catalog import Catalog
+from hyperplan.integrations.mcp_gateway.build import failure_line
 from hyperplan.secrets import redact_cut
 
 if TYPE_CHECKING:
@@ -174,7 +175,7 @@ class SelectionService:
             selector.select("warm up", budget=1)  # the query path (embedder session) too
             self.selector = selector
         except Exception as exc:
-            self.error = redact_cut(" ".join(f"{type(exc).__name__}: {exc}".split()), 500)
+            self.error = failure_line(exc)
             print(f"hyperplan serve: {self.status()}; find_tools keeps using BM25",
                   file=sys.stderr)
         finally:
@@ -199,7 +200,7 @@ class SelectionService:
             if done.returncode == 0:
                 return
             lines = done.stderr.strip().splitlines()
-            why = lines[-1] if lines else f"exit status {done.returncode}"
+            why = redact_cut(lines[-1], 500) if lines else f"exit status {done.returncode}"
         print(f"hyperplan serve: building the graph in a child process failed ({why}); "
               "building it here", file=sys.stderr)
 

@@ -369,7 +369,8 @@ def _load_mcp_server(spec: str, opts: UpstreamOptions) -> _Source:
         raise HyperplanError(f"{spec}: cannot split the command: {exc}") from None
     if not parts:
         raise HyperplanError(f"{spec}: no server command")
-    runtime = MCPRuntime(parts[0], parts[1:], timeout=opts.call_timeout)
+    runtime = MCPRuntime(parts[0], parts[1:], timeout=opts.call_timeout,
+                         max_response_bytes=opts.max_response_bytes)
     try:
         listed = runtime.list_tools()
         catalog = load_mcp_tools({"tools": listed})
