@@ -22,6 +22,7 @@ import contextlib
 import sys
 from collections.abc import Callable, Sequence
 
+from hyperplan.catalog import Catalog
 from hyperplan.integrations.mcp_gateway.config import (
     GatewayConfig,
     HttpAddress,
@@ -47,9 +48,19 @@ def build_gateway(sources: Sequence[str], config: GatewayConfig | None = None,
     over them; the graph is not built until ``gateway.service.start()``."""
     cfg = config or GatewayConfig()
     upstream = load_upstream(sources, options or UpstreamOptions(call_timeout=cfg.call_timeout))
-    service = SelectionService(upstream.catalog, embedder=cfg.embedder,
+    service = SelectionService(_redacted(upstream.catalog), embedder=cfg.embedder,
                                cache_dir=cfg.cache_dir, budget=cfg.budget)
     return Gateway(upstream, service, cfg)
+
+
+def _redacted(catalog: Catalog) -> Catalog:
+    """The catalog the selection (and its on-disk cache) sees: redacted by value, since an
+    upstream may put a credential it was given into a description or a default."""
+    from hyperplan.secrets import redact_value
+
+    data = catalog.model_dump()
+    cleaned = redact_value(data)
+    return catalog if cleaned == data else Catalog.model_validate(cleaned)
 
 
 def serve(sources: Sequence[str], config: GatewayConfig | None = None,
