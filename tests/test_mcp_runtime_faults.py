@@ -43,7 +43,7 @@ FAULTY = textwrap.dedent('''
               if n.startswith("read_") else {})}
              for n in ("ping", "big", "big_id_last", "slow", "read_slow", "garbage",
                        "read_garbage", "garbage_after", "die_after", "leak", "echo",
-                       "read_bad_utf8", "big_error")]
+                       "read_bad_utf8", "big_error", "read_leak_stdout")]
     out = sys.stdout.buffer
 
     def send(data):
@@ -109,6 +109,8 @@ FAULTY = textwrap.dedent('''
             rid = json.dumps(request["id"]).encode()
             send(b'{"jsonrpc": "2.0", "id": ' + rid
                  + b', "result": {"content": [{"type": "text", "text": "caf\\xe9"}]}}\\n')
+        elif name == "read_leak_stdout":  # the quoted start (120) ends inside the key
+            send(("." * 100 + os.environ["FAULTS_SECRET"] + " oops\\n").encode())
         elif name == "big_error":
             answer(request, error={"code": -32000, "message": "E" * (2 << 20)})
         elif name == "echo":
@@ -304,6 +306,16 @@ def test_the_stderr_tail_is_redacted_before_it_is_cut(runtime: MCPRuntime,
     assert "fatal: the key is ***" in crashed.error
     for start in range(0, len(SECRET) - 6):
         assert SECRET[start:start + 6] not in crashed.error
+
+
+def test_a_bad_line_is_redacted_before_it_is_cut(runtime: MCPRuntime,
+                                                 tools: Catalog) -> None:
+    register_secret(SECRET)
+    broken = runtime.call(tools.get("read_leak_stdout"), {})
+    assert broken.error_kind is ErrorKind.TRANSPORT
+    assert "not a JSON-RPC message" in broken.error and "....***" in broken.error
+    for start in range(0, len(SECRET) - 6):
+        assert SECRET[start:start + 6] not in broken.error
 
 
 _KILLED = textwrap.dedent('''

@@ -95,7 +95,7 @@ from hyperplan.execute.runtimes.mcp_transport import (
 )
 from hyperplan.execute.runtimes.validation import rejected
 from hyperplan.importers.mcp import SOURCE, load_mcp_tools
-from hyperplan.secrets import redact_cut
+from hyperplan.secrets import redact_cut, redact_text
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -320,20 +320,29 @@ def _broken_message(exc: Exception) -> str:
 
 def _offending_line(exc: Exception) -> str:
     """The start of the line a parse error is about (the transport's or pydantic's
-    ``input``), shown as a Python literal so control characters print as escapes, else the
-    error's own text."""
+    ``input``), redacted, then cut and shown as a Python literal so control characters print
+    as escapes, else the error's own text (redacted, then cut)."""
     if isinstance(exc, BadLine):
-        line: Any = exc.line
-        shown = repr(line[:120]) + (" ..." if len(line) > 120 else "")
-        return f"{exc}: {shown}"
+        return f"{exc}: {_quoted(exc.line)}"
     errors = getattr(exc, "errors", None)
     try:
         line = errors()[0].get("input") if callable(errors) else None
     except (TypeError, IndexError, AttributeError):
         line = None
     if isinstance(line, str | bytes):
-        return repr(line[:120]) + (" ..." if len(line) > 120 else "")
-    return " ".join(str(exc).split())[:200]
+        return _quoted(line)
+    return redact_cut(" ".join(str(exc).split()), 200)
+
+
+def _quoted(line: str | bytes, limit: int = 120) -> str:
+    """``line`` redacted by value, then cut to ``limit`` (characters, or bytes for bytes),
+    as a Python literal."""
+    if isinstance(line, bytes):
+        text = redact_text(line.decode("utf-8", "surrogateescape"))
+        shown: str | bytes = text.encode("utf-8", "surrogateescape")
+    else:
+        shown = redact_text(line)
+    return repr(shown[:limit]) + (" ..." if len(shown) > limit else "")
 
 
 def _caller(name: str, arguments: dict[str, Any], timeout: float,

@@ -52,6 +52,7 @@ OVERSIZE_CODE = -32099  # the synthetic error answering a request whose response
 PREVIEW_BYTES = 1024 * 1024  # at most this much of an over-long line is kept
 _CHUNK = 64 * 1024
 _TAIL_BYTES = 256  # the end of an over-long line kept to find its id
+_QUOTED_BYTES = 4096  # of a bad line kept for the error (redacted, then cut shorter)
 _EXIT_GRACE = 2.0  # a server told to stop (stdin closed) gets this long to exit by itself
 _KILL_GRACE = 0.3  # between SIGTERM and SIGKILL of the server's process group
 _POLL = 0.01
@@ -318,7 +319,7 @@ class StdioLink:
             return self._answer_oversize(found, over.head), None
         self.fault = "oversize"
         return BadLine(f"a line of {over.size} bytes, over the limit of "
-                       f"{self.max_line_bytes} bytes", over.head[:120]), None
+                       f"{self.max_line_bytes} bytes", over.head[:_QUOTED_BYTES]), None
 
     def _answer_oversize(self, request_id: RequestId, head: bytes) -> SessionMessage:
         from mcp.shared.message import SessionMessage
@@ -379,7 +380,7 @@ def _parse(line: bytearray) -> Any:
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
-        return BadLine("the line is not UTF-8", bytes(line[:120]))
+        return BadLine("the line is not UTF-8", bytes(line[:_QUOTED_BYTES]))
     try:
         return SessionMessage(jsonrpc_message_adapter.validate_json(text, by_name=False))
     except ValueError as exc:
