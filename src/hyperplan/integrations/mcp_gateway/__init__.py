@@ -19,6 +19,7 @@ does not import the MCP SDK.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Callable, Sequence
 
@@ -112,3 +113,6 @@ def serve(sources: Sequence[str], config: GatewayConfig | None = None,
         gateway = server.wait_loaded(timeout=0)
         if gateway is not None:
             gateway.upstream.close()
+        if server.terminated:  # SIGTERM: cleaned up; the stdin reader thread never ends
+            sys.stderr.flush()
+            os._exit(143)

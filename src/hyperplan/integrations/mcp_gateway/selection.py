@@ -23,6 +23,7 @@ ready are kept and replayed into the session when it is.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -45,6 +46,7 @@ CHILD_BUILD_TOOLS = 200  # catalogs at least this large are built in a child pro
 GRAPH_METHOD = "context-graph+doe"
 KEYWORD_METHOD = "bm25"
 _MAX_PENDING = 1_000  # calls kept for replay while the selector is being built
+_TMP_PREFIX = "hyperplan-gateway-"
 
 
 @dataclass(frozen=True)
@@ -163,7 +165,8 @@ class SelectionService:
             emb = get_embedder(self.embedder_spec)
             where = default_cache_dir() if self.cache_dir == "default" else \
                 (Path(self.cache_dir) if self.cache_dir is not None else None)
-            with tempfile.TemporaryDirectory(prefix="hyperplan-gateway-") as tmp:
+            _sweep_stale_tempdirs()
+            with tempfile.TemporaryDirectory(prefix=f"{_TMP_PREFIX}{os.getpid()}-") as tmp:
                 store = where if where is not None else Path(tmp) / "selectors"
                 self.from_cache = (entry_path(store, self.catalog, emb.name)
                                    / "graph.json").is_file()
@@ -245,6 +248,23 @@ class SelectionService:
             count = count_tokens(json.dumps(definition(self._specs[name]), ensure_ascii=False))
             self._tokens[name] = count
         return count
+
+
+def _sweep_stale_tempdirs() -> None:
+    """Remove the temporary folders of gateways that were killed while building (their
+    process is gone): a kill runs no clean-up, so the next gateway does it."""
+    import shutil
+
+    for path in Path(tempfile.gettempdir()).glob(f"{_TMP_PREFIX}*-*"):
+        pid_text = path.name[len(_TMP_PREFIX):].split("-", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid():
+            continue
+        try:
+            os.kill(int(pid_text), 0)
+        except ProcessLookupError:
+            shutil.rmtree(path, ignore_errors=True)
+        except OSError:  # alive but not ours, or no permission: leave it
+            continue
 
 
 @dataclass

@@ -130,6 +130,7 @@ class GatewayServer:
         self.narrow = config.mode is Mode.NARROW
         self.gateway: Gateway | None = None
         self.failure: str | None = None
+        self.terminated = False  # stdio: ended by SIGTERM (serve exits once it cleaned up)
         self._load = load
         self._on_failure = on_failure or _exit_with
         self._loaded = threading.Event()
@@ -355,14 +356,30 @@ class GatewayServer:
     # transports -------------------------------------------------------------------------
 
     async def serve_stdio(self) -> None:
-        """Serve one client over this process's stdin and stdout until it disconnects."""
+        """Serve one client over this process's stdin and stdout until it disconnects or
+        the process gets SIGTERM (then it ends as at the end of its input: the caller stops
+        the upstreams)."""
+        import signal
+
         from hyperplan.integrations.mcp_gateway.stdio import stdio_server
 
-        async with stdio_server() as (read_stream, write_stream):
+        async with stdio_server() as (read_stream, write_stream), \
+                anyio.create_task_group() as group:
             self._loop = asyncio.get_running_loop()
             self.start_loading()
+
+            async def stop_on_sigterm() -> None:
+                with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+                    async for _ in signals:
+                        self.terminated = True
+                        group.cancel_scope.cancel()
+                        return
+
+            if threading.current_thread() is threading.main_thread():
+                group.start_soon(stop_on_sigterm)
             await self.server.run(read_stream, write_stream,
                                   self.server.create_initialization_options())
+            group.cancel_scope.cancel()
 
     def serve_http(self, address: HttpAddress, *, ready: Callable[[str], None] | None = None,
                    security: HttpSecurity | None = None) -> None:
