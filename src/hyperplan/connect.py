@@ -85,7 +85,8 @@ def tools_from_source(spec: str | None, *, base_url: str | None = None,
             raise HyperplanError(f"--mcp-command: cannot split {mcp_command!r}: {exc}") from None
         if not parts:
             raise HyperplanError("--mcp-command is empty")
-        mcp = MCPRuntime(parts[0], parts[1:], timeout=timeout)
+        mcp = MCPRuntime(parts[0], parts[1:], timeout=timeout,
+                         max_response_bytes=max_response_bytes)
         if not spec:
             return ToolSetup(mcp.catalog(), mcp)
         try:  # both: --tools first, then the server's tools, one runtime over the two

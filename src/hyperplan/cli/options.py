@@ -56,8 +56,9 @@ Headers = Annotated[list[str], typer.Option(
     "--header", help="HTTP header 'Name: value' for OpenAPI tools ($VAR reads env; redacted "
     "by value)")]
 MaxResponseBytes = Annotated[int, typer.Option(
-    "--max-response-bytes", help="cap on an HTTP response body of an OpenAPI tool and on a "
-    "result of an MCP server tool; reading stops there (marked)")]
+    "--max-response-bytes", help="cap on an HTTP response body of an OpenAPI tool (reading "
+    "stops there, marked) and on a result of an MCP server tool (discarded while read: the "
+    "call gets at most its first MiB, marked, and the server is restarted)")]
 IdempotencyKeyHeader = Annotated[str | None, typer.Option(
     "--idempotency-key-header", help="send a per-call idempotency key in this header (e.g. "
     "Idempotency-Key) with HTTP writes, which makes them safe to retry")]
