@@ -97,3 +97,32 @@ def test_upstream_definitions_names_and_cache_keep_secrets(tmp_path: Path) -> No
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
     for path in [p for p in cache.rglob("*") if p.is_dir()]:
         assert stat.S_IMODE(path.stat().st_mode) == 0o700, path
+
+
+def test_tracebacks_on_stderr_are_redacted_then_cut() -> None:
+    """A logged traceback, an uncaught exception in a thread and in the main thread print
+    the secret's text redacted; redact_cut never leaves a piece of it at a cut."""
+    import subprocess
+
+    code = textwrap.dedent('''
+        import logging, threading
+        from hyperplan.secrets import install_log_redaction, redact_cut
+        install_log_redaction()
+        logging.basicConfig()
+        try:
+            raise ValueError("input_value='%s'" % SECRET)
+        except ValueError:
+            logging.getLogger("mcp.server").exception("validation failed")
+        for cut in range(1, 40):
+            print(redact_cut("x" * cut + SECRET + "y" * 40, 30))
+        thread = threading.Thread(target=lambda: 1 / 0 if SECRET else None)
+        thread.start(); thread.join()
+        raise RuntimeError(SECRET)
+    ''').replace("SECRET", repr(SECRET))
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "GATEWAY_TEST_TOKEN": SECRET}, timeout=60)
+    output = done.stdout + done.stderr
+    assert "ValueError" in output and "RuntimeError" in output and "ZeroDivision" in output
+    assert done.returncode == 1
+    for start in range(len(SECRET) - 5):
+        assert SECRET[start:start + 6] not in output, SECRET[start:start + 6]

@@ -179,3 +179,26 @@ def install_log_redaction() -> None:
 
     factory._hyperplan_redacting = True  # type: ignore[attr-defined]
     logging.setLogRecordFactory(factory)
+    _install_excepthook_redaction()
+
+
+def _install_excepthook_redaction() -> None:
+    """Uncaught exceptions (of the main thread and of other threads) print their traceback
+    redacted: an exception's text may quote a secret (a pydantic error quotes the input)."""
+    import sys
+    import threading
+    import traceback
+
+    def write(kind: type[BaseException], value: BaseException, tb: Any) -> None:
+        text = "".join(traceback.format_exception(kind, value, tb))
+        sys.stderr.write(SECRETS.redact_text(text))
+
+    def thread_hook(args: threading.ExceptHookArgs) -> None:
+        if args.exc_type is SystemExit or args.exc_value is None:
+            return
+        name = args.thread.name if args.thread is not None else "?"
+        sys.stderr.write(f"Exception in thread {name}:\n")
+        write(args.exc_type, args.exc_value, args.exc_traceback)
+
+    sys.excepthook = write
+    threading.excepthook = thread_hook
