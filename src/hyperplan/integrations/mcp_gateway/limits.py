@@ -6,8 +6,9 @@
 * **Per client:** at most ``per_client`` calls of one client run or queue for a slot at a
   time, so one client's flood leaves slots for everybody else.
 * **Inside the deadline:** the time a call waits for its slots counts against its
-  ``call_timeout``. A call that gets none in time is answered ``busy`` and was never sent
-  (it is never ``outcome_unknown``); the one that gets them runs with what is left.
+  ``call_timeout``. A call that gets none in time, or gets them with less than a second (a
+  quarter of the deadline) left, is answered ``busy`` and was never sent (it is never
+  ``outcome_unknown``); the one that gets them runs with what is left.
 * **Selection apart:** ``find_tools``, ``tools/list`` and the selection after a call run on
   worker threads of their own (:attr:`CallSlots.selection_threads`), never behind tool calls.
 """
@@ -24,6 +25,7 @@ from hyperplan.integrations.mcp_gateway.config import CallLimits
 
 SELECTION_THREADS = 4
 _NO_WAIT = 0.01
+_MIN_LEFT = 1.0  # seconds (or a quarter of the deadline) a call needs left to be sent
 
 
 class CallSlots:
@@ -64,7 +66,8 @@ class CallSlots:
             waited = time.monotonic() - started
             # a wait under _NO_WAIT seconds is no wait: the call keeps its whole deadline
             left = seconds if waited < _NO_WAIT else max(0.0, seconds - waited)
-            yield left if complete else None
+            # a call left too little time to finish is not sent: it would end unknown
+            yield left if complete and left >= min(_MIN_LEFT, seconds / 4) else None
         finally:
             for limiter in reversed(held):
                 limiter.release()
