@@ -21,8 +21,12 @@ from typing import Any, TypeVar
 
 import pytest
 from mcp import Client, StdioServerParameters
-from mcp_types import CallToolResult, ToolListChangedNotification
+from mcp_types import ToolListChangedNotification
 
+from gateway_helpers import free_port as _free_port
+from gateway_helpers import result_data as _data
+from gateway_helpers import result_text as _text
+from gateway_helpers import run_bounded
 from hyperplan.errors import HyperplanError
 from hyperplan.integrations.mcp_gateway import GatewayConfig, Mode, build_gateway
 from hyperplan.integrations.mcp_gateway.config import parse_http_address
@@ -98,19 +102,7 @@ def _gateway(cache: Path, *args: str) -> StdioServerParameters:
 
 
 def _run(make: Callable[[], Awaitable[_T]]) -> _T:
-    async def bounded() -> _T:
-        return await asyncio.wait_for(make(), TIMEOUT)
-    return asyncio.run(bounded())
-
-
-def _text(result: CallToolResult) -> str:
-    return "\n".join(getattr(block, "text", "") for block in result.content)
-
-
-def _data(result: CallToolResult) -> dict[str, Any]:
-    assert not result.is_error, _text(result)
-    data: dict[str, Any] = json.loads(_text(result))
-    return data
+    return run_bounded(make, TIMEOUT)
 
 
 async def _ready_find(client: Client, request: str, **extra: Any) -> dict[str, Any]:
@@ -376,13 +368,6 @@ def test_unknown_upstream_command_fails_at_start(tmp_path: Path) -> None:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "no-such-server-xyz" in lines[0], result.stderr
     assert result.stdout == ""
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def test_streamable_http_both_client_generations(cache: Path) -> None:

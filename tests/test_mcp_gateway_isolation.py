@@ -8,7 +8,6 @@ deadline is killed (the subprocess sandbox is the default). Every gateway here i
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import socket
 import subprocess
@@ -23,8 +22,8 @@ from typing import Any, TypeVar
 
 import pytest
 from mcp import Client
-from mcp_types import CallToolResult
 
+from gateway_helpers import free_port, result_data, result_text, run_bounded
 from hyperplan.integrations.mcp_gateway.config import ConversationLimits
 from hyperplan.integrations.mcp_gateway.conversations import (
     CONVERSATION_META,
@@ -97,33 +96,14 @@ RUNAWAY_TOOLS = textwrap.dedent('''
 
 
 def _run(make: Callable[[], Awaitable[_T]], limit: float = TIMEOUT) -> _T:
-    async def bounded() -> _T:
-        return await asyncio.wait_for(make(), limit)
-    return asyncio.run(bounded())
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def _text(result: CallToolResult) -> str:
-    return "\n".join(getattr(block, "text", "") for block in result.content)
-
-
-def _data(result: CallToolResult) -> dict[str, Any]:
-    assert not result.is_error, _text(result)
-    data: dict[str, Any] = json.loads(_text(result))
-    return data
+    return run_bounded(make, limit)
 
 
 @asynccontextmanager
 async def _gateway(tmp_path: Path, *args: str,
                    pythonpath: Path | None = None) -> AsyncIterator[tuple[str, int]]:
     """A real ``hyperplan serve --http`` on 127.0.0.1 (its URL and PID), stopped by PID."""
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "HYPERPLAN_CACHE_DIR": str(tmp_path / "cache")}
     if pythonpath is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(pythonpath),
@@ -153,7 +133,7 @@ async def _gateway(tmp_path: Path, *args: str,
 
 
 async def _find(client: Client, request: str, **extra: Any) -> dict[str, Any]:
-    return _data(await client.call_tool("find_tools", {"request": request, **extra}))
+    return result_data(await client.call_tool("find_tools", {"request": request, **extra}))
 
 
 def test_default_http_clients_never_share_a_conversation(tmp_path: Path) -> None:
@@ -171,7 +151,7 @@ def test_default_http_clients_never_share_a_conversation(tmp_path: Path) -> None
             login = await a.call_tool("call_tool", {
                 "name": "login", "arguments": {"username": "ann", "password": "open sesame"},
                 "conversation": token_a})
-            assert not login.is_error, _text(login)
+            assert not login.is_error, result_text(login)
             assert (login.meta or {}).get(CONVERSATION_META) == token_a
             held_a = (await _find(a, "add Dune to a cart", conversation=token_a))["held"]
             assert any("access_token" in h for h in held_a), held_a
@@ -183,7 +163,7 @@ def test_default_http_clients_never_share_a_conversation(tmp_path: Path) -> None
             assert made_up["conversation"] not in (forged, token_a) and not made_up["held"]
             by_meta = await b.call_tool("find_tools", {"request": "add Dune to a cart"},
                                         meta={CONVERSATION_META: forged})
-            assert not _data(by_meta)["held"]
+            assert not result_data(by_meta)["held"]
             # a call without a token is served and remembered nowhere
             stateless = await b.call_tool("call_tool", {
                 "name": "login", "arguments": {"username": "bob", "password": "open sesame"}})
@@ -193,7 +173,7 @@ def test_default_http_clients_never_share_a_conversation(tmp_path: Path) -> None
             assert again["held"] == held_a and again["conversation"] == token_a
             via_meta = await a.call_tool("find_tools", {"request": "add Dune to a cart"},
                                          meta={CONVERSATION_META: token_a})
-            assert _data(via_meta)["held"] == held_a
+            assert result_data(via_meta)["held"] == held_a
 
     _run(scenario)
 
@@ -215,7 +195,7 @@ def test_narrow_mode_concurrent_clients_see_only_their_own_list(tmp_path: Path) 
                     continue  # the selection itself is not under test here
                 result = await client.call_tool(tool, args, meta=meta)
                 if result.is_error:
-                    problems.append(_text(result))
+                    problems.append(result_text(result))
         return problems
 
     async def scenario() -> None:
@@ -336,7 +316,7 @@ def test_python_tool_that_ignores_its_deadline_costs_nothing_after_it(tmp_path: 
             started = time.monotonic()
             echo = await client.call_tool("call_tool", {"name": "echo",
                                                         "arguments": {"text": "hi"}})
-            assert not echo.is_error and _text(echo) == "hi"
+            assert not echo.is_error and result_text(echo) == "hi"
             assert time.monotonic() - started < 2.0
 
     _run(scenario)
