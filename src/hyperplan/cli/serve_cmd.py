@@ -104,7 +104,8 @@ def serve_cmd(
                                                "at once on one upstream source; more wait "
                                                "inside their deadline."),
     max_calls_per_client: int = typer.Option(CallLimits.per_client, help="Calls of one "
-                                             "client running or waiting at once."),
+                                             "conversation (or, without one, one address) "
+                                             "running or waiting at once."),
     conversation_idle: float = typer.Option(ConversationLimits.idle_seconds, help="Seconds "
                                             "after which an unused conversation (its state) "
                                             "is forgotten."),

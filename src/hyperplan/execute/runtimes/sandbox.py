@@ -156,8 +156,10 @@ class SubprocessPythonRuntime(ClosingRuntime):
             return refused or fail_result(tool, arguments, ErrorKind.UNKNOWN_TOOL, tool.name)
         limit = min(timeout, self.timeout) if timeout is not None else self.timeout
         deadline = time.monotonic() + limit
-        if not self._lock.acquire(timeout=max(limit, 0.0)):
-            return not_finished(tool, arguments, limit, clock, "another call held the sandbox")
+        if not self._lock.acquire(timeout=max(limit, 0.0)):  # nothing was sent: safe to repeat
+            return fail_result(tool, arguments, ErrorKind.TIMEOUT,
+                               f"{tool.name}: not sent: another call held the sandbox for the "
+                               f"whole {limit:g} s deadline", clock)
         try:
             return self._call(tool, arguments, target, limit, deadline, clock)
         finally:

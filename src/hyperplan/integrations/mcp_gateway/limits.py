@@ -3,8 +3,9 @@
 * **Per upstream:** at most ``per_source`` calls run on one source at a time (one for a
   ``python:`` source in the subprocess sandbox, whose one child serves calls in turn); the
   others queue.
-* **Per client:** at most ``per_client`` calls of one client run or queue for a slot at a
-  time, so one client's flood leaves slots for everybody else.
+* **Per client:** at most ``per_client`` calls of one client (a conversation; a call that
+  names none: its address and credential) run or queue for a slot at a time, so one
+  client's flood leaves slots for everybody else.
 * **Inside the deadline:** the time a call waits for its slots counts against its
   ``call_timeout``. A call that gets none in time, or gets them with less than a second (a
   quarter of the deadline) left, is answered ``busy`` and was never sent (it is never

@@ -243,7 +243,10 @@ class GatewayServer:
         target = args.get("name") if name == CALL_TOOL and not self.narrow else name
         source = gateway.upstream.source_index(target) if isinstance(target, str) else None
         slots = self._limits(gateway)
-        async with slots.slot(source, _client_of(ctx), self.config.call_timeout) as left:
+        # fairness between conversations (several agents behind one address share nothing);
+        # a call without one counts against its address
+        client = f"conversation:{conv.token}" if conv is not None else _client_of(ctx)
+        async with slots.slot(source, client, self.config.call_timeout) as left:
             if left is None:
                 return error_reply(
                     f"{target}: not sent: this server's calls (or yours) are all in progress "
