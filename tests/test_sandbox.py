@@ -356,3 +356,19 @@ def test_cli_run_in_the_sandbox(tmp_path: Path) -> None:
     exited = _cli(["run", "--tools", "python:hp_sandbox_cli", "--goal", goal, "--json",
                    "--sandbox", "subprocess", "--embedder", "hashing"], tmp_path)
     assert exited.returncode == 2 and json.loads(exited.stdout)["status"] == "failed"
+
+
+def test_a_call_that_waits_out_its_deadline_for_the_sandbox_was_never_sent(
+        catalog: Catalog, runtime: SubprocessPythonRuntime) -> None:
+    """While one call holds the one child, another that gets no turn before its deadline is
+    a timeout saying it was not sent (safe to repeat), never outcome_unknown."""
+    import threading
+
+    holder = threading.Thread(target=runtime.call,
+                              args=(catalog.get("spin"), {"seconds": 3.0}),
+                              kwargs={"timeout": 3.0})
+    holder.start()
+    time.sleep(0.5)
+    waited = runtime.call(catalog.get("pid"), {}, timeout=0.5)
+    holder.join()
+    assert waited.error_kind is ErrorKind.TIMEOUT and "not sent" in waited.error
