@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from pathlib import Path
@@ -96,6 +97,8 @@ def _read_json(path: Path) -> Any:
 
 def _replace(path: Path, write: Callable[[BinaryIO], object]) -> None:
     """:func:`~hyperplan.graph.safe_paths.atomic_write`, where a cache that cannot be
-    written is no error."""
+    written is no error; the file is private (0600), like the rest of the cache entry."""
     with suppress(HyperplanError):
         atomic_write(path, write)
+        with suppress(OSError):
+            os.chmod(path, 0o600)
