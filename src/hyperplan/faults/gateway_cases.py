@@ -101,6 +101,24 @@ async def _warm(gw: HttpGateway, seen: Seen) -> bool:
         return await graph_ready(client, seen)
 
 
+def _bookstore_case(ctx: CaseContext,
+                    scenario: Callable[[HttpGateway, Seen], Awaitable[Check]],
+                    **serve: Any) -> Check:
+    """``serve --http`` of the bookstore (``serve``: more of :func:`serve_args`), its graph
+    built, then ``scenario``; a gateway that does not listen is its own verdict."""
+    gw = start_http(ctx, serve_args(ctx, BOOKSTORE, **serve))
+    if gw.running is None:
+        return not_listening(gw)
+    seen = Seen()
+
+    async def warmed() -> Check:
+        if not await _warm(gw, seen):
+            return Check(False, "the graph was not built within 20 s")
+        return await scenario(gw, seen)
+
+    return run_http(ctx, gw, seen, warmed)
+
+
 def _shows_alice(answer: Answer) -> bool:
     return "tok-alice" in answer.text or any("access_token" in h for h in held(answer))
 
@@ -127,14 +145,7 @@ def two_clients_isolated(ctx: CaseContext) -> Check:
     """Two official SDK clients in their default mode (2026-07-28, no session) on one
     ``serve --http``: A logs in, then B's ``find_tools`` must not show A's held access token
     (gateway item 1; before the fix they shared one conversation)."""
-    gw = start_http(ctx, serve_args(ctx, BOOKSTORE))
-    if gw.running is None:
-        return not_listening(gw)
-    seen = Seen()
-
-    async def scenario() -> Check:
-        if not await _warm(gw, seen):
-            return Check(False, "the graph was not built within 20 s")
+    async def scenario(gw: HttpGateway, seen: Seen) -> Check:
         async with http_client(gw.url) as a, http_client(gw.url) as b:
             found = await call(a, seen, "find_tools", {"request": REQUEST})
             await call(a, seen, "call_tool", {"name": "login", "arguments": ALICE}, found.token)
@@ -147,7 +158,7 @@ def two_clients_isolated(ctx: CaseContext) -> Check:
                      f"{'returned' if found.token else 'NOT returned'})",
                      isolation_breaks=breaks)
 
-    return run_http(ctx, gw, seen, scenario)
+    return _bookstore_case(ctx, scenario)
 
 
 @gateway_case("gw-http-narrow-lists-isolated", 1)
@@ -155,14 +166,7 @@ def narrow_lists_isolated(ctx: CaseContext) -> Check:
     """Narrow mode over ``--http``, two default SDK clients: B's ``find_tools`` must not
     change A's tool list, and A's next call of a tool A selected must not be refused
     ``not_selected`` (gateway item 1)."""
-    gw = start_http(ctx, serve_args(ctx, BOOKSTORE, mode="narrow"))
-    if gw.running is None:
-        return not_listening(gw)
-    seen = Seen()
-
-    async def scenario() -> Check:
-        if not await _warm(gw, seen):
-            return Check(False, "the graph was not built within 20 s")
+    async def scenario(gw: HttpGateway, seen: Seen) -> Check:
         async with http_client(gw.url) as a, http_client(gw.url) as b:
             found = await call(a, seen, "find_tools", {"request": "log in to the bookstore"})
             before = await list_names(a, seen, found.token)
@@ -179,7 +183,7 @@ def narrow_lists_isolated(ctx: CaseContext) -> Check:
                      f"{'ran' if not login.is_error else 'failed: ' + one_line(login.text, 80)}",
                      isolation_breaks=len(problems))
 
-    return run_http(ctx, gw, seen, scenario)
+    return _bookstore_case(ctx, scenario, mode="narrow")
 
 
 def _legacy_login(gw: HttpGateway, seen: Seen, username: str) -> str | None:
@@ -220,14 +224,7 @@ def forged_ids_read_nothing(ctx: CaseContext) -> Check:
     """Requests carrying a victim's ``Mcp-Session-Id``, a made-up one, or a random
     conversation token read nothing of the victims' conversations (a default SDK client and
     a handshake-era client, both logged in) (gateway item 1)."""
-    gw = start_http(ctx, serve_args(ctx, BOOKSTORE))
-    if gw.running is None:
-        return not_listening(gw)
-    seen = Seen()
-
-    async def scenario() -> Check:
-        if not await _warm(gw, seen):
-            return Check(False, "the graph was not built within 20 s")
+    async def scenario(gw: HttpGateway, seen: Seen) -> Check:
         async with http_client(gw.url) as a:
             found = await call(a, seen, "find_tools", {"request": REQUEST})
             await call(a, seen, "call_tool", {"name": "login", "arguments": ALICE}, found.token)
@@ -252,7 +249,7 @@ def forged_ids_read_nothing(ctx: CaseContext) -> Check:
                           else "no forged id read anything") + note,
                      isolation_breaks=len(broken))
 
-    return run_http(ctx, gw, seen, scenario)
+    return _bookstore_case(ctx, scenario)
 
 
 def _flood(gw: HttpGateway, count: int) -> int:
@@ -274,14 +271,7 @@ def random_ids_no_eviction(ctx: CaseContext) -> Check:
     """1,050 requests with made-up session ids, then 1,050 with made-up conversation tokens
     do not make the gateway forget a live default client's conversation (gateway item 1;
     before the fix 1,001 did)."""
-    gw = start_http(ctx, serve_args(ctx, BOOKSTORE))
-    if gw.running is None:
-        return not_listening(gw)
-    seen = Seen()
-
-    async def scenario() -> Check:
-        if not await _warm(gw, seen):
-            return Check(False, "the graph was not built within 20 s")
+    async def scenario(gw: HttpGateway, seen: Seen) -> Check:
         async with http_client(gw.url) as a:
             found = await call(a, seen, "find_tools", {"request": REQUEST})
             await call(a, seen, "call_tool", {"name": "login", "arguments": ALICE}, found.token)
@@ -296,7 +286,7 @@ def random_ids_no_eviction(ctx: CaseContext) -> Check:
                      f"requests with made-up ids ({answered} answered)",
                      isolation_breaks=int(lost))
 
-    return run_http(ctx, gw, seen, scenario)
+    return _bookstore_case(ctx, scenario)
 
 
 TASKS = (("search for a book by its title", "search_books", {"query": "dune"}),
@@ -328,14 +318,7 @@ def ten_clients_budget_one(ctx: CaseContext) -> Check:
     tool, lists it and calls it, five times; the tool each selects alone is always in its
     list and never refused (gateway item 1; before the fix another client's selection
     replaced it: 9 of 200 calls refused ``not_selected``)."""
-    gw = start_http(ctx, serve_args(ctx, BOOKSTORE, mode="narrow", extra=["--budget", "1"]))
-    if gw.running is None:
-        return not_listening(gw)
-    seen = Seen()
-
-    async def scenario() -> Check:
-        if not await _warm(gw, seen):
-            return Check(False, "the graph was not built within 20 s")
+    async def scenario(gw: HttpGateway, seen: Seen) -> Check:
         alone = [await _select_and_call(gw.url, seen, i, 1) for i in range(len(TASKS))]
         runs = await asyncio.gather(*(_select_and_call(gw.url, seen, i, 5) for i in range(10)))
         failed = [kind for run in runs for kind in run]
@@ -348,4 +331,4 @@ def ten_clients_budget_one(ctx: CaseContext) -> Check:
                      f"{ {k: failed.count(k) for k in sorted(set(failed))} }{note}"
                      if failed else "all 50 calls ran", isolation_breaks=refused)
 
-    return run_http(ctx, gw, seen, scenario)
+    return _bookstore_case(ctx, scenario, mode="narrow", extra=["--budget", "1"])
