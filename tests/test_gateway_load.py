@@ -20,10 +20,9 @@ from hyperplan.integrations.mcp_gateway.load import (
     LoadConfig,
     _refused,
     error_kind,
-    latency_ms,
-    markdown,
     schedule,
 )
+from hyperplan.integrations.mcp_gateway.load_report import latency_ms, markdown
 
 KINDS = {"find_tools", "tools/list", "read", "write", "invalid"}
 

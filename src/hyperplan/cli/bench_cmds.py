@@ -326,7 +326,8 @@ def gateway_load_cmd(
     import shlex
     import sys
 
-    from hyperplan.integrations.mcp_gateway.load import LoadConfig, markdown, run_load
+    from hyperplan.integrations.mcp_gateway.load import LoadConfig, run_load
+    from hyperplan.integrations.mcp_gateway.load_report import markdown
 
     try:
         config = LoadConfig(

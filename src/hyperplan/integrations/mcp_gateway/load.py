@@ -39,8 +39,6 @@ import json
 import math
 import os
 import random
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -50,6 +48,12 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from hyperplan.integrations.mcp_gateway.load_process import Gateway, checkout_of, cpu_seconds
+from hyperplan.integrations.mcp_gateway.load_report import (
+    run_report,
+    summarize,
+)
 
 DEFAULT_SOURCES = ("python:hyperplan.examples.bookstore",)
 CONVERSATION_META = "io.hyperplan/conversation"
@@ -110,137 +114,6 @@ class Tally:
             self.errors[f"{kind}: {error}"] += 1
         elif refused:
             self.refusals[kind] += 1
-
-
-# the gateway process -------------------------------------------------------------------
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def rss_mb(pid: int) -> float | None:
-    """``VmRSS`` of ``pid`` in MB (``/proc/PID/status``), None if unreadable."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return round(int(line.split()[1]) / 1024, 1)
-    except (OSError, ValueError, IndexError):
-        return None
-    return None
-
-
-def descendants(pid: int) -> list[int]:
-    """Every process below ``pid`` (``/proc/PID/task/*/children``), depth first."""
-    found: list[int] = []
-    for children in Path(f"/proc/{pid}/task").glob("*/children"):
-        try:
-            kids = [int(k) for k in children.read_text().split()]
-        except (OSError, ValueError):
-            continue
-        for kid in kids:
-            found += [kid, *descendants(kid)]
-    return found
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of ``pid`` so far (``/proc/PID/stat``), None if unreadable."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-class Gateway:
-    """``hyperplan serve --http PORT ...`` as a subprocess, stopped by its PID."""
-
-    def __init__(self, config: LoadConfig, workdir: Path) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self.command = [config.python, "-m", "hyperplan", "serve", "--http", str(self.port),
-                        "--mode", config.mode, "--embedder", config.embedder,
-                        *config.serve_args, *config.sources]
-        self.env = gateway_env(config, workdir)
-        self.cwd = config.cwd
-        self.log = workdir / "gateway-stderr.log"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def pid(self) -> int:
-        assert self.process is not None, "the gateway was not started"
-        return self.process.pid
-
-    def start(self) -> None:
-        with self.log.open("wb") as log:
-            self.process = subprocess.Popen(self.command, env=self.env, cwd=self.cwd,
-                                            stdin=subprocess.DEVNULL,
-                                            stdout=subprocess.DEVNULL, stderr=log)
-
-    def stderr_tail(self, chars: int = 2000) -> str:
-        try:
-            return self.log.read_text(errors="replace")[-chars:]
-        except OSError:
-            return ""
-
-    async def wait_listening(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.process is None or self.process.poll() is not None:
-                raise RuntimeError(f"the gateway exited: {self.stderr_tail()}")
-            try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=1):
-                    return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"the gateway did not listen within {timeout:g} s: "
-                                       f"{self.stderr_tail()}") from None
-                await asyncio.sleep(0.1)
-
-    def memory(self) -> dict[str, float | None]:
-        """RSS of the gateway process and the sum over its descendants (MB)."""
-        kids = [rss_mb(k) for k in descendants(self.pid)]
-        return {"gateway": rss_mb(self.pid),
-                "children": round(sum(k for k in kids if k is not None), 1)}
-
-    def stop(self) -> None:
-        """SIGTERM to the gateway's PID, SIGKILL after 20 s."""
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=20)
-
-
-def gateway_env(config: LoadConfig, workdir: Path) -> dict[str, str]:
-    """The environment of the gateway: this one, a cache directory, ``PYTHONPATH``."""
-    env = {**os.environ, "HYPERPLAN_CACHE_DIR": config.cache_dir or str(workdir / "cache")}
-    if config.pythonpath is not None:
-        env["PYTHONPATH"] = config.pythonpath
-    return env
-
-
-def checkout_of(config: LoadConfig) -> dict[str, str]:
-    """Which ``hyperplan`` the gateway imports (module path) and, in a git checkout, its
-    commit: what before/after runs compare."""
-    env = gateway_env(config, Path(tempfile.gettempdir()))
-    probe = subprocess.run([config.python, "-c", "import hyperplan; print(hyperplan.__file__)"],
-                           env=env, cwd=config.cwd, capture_output=True, text=True, timeout=60)
-    module = probe.stdout.strip()
-    info = {"module": module}
-    if module:
-        git = subprocess.run(["git", "-C", str(Path(module).parent), "rev-parse", "HEAD"],
-                             capture_output=True, text=True, timeout=30)
-        if git.returncode == 0:
-            info["commit"] = git.stdout.strip()
-    return info
 
 
 # the clients ---------------------------------------------------------------------------
@@ -529,74 +402,6 @@ async def _drive(gateway: Gateway, config: LoadConfig) -> dict[str, Any]:
 # the report ----------------------------------------------------------------------------
 
 
-def latency_ms(samples: list[float]) -> dict[str, float]:
-    """n, mean, p50, p95, p99 (nearest rank) and max of ``samples`` (seconds), in ms."""
-    ordered = sorted(samples)
-
-    def rank(q: float) -> float:
-        return round(ordered[max(0, math.ceil(q * len(ordered)) - 1)] * 1000, 2)
-
-    return {"n": len(ordered), "mean": round(sum(ordered) / len(ordered) * 1000, 2),
-            "p50": rank(0.50), "p95": rank(0.95), "p99": rank(0.99), "max": rank(1.0)}
-
-
-def run_report(config: LoadConfig, measured: Tally, warm: Tally, infos: list[dict[str, Any]],
-               *, seconds: float, ready_s: float, memory: dict[str, dict[str, float | None]],
-               cpu_s: float | None, load: list[tuple[float, float, float]]) -> dict[str, Any]:
-    """One run as a JSON-ready dict (module doc for the fields)."""
-    requests = sum(len(s) for s in measured.seconds.values())
-    every = [x for s in measured.seconds.values() for x in s]
-    latency = {kind: latency_ms(s) for kind, s in sorted(measured.seconds.items())}
-    if every:
-        latency["all"] = latency_ms(every)
-    warm_rss, end_rss = memory["warm"]["gateway"], memory["end"]["gateway"]
-    growth = None if warm_rss is None or end_rss is None or not requests else \
-        round((end_rss - warm_rss) / requests * 1000, 3)
-    samples: dict[str, str] = {}
-    for info in infos:
-        for kind, text in info["samples"].items():
-            samples.setdefault(kind, text)
-    return {
-        "requests": requests, "seconds": round(seconds, 3),
-        "requests_per_s": round(requests / seconds, 1) if seconds > 0 else None,
-        "errors": sum(measured.errors.values()), "errors_by_kind": dict(measured.errors),
-        "expected_refusals": dict(measured.refusals),
-        "warmup_errors": dict(warm.errors), "error_samples": samples,
-        "latency_ms": latency, "ready_s": round(ready_s, 2),
-        "rss_mb": {phase: m["gateway"] for phase, m in memory.items()},
-        "children_rss_mb": {phase: m["children"] for phase, m in memory.items()},
-        "rss_growth_mb_per_1000": growth, "gateway_cpu_s": cpu_s,
-        "load_average": [[round(x, 2) for x in avg] for avg in load],
-        "protocols": sorted({str(i["protocol"]) for i in infos}),
-        "clients_with_token": sum(bool(i["token"]) for i in infos),
-        "tokens_changed": sum(i["tokens_changed"] for i in infos),
-        "find_tools_not_ready": sum(i["not_ready"] for i in infos),
-        "clients": config.clients, "requests_per_client": config.requests,
-    }
-
-
-def _median(values: list[float | None]) -> float | None:
-    known = sorted(v for v in values if v is not None)
-    if not known:
-        return None
-    middle = len(known) // 2
-    return known[middle] if len(known) % 2 else round((known[middle - 1] + known[middle]) / 2, 3)
-
-
-def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Medians over the runs (errors: their total)."""
-    kinds = sorted({kind for run in runs for kind in run["latency_ms"]})
-    return {
-        "runs": len(runs), "errors": sum(run["errors"] for run in runs),
-        "requests_per_s": _median([run["requests_per_s"] for run in runs]),
-        "rss_growth_mb_per_1000": _median([run["rss_growth_mb_per_1000"] for run in runs]),
-        "rss_end_mb": _median([run["rss_mb"]["end"] for run in runs]),
-        "latency_ms": {kind: {q: _median([run["latency_ms"].get(kind, {}).get(q)
-                                          for run in runs]) for q in ("p50", "p95", "p99")}
-                       for kind in kinds},
-    }
-
-
 def command_line(config: LoadConfig) -> str:
     """The gateway's command as a shell line (``PORT`` for the free port chosen per run)."""
     import shlex
@@ -626,39 +431,3 @@ def run_load(config: LoadConfig, repeats: int = 1,
     return result
 
 
-def _cell(values: dict[str, Any], *keys: str) -> str:
-    return " / ".join("-" if values.get(k) is None else f"{values[k]:,}" for k in keys)
-
-
-def markdown(result: dict[str, Any]) -> str:
-    """The report as Markdown: a row per run and the median, then latency per kind."""
-    config, checkout = result["config"], result["checkout"]
-    lines = [f"gateway-load {result['date']}: {config['clients']} clients x "
-             f"{config['requests']} requests, {config['mode']} mode, client mode "
-             f"{config['protocol']}; hyperplan {checkout.get('commit', '?')[:10]} "
-             f"({checkout.get('module', '?')})", f"gateway: `{result['gateway']}`", "",
-             "| run | req/s | errors | expected refusals | p50 / p95 / p99 all (ms) | RSS MB "
-             "ready / warm / end | children MB end | MB per 1,000 req | gateway CPU s "
-             "| load avg |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for i, run in enumerate(result["runs"], 1):
-        every = run["latency_ms"].get("all", {})
-        lines.append(
-            f"| {i} | {run['requests_per_s']} | {run['errors']} "
-            f"| {sum(run['expected_refusals'].values())} | {_cell(every, 'p50', 'p95', 'p99')} "
-            f"| {_cell(run['rss_mb'], 'ready', 'warm', 'end')} "
-            f"| {_cell(run['children_rss_mb'], 'end')} "
-            f"| {run['rss_growth_mb_per_1000']} | {run['gateway_cpu_s']} "
-            f"| {run['load_average'][1][0]} |")
-    summary = result["summary"]
-    lines += ["", "| kind (median of runs) | p50 (ms) | p95 (ms) | p99 (ms) |",
-              "|---|---|---|---|"]
-    for kind, q in summary["latency_ms"].items():
-        lines.append(f"| {kind} | {_cell(q, 'p50')} | {_cell(q, 'p95')} | {_cell(q, 'p99')} |")
-    lines.append(f"\nmedian {summary['requests_per_s']} req/s, {summary['errors']} errors in "
-                 f"{summary['runs']} run(s), RSS growth {summary['rss_growth_mb_per_1000']} MB "
-                 "per 1,000 requests")
-    for i, run in enumerate(result["runs"], 1):
-        for kind, count in {**run["errors_by_kind"], **{
-                f"warm-up {k}": v for k, v in run["warmup_errors"].items()}}.items():
-            lines.append(f"- run {i}: {count} x {kind}")
-    return "\n".join(lines)
