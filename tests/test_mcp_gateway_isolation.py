@@ -330,3 +330,32 @@ def test_clients_are_told_a_server_name_never_a_command_line(spec: str) -> None:
     name = server_name(spec)
     assert name.startswith("mcp-server:") and " " not in name
     assert "/srv" not in name and "abc" not in name
+
+
+def test_narrow_list_is_stable_and_what_find_tools_returned_stays_callable() -> None:
+    """Narrow mode: a new order of the same tools is no change (no list_changed); new tools
+    are appended; a tool find_tools returned earlier is still callable after the list moved
+    on, and a tool never selected is refused unsent."""
+    from hyperplan.integrations.mcp_gateway import GatewayConfig, Mode, build_gateway
+    from hyperplan.integrations.mcp_gateway.selection import Found, FoundTool
+
+    gateway = build_gateway([BOOKSTORE], GatewayConfig(mode=Mode.NARROW, embedder="hashing",
+                                                       cache_dir=None))
+    try:
+        conv = gateway.table.open("test")
+        assert conv is not None
+
+        def found(*names: str) -> Found:
+            return Found("r", tuple(FoundTool(n, "r", "w", 1.0, 1) for n in names), "m")
+
+        assert gateway._relist(conv, found("login", "search_books"))
+        assert not gateway._relist(conv, found("search_books", "login"))  # order only
+        assert conv.listed == ("login", "search_books")
+        assert gateway._relist(conv, found("search_books", "add_to_cart"))
+        assert conv.listed == ("search_books", "add_to_cart")
+        hit = gateway.call(conv, "login", {"username": "ann", "password": "open sesame"})
+        assert not hit.is_error, hit.text  # returned earlier: still callable
+        never = gateway.call(conv, "checkout", {"cart_id": "c1", "access_token": "t"})
+        assert never.is_error and "not forwarded" in never.text
+    finally:
+        gateway.upstream.close()

@@ -14,7 +14,9 @@ module turns these plain dicts into protocol objects).
   announces ``notifications/tools/list_changed``. After a call that selection is
   :meth:`Gateway.refresh`, which the server runs once the call's result is sent (the reply
   is ``observed``), so the call does not wait for it; the conversation's next request does.
-  A call of a tool that is not currently selected is refused, not forwarded.
+  The list keeps its order (new tools appended) and is announced changed only when its set
+  changed. A call of a tool that was never selected for the conversation (listed, or returned
+  by ``find_tools``) is refused, not forwarded.
 
 Each answer is for one conversation (:mod:`.conversations`), or for none: a request that names
 no conversation the gateway holds is served stateless (a call is forwarded and nothing is
@@ -252,10 +254,15 @@ class Gateway:
         return Reply(json.dumps(data, ensure_ascii=False), data, list_changed=changed)
 
     def _relist(self, conv: Conversation, found: Found) -> bool:
-        names = tuple(n for n in found.names if n != FIND_TOOLS)
-        if names == conv.listed:
+        """Narrow mode: the conversation's list becomes the selection, in a stable order (the
+        tools kept where they were, new ones appended); True only when the *set* changed, so
+        a client is not told to re-list (and drop its prompt cache) for a new order."""
+        names = [n for n in found.names if n != FIND_TOOLS]
+        conv.offered.update(names)
+        if set(names) == set(conv.listed):
             return False
-        conv.listed = names
+        kept = [n for n in conv.listed if n in names]
+        conv.listed = (*kept, *(n for n in names if n not in kept))
         return True
 
     def _call_tool(self, conv: Conversation | None, args: dict[str, Any],
@@ -280,7 +287,7 @@ class Gateway:
                      timeout: float | None) -> Reply:
         if self.upstream.tool(name) is None:
             return self._unknown(name)
-        if conv is not None and name not in conv.listed:
+        if conv is not None and name not in conv.listed and name not in conv.offered:
             now = ", ".join(conv.listed) or f"only {FIND_TOOLS}"
             return error_reply(
                 f"{name} is not among the tools selected for this conversation (now: {now}); "

@@ -288,6 +288,7 @@ class Conversation:
     budget: int | None = None  # the last find_tools budget (None: the gateway's)
     known: set[str] = field(default_factory=set)
     listed: tuple[str, ...] = ()
+    offered: set[str] = field(default_factory=set)  # every tool ever selected for it
     last: Found | None = None
     _session: Session | None = None
     _pending: list[_Call] = field(default_factory=list)
