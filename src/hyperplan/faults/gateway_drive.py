@@ -33,6 +33,7 @@ from mcp.shared.message import SessionMessage
 
 from hyperplan.faults.runner import CaseContext, Running
 from hyperplan.faults.verdict import Step
+from hyperplan.integrations.mcp_gateway.load_process import free_port
 
 SECRET_ENV = "GATEWAY_TEST_TOKEN"  # the credential-named variable the gateway registers
 CONVERSATION_META = "io.hyperplan/conversation"
@@ -137,14 +138,6 @@ def held(answer: Answer) -> list[str]:
 
 
 # -- HTTP ------------------------------------------------------------------------------------
-
-def free_port(host: str = "127.0.0.1") -> int:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family) as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
-
 
 @dataclass
 class HttpGateway:

@@ -17,10 +17,11 @@ if TYPE_CHECKING:
     from hyperplan.integrations.mcp_gateway.load import LoadConfig
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port on ``host`` (IPv4 or IPv6) that nothing listens on now."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as sock:
+        sock.bind((host, 0))
         port: int = sock.getsockname()[1]
         return port
 
