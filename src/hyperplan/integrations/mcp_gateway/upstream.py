@@ -33,6 +33,7 @@ state the old one held is gone).
 
 from __future__ import annotations
 
+import functools
 import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -95,7 +96,7 @@ class _Source:
     definitions: dict[str, dict[str, Any]]  # the MCP definitions an MCP upstream listed
     slots: int | None = None  # calls it serves at once, when it has its own bound
 
-    @property
+    @functools.cached_property
     def name(self) -> str:
         """What clients and caches are told of this source: its kind and a server or module
         name, never an MCP server's command line (which may carry paths, options or
@@ -143,6 +144,7 @@ class Upstream:
                                        labels=[s.name for s in self._sources]))
         self._owner: dict[str, _Source] = {t.name: s for s in self._sources
                                            for t in s.catalog.tools}
+        self._index = {id(s): i for i, s in enumerate(self._sources)}
         self._specs = {t.name: t for t in self.catalog.tools}
         self._definitions: dict[str, dict[str, Any]] = {}
 
@@ -166,7 +168,7 @@ class Upstream:
     def source_index(self, name: str) -> int | None:
         """Which source (0, 1 ...) runs tool ``name``; None for an unknown tool."""
         owner = self._owner.get(name)
-        return None if owner is None else self._sources.index(owner)
+        return None if owner is None else self._index[id(owner)]
 
     @property
     def source_count(self) -> int:
