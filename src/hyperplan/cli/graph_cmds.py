@@ -36,7 +36,7 @@ from hyperplan.graph.io import (
     save_graph,
 )
 from hyperplan.graph.links import LinkConfig
-from hyperplan.graph.model import Hypergraph, NodeKind
+from hyperplan.graph.model import Evidence, Hypergraph, NodeKind, SchemaNode
 from hyperplan.graph.safe_paths import check_output_path, write_text
 from hyperplan.graph.text import NAMELESS_OUTPUTS, did_you_mean, listed
 from hyperplan.retrieve.context_graph import index_texts
@@ -168,6 +168,7 @@ def graph_stats(graph: Hypergraph) -> dict[str, Any]:
         "required_inputs": len(required),
         "required_inputs_without_producer": unsupported,
         "unnamed_outputs": len(unnamed_outputs(graph)),
+        "nodes_by_evidence": dict(sorted(Counter(n.evidence.value for n in graph.nodes).items())),
         "build_seconds": graph.metadata.get("build_seconds"),
         "embedder": graph.metadata.get("embedder"),
     }
@@ -217,13 +218,21 @@ def print_tool(graph: Hypergraph, name: str, min_weight: float, limit: int = 8) 
         ]
         shown = producers[:limit] + ([f"… {len(producers) - limit} more"]
                                      if len(producers) > limit else [])
-        table.add_row(f"{node.kind.value}:{node.path}", "yes" if node.required else "",
-                      "\n".join(shown) or "-")
+        table.add_row(f"{node.kind.value}:{node.path}{_evidence_note(node)}",
+                      "yes" if node.required else "", "\n".join(shown) or "-")
     out.print(table)
     consumers = sorted(graph.tools[t].name for t in graph.downstream(tool.id))
-    outputs = ", ".join(graph.nodes[o].path for o in tool.outputs)
+    outputs = ", ".join(f"{escape(graph.nodes[o].path)}{_evidence_note(graph.nodes[o])}"
+                        for o in tool.outputs)
     out.print(f"outputs: {outputs or '-'}", highlight=False)
     out.print(f"consumers: {', '.join(consumers) or '-'}", highlight=False)
+
+
+def _evidence_note(node: SchemaNode) -> str:
+    """`` [description 0.60]`` for a node the catalog does not declare, else ``""``."""
+    if node.evidence is Evidence.DECLARED and node.confidence == 1.0:
+        return ""
+    return escape(f" [{node.evidence.value} {node.confidence:.2f}]")
 
 
 @graph_app.command("show")

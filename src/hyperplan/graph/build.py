@@ -10,7 +10,7 @@ from __future__ import annotations
 import gc
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,9 +18,10 @@ from typing import Any
 
 from hyperplan.catalog import Catalog, ToolSpec
 from hyperplan.errors import OverrideError
-from hyperplan.graph.effects import effects_of, preconditions_of
+from hyperplan.graph.annotations import Annotations, InferredNode, merge_nodes
+from hyperplan.graph.infer import infer_nodes
 from hyperplan.graph.links import LinkConfig, TextEmbedder, inferred_link_columns
-from hyperplan.graph.model import Hypergraph, NodeKind, SchemaNode, ToolEdge
+from hyperplan.graph.model import Evidence, Hypergraph, NodeKind, SchemaNode, ToolEdge
 from hyperplan.graph.schema_paths import (
     MAX_OUTPUT_PATHS,
     SchemaField,
@@ -38,25 +39,42 @@ class _PendingNode:
     kind: NodeKind
     tool: int
     field: SchemaField
+    evidence: Evidence = Evidence.DECLARED
+    confidence: float = 1.0
 
 
-def _tool_nodes(tool_id: int, tool: ToolSpec,
-               oversized: list[tuple[str, int]]) -> list[_PendingNode]:
+def _tool_nodes(tool_id: int, tool: ToolSpec, oversized: list[tuple[str, int]],
+                annotated: Sequence[InferredNode] = ()) -> list[_PendingNode]:
+    """The declared nodes of ``tool`` (schemas, declared preconditions and effects), then the
+    inferred ones (:func:`~hyperplan.graph.infer.infer_nodes` and ``annotated``) it keeps
+    (:func:`~hyperplan.graph.annotations.merge_nodes`)."""
     ins = input_fields(tool.input_schema)
     outs = output_fields(tool.output_schema, where=tool.name, oversized=oversized)
     pending = [_PendingNode(NodeKind.INPUT, tool_id, f) for f in ins]
-    pending += [
-        _PendingNode(NodeKind.PRECONDITION, tool_id,
-                     SchemaField(p, "boolean", f"precondition: {p}", required=True))
-        for p in preconditions_of(tool, ins)
-    ]
+    pending += [_PendingNode(NodeKind.PRECONDITION, tool_id, _predicate(NodeKind.PRECONDITION,
+                                                                       p, tool))
+                for p in dict.fromkeys(tool.preconditions)]
     pending += [_PendingNode(NodeKind.OUTPUT, tool_id, _described(f, tool)) for f in outs]
-    pending += [
-        _PendingNode(NodeKind.EFFECT, tool_id,
-                     SchemaField(p, "boolean", f"effect: {p}: {tool.description}".strip()))
-        for p in effects_of(tool, outs)
-    ]
+    pending += [_PendingNode(NodeKind.EFFECT, tool_id, _predicate(NodeKind.EFFECT, p, tool))
+                for p in dict.fromkeys(tool.effects)]
+    declared = [(p.kind, p.field.path) for p in pending]
+    kept = merge_nodes(declared, infer_nodes(tool, ins, outs), annotated)
+    pending += [_PendingNode(n.kind, tool_id, _inferred_field(n, tool), n.evidence,
+                             n.confidence) for n in kept]
     return pending
+
+
+def _predicate(kind: NodeKind, path: str, tool: ToolSpec, said: str = "") -> SchemaField:
+    """The field of a precondition or effect predicate (required, for a precondition)."""
+    if kind is NodeKind.PRECONDITION:
+        return SchemaField(path, "boolean", said or f"precondition: {path}", required=True)
+    return SchemaField(path, "boolean", said or f"effect: {path}: {tool.description}".strip())
+
+
+def _inferred_field(node: InferredNode, tool: ToolSpec) -> SchemaField:
+    if node.kind is NodeKind.OUTPUT:
+        return SchemaField(node.path, node.type, node.description)
+    return _predicate(node.kind, node.path, tool, node.description)
 
 
 def _described(field: SchemaField, tool: ToolSpec) -> SchemaField:
@@ -83,16 +101,19 @@ def _warn_oversized(oversized: list[tuple[str, int]]) -> None:
                   f"{MAX_OUTPUT_PATHS} of each: {shown}", SchemaWarning, stacklevel=3)
 
 
-def structure_from_catalog(catalog: Catalog) -> tuple[list[SchemaNode], list[ToolEdge]]:
-    """Nodes and hyperedges of a catalog, input-side nodes numbered first (no links yet)."""
+def structure_from_catalog(catalog: Catalog, annotations: Annotations | None = None,
+                           ) -> tuple[list[SchemaNode], list[ToolEdge]]:
+    """Nodes and hyperedges of a catalog, input-side nodes numbered first (no links yet);
+    ``annotations`` adds inferred nodes per tool name (:mod:`hyperplan.graph.annotations`)."""
     oversized: list[tuple[str, int]] = []
+    extra = annotations or {}
     pending = [p for tid, tool in enumerate(catalog.tools)
-               for p in _tool_nodes(tid, tool, oversized)]
+               for p in _tool_nodes(tid, tool, oversized, extra.get(tool.name, ()))]
     _warn_oversized(oversized)
     pending.sort(key=lambda p: not p.kind.input_side)  # stable: keeps tool order per side
     nodes = [
         SchemaNode(i, p.kind, p.tool, p.field.path, p.field.type, p.field.description,
-                   p.field.required)
+                   p.field.required, p.evidence, p.confidence)
         for i, p in enumerate(pending)
     ]
     inputs: dict[int, list[int]] = {t: [] for t in range(len(catalog.tools))}
@@ -128,14 +149,17 @@ def build_graph(
     config: LinkConfig | None = None,
     overrides: str | Path | None = None,
     progress: Progress | None = None,
+    annotations: Annotations | None = None,
 ) -> Hypergraph:
-    """Build the hypergraph of ``catalog``: structure, inferred links, overrides.
+    """Build the hypergraph of ``catalog``: structure (declared nodes, and the outputs,
+    preconditions and effects inferred where the catalog is silent, plus ``annotations``:
+    :mod:`hyperplan.graph.annotations`), inferred links, overrides.
 
     ``embedder`` gives the description-similarity evidence (None: names and types only).
     """
     started = time.perf_counter()
     with _collector_paused():
-        graph = _linked_graph(catalog, embedder, config, progress)
+        graph = _linked_graph(catalog, embedder, config, progress, annotations)
     if overrides is not None:
         from hyperplan.graph.overrides import apply_overrides, load_overrides
 
@@ -149,9 +173,9 @@ def build_graph(
 
 
 def _linked_graph(catalog: Catalog, embedder: TextEmbedder | None, config: LinkConfig | None,
-                  progress: Progress | None) -> Hypergraph:
+                  progress: Progress | None, annotations: Annotations | None) -> Hypergraph:
     """Structure and inferred links of ``catalog`` (no overrides)."""
-    nodes, tools = structure_from_catalog(catalog)
+    nodes, tools = structure_from_catalog(catalog, annotations)
     skeleton = Hypergraph.from_parts(nodes, tools, [])
     columns = inferred_link_columns(skeleton, embedder=embedder, config=config,
                                     progress=progress)

@@ -12,7 +12,8 @@ documented rules and keep whatever a catalog declares:
   "the song is liked".
 * declared ``effects`` / ``preconditions`` of a :class:`~hyperplan.catalog.ToolSpec` are kept.
 
-An effect links to every precondition with the same predicate (weight 1).
+:mod:`hyperplan.graph.infer` applies these rules; an effect links to every precondition with the
+same predicate (:mod:`hyperplan.graph.links`).
 """
 
 from __future__ import annotations
@@ -20,9 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from hyperplan.catalog import ToolSpec
-from hyperplan.graph.model import Hypergraph
-from hyperplan.graph.schema_paths import SchemaField
-from hyperplan.graph.text import name_tokens, path_segments
+from hyperplan.graph.model import Evidence, Hypergraph
+from hyperplan.graph.text import name_tokens
 
 CREDENTIAL_KEYS = frozenset(
     {
@@ -68,39 +68,15 @@ def auth_predicate(tool: ToolSpec, scope: str = "") -> str:
     return f"{ns}.authenticated" if ns else "authenticated"
 
 
-def preconditions_of(tool: ToolSpec, inputs: list[SchemaField]) -> list[str]:
-    """Declared preconditions plus ``<ns>.authenticated`` for each required credential input
-    (``ns`` from the input name's prefix when it has one, else the tool's namespace)."""
-    preds = list(tool.preconditions)
-    for f in inputs:
-        scope = credential_scope(f.path)
-        if f.required and scope is not None:
-            preds.append(auth_predicate(tool, scope))
-    return _unique(preds)
-
-
-def effects_of(tool: ToolSpec, outputs: list[SchemaField]) -> list[str]:
-    """Declared effects, ``<ns>.authenticated`` for credential outputs, ``<tool>.done`` for
-    state-changing tools."""
-    preds = list(tool.effects)
-    if any(is_credential(path_segments(f.path)[-1]) for f in outputs if path_segments(f.path)):
-        preds.append(auth_predicate(tool))
-    if _writes(tool):
-        preds.append(f"{tool.name}.done")
-    return _unique(preds)
-
-
-def _writes(tool: ToolSpec) -> bool:
+def write_evidence(tool: ToolSpec) -> Evidence | None:
+    """Why ``tool`` is taken to write: its HTTP method (``DECLARED``), a name starting with a
+    write verb (``NAME``); ``None`` when it is not."""
     method = str(tool.metadata.get("method", "")).upper()
     if method:
-        return method in WRITE_METHODS
+        return Evidence.DECLARED if method in WRITE_METHODS else None
     short = tool.name.rsplit(".", 1)[-1]
     tokens = name_tokens(short)
-    return bool(tokens) and tokens[0] in WRITE_VERBS
-
-
-def _unique(items: list[str]) -> list[str]:
-    return list(dict.fromkeys(items))
+    return Evidence.NAME if tokens and tokens[0] in WRITE_VERBS else None
 
 
 def write_tools(graph: Hypergraph) -> np.ndarray:

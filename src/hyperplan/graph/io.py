@@ -39,6 +39,7 @@ import re
 import stat
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from itertools import chain
 from operator import itemgetter
 from pathlib import Path
@@ -48,7 +49,7 @@ import numpy as np
 
 from hyperplan.errors import GraphError
 from hyperplan.graph.matrix_file import Matrices, MatrixCounts, read_matrices
-from hyperplan.graph.model import Hypergraph, NodeKind, SchemaNode, ToolEdge
+from hyperplan.graph.model import Evidence, Hypergraph, NodeKind, SchemaNode, ToolEdge
 from hyperplan.graph.safe_paths import atomic_write, check_output_path, read_regular, write_text
 
 FORMAT = "hyperplan.graph"
@@ -102,6 +103,8 @@ def _save(graph: Hypergraph, json_path: Path, npz_path: Path) -> tuple[Path, Pat
             [n.kind.value, n.tool, n.path, n.type, n.description, n.required]
             for n in graph.nodes
         ],
+        "inferred": [[n.id, n.evidence.value, n.confidence] for n in graph.nodes
+                     if n.evidence is not Evidence.DECLARED or n.confidence != 1.0],
     }
     text = json.dumps(doc)
     existed = npz_path.exists()
@@ -237,6 +240,7 @@ def _load(json_path: Path) -> Hypergraph:
         raise _corrupt(json_path, "tools", "missing or not a list")
     nodes, owner, input_side = _nodes(json_path, doc.get("nodes"), len(raw_tools))
     tools = _tools(json_path, raw_tools, owner, input_side)
+    nodes = _with_evidence(json_path, nodes, doc.get("inferred", []))
     name, sha256, n_links, evidence = _matrices_section(json_path, doc.get("matrices"))
     metadata = doc.get("metadata", {})
     if not isinstance(metadata, dict):
@@ -340,6 +344,31 @@ def _nodes(where: Path, raw: Any,
                    f"{n_tools} tools)")
     return _node_tuple(kinds, owners, paths, types, texts, required), owner, \
         _input_side(where, kinds)
+
+
+_EVIDENCE = {e.value: e for e in Evidence}
+
+
+def _with_evidence(where: Path, nodes: tuple[SchemaNode, ...],
+                   raw: Any) -> tuple[SchemaNode, ...]:
+    """``nodes`` with the evidence and confidence of ``doc["inferred"]`` (``[id, evidence,
+    confidence]`` per node that is not declared with confidence 1; absent in files of
+    earlier versions, whose nodes are all declared)."""
+    if not isinstance(raw, list):
+        raise _corrupt(where, "inferred", "not a list")
+    if not raw:
+        return nodes
+    out = list(nodes)
+    for i, item in enumerate(raw):
+        ok = (type(item) is list and len(item) == 3 and type(item[0]) is int
+              and 0 <= item[0] < len(out) and item[1] in _EVIDENCE
+              and type(item[2]) in (int, float) and 0.0 < item[2] <= 1.0)
+        if not ok:
+            raise _corrupt(where, f"inferred[{i}]", "not [node id, evidence, confidence in "
+                           "(0, 1]]")
+        out[item[0]] = replace(out[item[0]], evidence=_EVIDENCE[item[1]],
+                               confidence=float(item[2]))
+    return tuple(out)
 
 
 def _int_array(values: Sequence[int]) -> np.ndarray:

@@ -17,7 +17,9 @@ The paper takes links from an expert-annotated graph (In-N-Out). We infer them:
    ``namespace`` a penalty for crossing apps (credentials never cross apps).
 3. **Selection**: links with ``s >= min_weight``, at most ``max_links_per_input`` per input.
 
-Effects link to preconditions with the same predicate at weight 1.
+Every score is scaled by the confidence of its two nodes (1 for declared nodes; inferred ones
+carry their own, :mod:`hyperplan.graph.annotations`). Effects link to preconditions with the
+same predicate at the product of their confidences (1 when both are declared).
 """
 
 from __future__ import annotations
@@ -144,6 +146,7 @@ class _Side:
     credential: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # inputs
     space_codes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     unspaced: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # space ""
+    confidence: np.ndarray = field(default_factory=lambda: np.ones(0))  # of each node
 
 
 class _Vocab:
@@ -243,6 +246,7 @@ def _side(graph: Hypergraph, nodes: list[SchemaNode], vocabs: tuple[_Vocab, ...]
         texts=[_node_text(n) for n in nodes],
         name_sizes=np.asarray(names.sum(axis=1)).ravel(),
         credential=np.array([scope is not None for scope in scopes], dtype=bool),
+        confidence=np.array([n.confidence for n in nodes], dtype=np.float64),
     )
 
 
@@ -503,9 +507,11 @@ def _best_in_groups(first: np.ndarray, second: np.ndarray, score: np.ndarray) ->
 
 def _select(ins: _Side, outs: _Side, a: np.ndarray, b: np.ndarray, score: np.ndarray,
             cfg: LinkConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Threshold, then one port per tool pair (an input takes its value from one output of a
-    given producer; optionally an output feeds one input of a given consumer), then top-M.
-    Returns the links' source and target node ids and weights."""
+    """Scale by the confidence of both nodes (an inferred output's links are worth what the
+    output is), threshold, then one port per tool pair (an input takes its value from one
+    output of a given producer; optionally an output feeds one input of a given consumer),
+    then top-M. Returns the links' source and target node ids and weights."""
+    score = score * outs.confidence[b] * ins.confidence[a]
     keep = score >= cfg.min_weight
     a, b, score = a[keep], b[keep], score[keep]
     if cfg.best_output_per_producer:
@@ -528,7 +534,7 @@ def _effect_links(graph: Hypergraph) -> list[Link]:
         if node.kind is NodeKind.PRECONDITION:
             needs.setdefault(node.path, []).append(node.id)
     return [
-        Link(node.id, target, 1.0, "effect")
+        Link(node.id, target, node.confidence * graph.nodes[target].confidence, "effect")
         for node in graph.nodes
         if node.kind is NodeKind.EFFECT
         for target in needs.get(node.path, [])
@@ -577,7 +583,7 @@ def inferred_link_columns(
     n = src.size
     return (np.concatenate([src, np.array([lk.source for lk in effects], dtype=np.int64)]),
             np.concatenate([tgt, np.array([lk.target for lk in effects], dtype=np.int64)]),
-            np.concatenate([weight, np.ones(len(effects))]),
+            np.concatenate([weight, np.array([lk.weight for lk in effects])]),
             ("inferred",) * n + ("effect",) * len(effects))
 
 

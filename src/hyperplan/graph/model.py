@@ -38,10 +38,27 @@ class NodeKind(StrEnum):
         return self in (NodeKind.INPUT, NodeKind.PRECONDITION)
 
 
+class Evidence(StrEnum):
+    """Where a schema node comes from. ``DECLARED``: the catalog says so (a schema, a declared
+    effect, an HTTP method). The others are inferred where a catalog is silent (the paper's
+    "Hypergraph construction" extracts them with annotators and GPT-4o): ``DESCRIPTION`` (the
+    tool's text: "Returns the cart id"), ``NAME`` (the tool's or a parameter's name:
+    ``get_system_timezone`` -> timezone), ``OBSERVED`` (structured results seen at run time)
+    and ``LLM`` (a model's structured annotation, ``hyperplan graph annotate``)."""
+
+    DECLARED = "declared"
+    DESCRIPTION = "description"
+    NAME = "name"
+    OBSERVED = "observed"
+    LLM = "llm"
+
+
 @dataclass(frozen=True, slots=True)
 class SchemaNode:
     """A schema node: ``path`` is a parameter name, an output path (``songs[].id``) or a
-    state predicate (``spotify.authenticated``) for effects and preconditions."""
+    state predicate (``spotify.authenticated``) for effects and preconditions. ``evidence``
+    says where it comes from and ``confidence`` (in (0, 1], 1 for declared nodes) how far it
+    is believed: it scales the weight of the links it takes part in."""
 
     id: int
     kind: NodeKind
@@ -50,6 +67,8 @@ class SchemaNode:
     type: str = "any"
     description: str = ""
     required: bool = False
+    evidence: Evidence = Evidence.DECLARED
+    confidence: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -348,7 +367,7 @@ class Hypergraph:
         node_map = {n.id: new for new, n in enumerate(old_nodes)}
         nodes = [
             SchemaNode(node_map[n.id], n.kind, tool_map[n.tool], n.path, n.type,
-                       n.description, n.required)
+                       n.description, n.required, n.evidence, n.confidence)
             for n in old_nodes
         ]
         tools = []

@@ -73,8 +73,11 @@ def load_catalogs(sources: Sequence[str | Catalog], *,
 def cache_key(catalog: Catalog, embedder_name: str, links: LinkConfig) -> str:
     """The hash that names a cache entry (module doc)."""
     digest = hashlib.sha256()
+    from hyperplan.graph.infer import RULES_VERSION
+
     digest.update(json.dumps({"format": CACHE_FORMAT, "embedder": embedder_name,
-                              "links": links.as_dict()}, sort_keys=True).encode())
+                              "links": links.as_dict(), "rules": RULES_VERSION},
+                             sort_keys=True).encode())
     for tool in catalog.tools:
         digest.update(tool.model_dump_json(exclude={"source"}).encode())
         digest.update(b"\x00")
