@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pydantic import BaseModel
 
 from conftest import shared_path
-from hyperplan.catalog import Catalog
+from hyperplan.catalog import Catalog, CatalogWarning
 from hyperplan.errors import CatalogError
 from hyperplan.graph.schema_paths import SchemaWarning, input_fields, output_fields
 from hyperplan.importers.mcp import load_mcp_tools
@@ -326,18 +326,8 @@ ref_op = {"operationId": "getThing", "responses": {"200": body(ref("Missing"))}}
 BAD_CASES = [
     (load_openai_functions, "bad.json", "[{", None, None),
     (load_openai_functions, "f.json", [{"description": "x"}], "#0", "name"),
-    (load_openai_functions, "f.json", [fn("a"), fn("a")], "a", "name"),
     (load_openai_functions, "f.json", [fn("s", {"type": "string"})], "s", "parameters"),
-    (load_openai_functions, "f.json", [fn("r", {"$ref": "#/$defs/X"})], "r", "parameters"),
-    (load_openai_functions, "f.json", [fn("x", **{"x-effects": "a"})], "x", "x-effects"),
-    (load_mcp_tools, "m.json", {"tools": [{"name": "t"}]}, "t", "inputSchema"),
-    (load_mcp_tools, "m.json", [MCP_TOOLS[1], MCP_TOOLS[1]], "delete_file", "name"),
     (load_mcp_tools, "m.json", [{"name": "n", "inputSchema": STR}], "n", "inputSchema"),
-    (load_openapi, "o.json", openapi_doc(get=ref_op), "getThing", "responses.200"),
-    (load_openapi, "o.json", openapi_doc(get={"operationId": "a"}, put={"operationId": "a"}),
-     "a", "operationId"),
-    (load_openapi, "o.json", openapi_doc(get={"parameters": [{"in": "query"}]}), "get_p",
-     "parameters[0].name"),
     (load_openapi, "o.json", {"swagger": "2.0", "paths": {}}, None, "no operations under 'paths'"),
     (load_openapi, "o.yaml", "openapi: [unclosed", None, None),
 ]
@@ -355,14 +345,44 @@ def test_bad_input_names_file_tool_field(
         assert part is None or part in message
 
 
+# What used to refuse the whole catalog and is now repaired (or the one tool dropped), with a
+# warning naming the file, the tool and the field (lenient import, importers/repair.py).
+REPAIRED_CASES = [
+    (load_openai_functions, "f.json", [fn("a"), fn("a", {"type": OBJ})], "a", "name", 1),
+    (load_openai_functions, "f.json", [fn("r", {"$ref": "#/$defs/X"})], "r", "parameters.$ref", 1),
+    (load_openai_functions, "f.json", [fn("x", **{"x-effects": "a"})], "x", "x-effects", 1),
+    (load_mcp_tools, "m.json", {"tools": [{"name": "t"}]}, "t", "inputSchema", 1),
+    (load_mcp_tools, "m.json", [MCP_TOOLS[1], MCP_TOOLS[1]], "delete_file", "name", 1),
+    (load_openapi, "o.json", openapi_doc(get=ref_op), "getThing", "responses.200.$ref", 1),
+    (load_openapi, "o.json", openapi_doc(get={"operationId": "a"}, put={"operationId": "a"}),
+     "a", "operationId", 1),
+    (load_openapi, "o.json", openapi_doc(get={"parameters": [{"in": "query"}]}), "get_p",
+     "parameters[0].name", 1),
+]
+
+
+@pytest.mark.parametrize(("loader", "fname", "content", "tool", "field", "count"),
+                         REPAIRED_CASES)
+def test_repaired_input_warns_naming_file_tool_field(
+    tmp_path: Path, loader: Any, fname: str, content: Any, tool: str, field: str, count: int
+) -> None:
+    with pytest.warns(CatalogWarning) as caught:
+        catalog = loader(write(tmp_path, fname, content))
+    assert len(catalog) == count
+    message = " ".join(str(w.message) for w in caught)
+    assert fname in message and repr(tool) in message and repr(field) in message
+    assert catalog.repairs and {r.tool for r in catalog.repairs} == {tool}
+
+
 def test_cyclic_and_deep_parsed_input() -> None:
-    with pytest.raises(CatalogError, match=r"'loop'.*cyclic"):
-        load_openai_functions(cyclic())
+    with pytest.warns(CatalogWarning, match=r"'loop'.*'parameters.properties.self'.*cyclic"):
+        assert load_openai_functions(cyclic()).names() == ["loop"]
     deep: dict[str, Any] = {"type": "object"}
     for _ in range(2000):
         deep = {"type": "object", "properties": {"x": deep}}
-    with pytest.raises(CatalogError, match="deep"):
-        load_mcp_tools([{"name": "deep", "inputSchema": deep}])
+    with pytest.warns(CatalogWarning, match=r"'deep'.*deeper than 100 levels: cut here"):
+        catalog = load_mcp_tools([{"name": "deep", "inputSchema": deep}])
+    assert catalog.names() == ["deep"]
 
 
 # --- property tests ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from hyperplan.catalog import CatalogWarning
 from hyperplan.embed.hashing import HashingEmbedder
 from hyperplan.errors import CatalogError
 from hyperplan.graph.build import build_graph
@@ -59,8 +60,8 @@ def test_blank_operation_id_falls_back_to_method_and_path() -> None:
 
 def test_non_string_operation_id_names_operation_and_field() -> None:
     doc = oas({"/r": {"get": {"operationId": ["x"]}}})
-    with pytest.raises(CatalogError, match=r"tool 'get_r', field 'operationId'"):
-        load_openapi(doc)
+    with pytest.warns(CatalogWarning, match=r"tool 'get_r': field 'operationId'"):
+        assert load_openapi(doc).names() == ["get_r"]
 
 
 def test_generated_names_that_collide_get_a_suffix() -> None:
@@ -82,10 +83,12 @@ def test_generated_names_that_collide_get_a_suffix() -> None:
     assert cat.get("get_items").metadata["path"] == "/things"
 
 
-def test_repeated_operation_id_is_still_an_error() -> None:
+def test_repeated_operation_id_keeps_the_first_with_a_warning() -> None:
     doc = oas({"/a": {"get": {"operationId": "x"}}, "/b": {"get": {"operationId": "x"}}})
-    with pytest.raises(CatalogError, match=r"tool 'x', field 'operationId': duplicate"):
-        load_openapi(doc)
+    with pytest.warns(CatalogWarning, match=r"dropped 1 tool.*tool 'x', field 'operationId': "
+                                            "duplicate"):
+        catalog = load_openapi(doc)
+    assert catalog.names() == ["x"] and catalog.get("x").metadata["path"] == "/a"
 
 
 def test_no_operations_is_an_error_naming_paths(tmp_path: Path) -> None:
@@ -459,16 +462,6 @@ def test_swagger2_yaml_file_with_unquoted_version() -> None:
 @pytest.mark.parametrize(("doc", "field", "message"), [
     ({"swagger": "1.2", "paths": {}}, "swagger", "unsupported Swagger version '1.2'"),
     ({"swagger": "2.0", "paths": {}}, "paths", "no operations under 'paths' in this swagger 2.0"),
-    ({"swagger": "2.0", "paths": {"/f": {"post": {"operationId": "both", "parameters": [
-        {"name": "b", "in": "body", "schema": {}},
-        {"name": "f", "in": "formData", "type": "string"}]}}}}, "parameters",
-     "both 'in: body' and 'in: formData'"),
-    ({"swagger": "2.0", "paths": {"/f": {"get": {"operationId": "odd", "parameters": [
-        {"name": "q", "in": "query", "type": "string"}, 7]}}}}, "parameters[1]",
-     "expected a JSON object"),
-    ({"swagger": "2.0", "paths": {"/f": {"get": {"operationId": "lost", "responses": {
-        "200": {"description": "", "schema": {"$ref": "#/definitions/Missing"}}}}}}},
-     "responses.200", "unresolvable $ref '#/components/schemas/Missing'"),
 ])
 def test_swagger2_errors_name_file_operation_and_field(
     tmp_path: Path, doc: dict[str, Any], field: str, message: str
@@ -479,9 +472,31 @@ def test_swagger2_errors_name_file_operation_and_field(
         load_openapi(path)
     text = str(info.value)
     assert str(path) in text and f"field '{field}'" in text and message in text
-    tool = doc["paths"].get("/f", {})
-    for op in tool.values():
-        assert f"tool '{op['operationId']}'" in text
+
+
+@pytest.mark.parametrize(("doc", "field", "message"), [
+    ({"swagger": "2.0", "paths": {"/f": {"post": {"operationId": "both", "parameters": [
+        {"name": "b", "in": "body", "schema": {}},
+        {"name": "f", "in": "formData", "type": "string"}]}}}}, "parameters",
+     "'in: formData' parameters dropped"),
+    ({"swagger": "2.0", "paths": {"/f": {"get": {"operationId": "odd", "parameters": [
+        {"name": "q", "in": "query", "type": "string"}, 7]}}}}, "parameters[1]",
+     "expected a JSON object: parameter dropped"),
+    ({"swagger": "2.0", "paths": {"/f": {"get": {"operationId": "lost", "responses": {
+        "200": {"description": "", "schema": {"$ref": "#/definitions/Missing"}}}}}}},
+     "responses.200.$ref", "unresolvable $ref '#/components/schemas/Missing': dropped"),
+])
+def test_swagger2_repairs_name_file_operation_and_field(
+    tmp_path: Path, doc: dict[str, Any], field: str, message: str
+) -> None:
+    path = tmp_path / "s2.json"
+    path.write_text(json.dumps(doc))
+    with pytest.warns(CatalogWarning) as caught:
+        catalog = load_openapi(path)
+    text = str(caught[0].message)
+    assert str(path) in text and f"field '{field}'" in text and message in text
+    (op,) = doc["paths"]["/f"].values()
+    assert catalog.names() == [op["operationId"]] and f"tool '{op['operationId']}'" in text
 
 
 def test_swagger2_servers_from_host_base_path_and_schemes() -> None:

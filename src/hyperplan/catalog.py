@@ -192,6 +192,24 @@ class CatalogWarning(UserWarning):
     property): the catalog still loads, but the user should know what it lost."""
 
 
+class Repair(BaseModel):
+    """One non-conforming field a lenient importer repaired (``additionalProperties: "true"``
+    read as ``true``), or one tool it dropped because nothing usable was left of it.
+
+    ``field`` is the path of the field in the tool (``responses.200.properties.id.type``), or
+    inside ``definition`` when the field sits in a shared definition the tool refers to
+    (``definition="#/components/schemas/Pet"``, ``field="additionalProperties"``): that one
+    field of the document is then repaired once for every tool using it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    tool: str
+    field: str
+    action: str
+    definition: str = ""
+    dropped: bool = False
+
+
 def make_tool(*, file: str | None = None, **fields: Any) -> ToolSpec:
     """Build a :class:`ToolSpec`, turning validation failures into a :class:`CatalogError`
     that names the file, the tool and the field. ``required`` names that are not among the
@@ -232,6 +250,8 @@ class Catalog(BaseModel):
 
     tools: tuple[ToolSpec, ...]
     source: str = ""
+    #: what a lenient importer repaired or dropped (each also said in a CatalogWarning)
+    repairs: tuple[Repair, ...] = ()
 
     def __len__(self) -> int:
         return len(self.tools)
@@ -246,7 +266,8 @@ class Catalog(BaseModel):
         raise KeyError(name)
 
 
-def build_catalog(tools: Iterable[ToolSpec], *, source: str = "") -> Catalog:
+def build_catalog(tools: Iterable[ToolSpec], *, source: str = "",
+                  repairs: Iterable[Repair] = ()) -> Catalog:
     """Collect tools into a :class:`Catalog`; duplicate names are a :class:`CatalogError`."""
     seen: dict[str, ToolSpec] = {}
     for tool in tools:
@@ -255,7 +276,7 @@ def build_catalog(tools: Iterable[ToolSpec], *, source: str = "") -> Catalog:
                 "duplicate tool name", file=source or tool.source or None, tool=tool.name
             )
         seen[tool.name] = tool
-    return Catalog(tools=tuple(seen.values()), source=source)
+    return Catalog(tools=tuple(seen.values()), source=source, repairs=tuple(repairs))
 
 
 def merge_catalogs(catalogs: Iterable[Catalog], *,
@@ -279,7 +300,8 @@ def merge_catalogs(catalogs: Iterable[Catalog], *,
         raise CatalogError(f"{len(clashes)} tool name{'s are' if len(clashes) > 1 else ' is'}"
                            f" defined twice: {shown}; rename one side of each")
     tools = [t for c in parts for t in c.tools]
-    return build_catalog(tools, source="+".join(c.source for c in parts if c.source))
+    return build_catalog(tools, source="+".join(c.source for c in parts if c.source),
+                         repairs=[r for c in parts for r in c.repairs])
 
 
 def _label(labels: Sequence[str], index: int) -> str:

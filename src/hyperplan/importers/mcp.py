@@ -6,11 +6,14 @@ JSON-RPC response wrapping it in ``"result"`` (an ``"error"`` response is a
 :class:`~hyperplan.errors.CatalogError`), a bare list of tools, or one tool object.
 ``nextCursor`` (pagination) is ignored: concatenate pages before importing.
 
-``inputSchema`` is required and must be an object schema; ``outputSchema`` becomes the
-output schema. Local ``$ref`` are inlined (recursive ones cut with a warning). The scalar
-values of tool annotations are kept in ``metadata["annotations"]``; ``metadata["read_only"]``
-copies ``readOnlyHint`` and ``metadata["destructive"]`` is ``destructiveHint`` or, when only
-``readOnlyHint == False`` is given, ``True`` (the MCP default for non-read-only tools). Keys
+``inputSchema`` must be an object schema (a missing one is read as no inputs);
+``outputSchema`` becomes the output schema. Non-conforming fields are repaired and a tool
+that cannot be read is dropped, each with a warning (:mod:`~hyperplan.importers.repair`);
+a file with no usable tool is a :class:`~hyperplan.errors.CatalogError`. Local ``$ref`` are
+inlined (recursive ones cut with a warning). The scalar values of tool annotations are kept
+in ``metadata["annotations"]``; ``metadata["read_only"]`` copies ``readOnlyHint`` and
+``metadata["destructive"]`` is ``destructiveHint`` or, when only ``readOnlyHint == False``
+is given, ``True`` (the MCP default for non-read-only tools). Keys
 an MCP tool does not define (a misplaced ``parameters``, a typo) are ignored with one
 :class:`~hyperplan.catalog.CatalogWarning` for the file listing them per tool.
 """
@@ -23,24 +26,24 @@ from typing import Any
 from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
 from hyperplan.errors import CatalogError
 from hyperplan.importers.common import UnknownKeys, unknown_keys, warn_unknown_keys
-from hyperplan.importers.schema_refs import (
-    name_and_description,
-    read_source,
-    tool_schemas,
-    unique_tools,
-)
+from hyperplan.importers.repair import RepairLog, import_tools, short
+from hyperplan.importers.schema_refs import name_and_description, read_source, tool_schemas
 
 SOURCE = "mcp"
 
 
 def load_mcp_tools(source: str | Path | dict[str, Any] | list[Any]) -> Catalog:
-    """Load an MCP ``tools/list`` result from a JSON file path or parsed data."""
+    """Load an MCP ``tools/list`` result from a JSON file path or parsed data (leniently:
+    see :mod:`~hyperplan.importers.repair`)."""
     data, file = read_source(source, "<mcp-tools>")
     entries = _entries(data, file)
-    tools = [_tool(entry, index, file) for index, entry in enumerate(entries)]
-    catalog = build_catalog(unique_tools(tools, file=file, field="name"), source=file)
-    warn_unknown_keys(file, ((tool.name, _unknown(entry))
-                             for tool, entry in zip(tools, entries, strict=True)))
+    log = RepairLog(file)
+    tools = import_tools(entries, lambda entry, index: _tool(entry, index, file, log), log,
+                         field="name")
+    catalog = build_catalog(tools, source=file, repairs=log.records)
+    log.warn()
+    warn_unknown_keys(file, ((tool.name, _unknown(entries[tool.metadata["index"]]))
+                             for tool in tools))
     return catalog
 
 
@@ -78,18 +81,15 @@ def _entries(data: Any, file: str) -> list[Any]:
     )
 
 
-def _tool(entry: Any, index: int, file: str) -> ToolSpec:
+def _tool(entry: Any, index: int, file: str, log: RepairLog) -> ToolSpec:
     if not isinstance(entry, dict):
         raise CatalogError(
             "tool entry must be an object", file=file, tool=f"#{index}", field=f"tools[{index}]"
         )
-    name, description = name_and_description(entry, index, file)
-    if "inputSchema" not in entry:
-        raise CatalogError(
-            "missing required key 'inputSchema'", file=file, tool=name, field="inputSchema"
-        )
-    inputs, outputs = tool_schemas(entry["inputSchema"], entry.get("outputSchema"), file=file,
-                                   tool=name, in_field="inputSchema", out_field="outputSchema")
+    name, description = name_and_description(entry, index, file, log)
+    inputs, outputs = tool_schemas(entry.get("inputSchema"), entry.get("outputSchema"),
+                                   file=file, tool=name, in_field="inputSchema",
+                                   out_field="outputSchema", log=log)
     return make_tool(
         file=file,
         name=name,
@@ -97,11 +97,11 @@ def _tool(entry: Any, index: int, file: str) -> ToolSpec:
         input_schema=inputs,
         output_schema=outputs,
         source=SOURCE,
-        metadata=_metadata(entry, index, file, name),
+        metadata=_metadata(entry, index, name, log),
     )
 
 
-def _metadata(entry: dict[str, Any], index: int, file: str, name: str) -> dict[str, Any]:
+def _metadata(entry: dict[str, Any], index: int, name: str, log: RepairLog) -> dict[str, Any]:
     metadata: dict[str, Any] = {"index": index}
     if isinstance(entry.get("title"), str):
         metadata["title"] = entry["title"]
@@ -109,14 +109,13 @@ def _metadata(entry: dict[str, Any], index: int, file: str, name: str) -> dict[s
     if annotations is None:
         return metadata
     if not isinstance(annotations, dict):
-        raise CatalogError(
-            "'annotations' must be an object", file=file, tool=name, field="annotations"
-        )
+        log.repaired(name, "annotations", f"{short(annotations)} is not an object: dropped")
+        return metadata
     metadata["annotations"] = {
         str(k): v for k, v in annotations.items() if isinstance(v, str | int | float | bool)
     }
-    read_only = annotations.get("readOnlyHint")
-    destructive = annotations.get("destructiveHint")
+    read_only = _hint(annotations, "readOnlyHint", name, log)
+    destructive = _hint(annotations, "destructiveHint", name, log)
     if isinstance(read_only, bool):
         metadata["read_only"] = read_only
     if isinstance(destructive, bool):
@@ -124,3 +123,13 @@ def _metadata(entry: dict[str, Any], index: int, file: str, name: str) -> dict[s
     elif read_only is False:
         metadata["destructive"] = True
     return metadata
+
+
+def _hint(annotations: dict[str, Any], key: str, name: str, log: RepairLog) -> Any:
+    """An annotation's boolean hint; the strings ``"true"``/``"false"`` are read as such."""
+    value = annotations.get(key)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        log.repaired(name, f"annotations.{key}", f"the string {short(value)} read as "
+                     f"{value.strip().lower()}")
+        return value.strip().lower() == "true"
+    return value

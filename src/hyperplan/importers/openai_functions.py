@@ -10,7 +10,9 @@ Schema) becomes the output schema. Local ``$ref`` (``#/$defs/...``, ``#/definiti
 inlined relative to the schema that holds them, recursive ones are cut with a
 :class:`~hyperplan.graph.schema_paths.SchemaWarning`. Optional ``x-effects`` /
 ``x-preconditions`` string lists become effects / preconditions; ``strict`` is kept in
-metadata. Anything malformed is a :class:`~hyperplan.errors.CatalogError`; keys the format
+metadata. Non-conforming fields are repaired and a function that cannot be read is dropped,
+each with a warning (:mod:`~hyperplan.importers.repair`); a file with no usable function is a
+:class:`~hyperplan.errors.CatalogError`. Keys the format
 does not define (``x-*`` aside) are ignored with one
 :class:`~hyperplan.catalog.CatalogWarning` for the file listing them per tool.
 """
@@ -23,12 +25,12 @@ from typing import Any
 from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
 from hyperplan.errors import CatalogError
 from hyperplan.importers.common import UnknownKeys, unknown_keys, warn_unknown_keys
+from hyperplan.importers.repair import RepairLog, import_tools
 from hyperplan.importers.schema_refs import (
     name_and_description,
     read_source,
     string_list,
     tool_schemas,
-    unique_tools,
 )
 
 SOURCE = "openai"
@@ -38,10 +40,13 @@ def load_openai_functions(source: str | Path | list[Any] | dict[str, Any]) -> Ca
     """Load OpenAI-style function definitions from a JSON file path or parsed data."""
     data, file = read_source(source, "<openai-functions>")
     entries = _entries(data, file)
-    tools = [_tool(entry, index, file) for index, entry in enumerate(entries)]
-    catalog = build_catalog(unique_tools(tools, file=file, field="name"), source=file)
-    warn_unknown_keys(file, ((tool.name, _unknown(entry))
-                             for tool, entry in zip(tools, entries, strict=True)))
+    log = RepairLog(file)
+    tools = import_tools(entries, lambda entry, index: _tool(entry, index, file, log), log,
+                         field="name")
+    catalog = build_catalog(tools, source=file, repairs=log.records)
+    log.warn()
+    warn_unknown_keys(file, ((tool.name, _unknown(entries[tool.metadata["index"]]))
+                             for tool in tools))
     return catalog
 
 
@@ -101,14 +106,14 @@ def _unknown(entry: dict[str, Any]) -> list[UnknownKeys]:
     return [f for f in found if f is not None]
 
 
-def _tool(entry: Any, index: int, file: str) -> ToolSpec:
+def _tool(entry: Any, index: int, file: str, log: RepairLog) -> ToolSpec:
     fn = _function_body(entry, index, file)
-    name, description = name_and_description(fn, index, file)
+    name, description = name_and_description(fn, index, file, log)
     params = fn.get("parameters")
     if params is None:  # a function without arguments
         params = {"type": "object", "properties": {}}
     inputs, outputs = tool_schemas(params, fn.get("returns"), file=file, tool=name,
-                                   in_field="parameters", out_field="returns")
+                                   in_field="parameters", out_field="returns", log=log)
     metadata: dict[str, Any] = {"index": index}
     if isinstance(fn.get("strict"), bool):
         metadata["strict"] = fn["strict"]
@@ -119,10 +124,11 @@ def _tool(entry: Any, index: int, file: str) -> ToolSpec:
         input_schema=inputs,
         output_schema=outputs,
         effects=string_list(
-            _extension(fn, entry, "x-effects"), file=file, tool=name, field="x-effects"
+            _extension(fn, entry, "x-effects"), file=file, tool=name, field="x-effects", log=log
         ),
         preconditions=string_list(
-            _extension(fn, entry, "x-preconditions"), file=file, tool=name, field="x-preconditions"
+            _extension(fn, entry, "x-preconditions"), file=file, tool=name,
+            field="x-preconditions", log=log
         ),
         source=SOURCE,
         metadata=metadata,

@@ -49,13 +49,9 @@ from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
 from hyperplan.errors import CatalogError, yaml_problem
 from hyperplan.graph.schema_paths import SchemaWarning
 from hyperplan.importers.common import read_text
-from hyperplan.importers.schema_refs import (
-    lookup_pointer,
-    read_source,
-    resolve_refs,
-    unique_tools,
-)
-from hyperplan.importers.swagger2 import is_swagger2, swagger2_to_openapi3
+from hyperplan.importers.repair import RepairLog, import_tools, short
+from hyperplan.importers.schema_refs import lookup_pointer, read_source, resolve_refs
+from hyperplan.importers.swagger2 import REPAIRS_KEY, is_swagger2, swagger2_to_openapi3
 
 SOURCE = "openapi"
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -78,9 +74,13 @@ class _Op:
     item: dict[str, Any]
     op: dict[str, Any]
     notes: list[str]
+    log: RepairLog
 
     def error(self, message: str, field: str) -> CatalogError:
         return CatalogError(message, file=self.file, tool=self.name, field=field)
+
+    def repaired(self, field: str, action: str) -> None:
+        self.log.repaired(self.name, field, action)
 
     def deref(self, node: Any, field: str) -> dict[str, Any]:
         """Follow a chain of ``{"$ref": ...}`` objects to a JSON object."""
@@ -96,9 +96,8 @@ class _Op:
         raise self.error("$ref chain too long or circular", field)
 
     def schema(self, raw: Any, field: str) -> dict[str, Any]:
-        return resolve_refs(
-            raw, self.doc, file=self.file, tool=self.name, field=field, notes=self.notes
-        )
+        return resolve_refs(raw, self.doc, file=self.file, tool=self.name, field=field,
+                            notes=self.notes, log=self.log)
 
 
 def load_openapi(path_or_doc: str | Path | dict[str, Any]) -> Catalog:
@@ -113,48 +112,56 @@ def load_openapi(path_or_doc: str | Path | dict[str, Any]) -> Catalog:
     paths = doc.get("paths") or {}
     if not isinstance(paths, dict):
         raise CatalogError("'paths' must be an object", file=file, field="paths")
+    log = RepairLog(file)
     found = []
+    errors = []
     for raw_path, raw_item in paths.items():
         path = str(raw_path)
         if path.startswith("x-"):
             continue
-        item = _path_item(doc, file, path, raw_item)
+        try:
+            item = _path_item(doc, file, path, raw_item)
+        except CatalogError as exc:
+            errors.append(exc)
+            log.dropped(f"paths.{path}", exc)
+            continue
         found += [(path, method, item) for method in HTTP_METHODS if method in item]
     if not found:
+        if errors:
+            raise errors[0]
         hooks = " (webhooks are not imported)" if doc.get("webhooks") else ""
         raise CatalogError(f"no operations under 'paths' in this {version} document{hooks}",
                            file=file, field="paths")
-    names = _tool_names(file, found)
+    names = _tool_names(file, found, log)
     notes: list[str] = []
-    tools = [
-        _operation(doc, file, path, method, item, name, notes)
-        for (path, method, item), name in zip(found, names, strict=True)
-    ]
+    tools = import_tools(
+        list(zip(found, names, strict=True)),
+        lambda entry, _: _operation(doc, file, entry, notes, log), log, field="operationId")
     _warn_cuts(file, notes)
-    return build_catalog(unique_tools(tools, file=file, field="operationId"), source=file)
+    log.warn()
+    return build_catalog(tools, source=file, repairs=log.records)
 
 
-def _operation_id(file: str, path: str, method: str, op: Any) -> str | None:
+def _operation_id(path: str, method: str, op: Any, log: RepairLog) -> str | None:
     """The operation's ``operationId``; ``None`` when absent or blank (as some generators
-    write ``""``); anything but a string is an error."""
-    if not isinstance(op, dict):
-        raise CatalogError("operation must be an object", file=file,
-                           tool=tool_name(method, path), field=f"paths.{path}.{method}")
-    op_id = op.get("operationId")
+    write ``""``) or not a string (recorded in ``log``: the operation gets a made name)."""
+    op_id = op.get("operationId") if isinstance(op, dict) else None
     if op_id is None or (isinstance(op_id, str) and not op_id.strip()):
         return None
     if not isinstance(op_id, str):
-        raise CatalogError("operationId must be a string", file=file,
-                           tool=tool_name(method, path), field="operationId")
+        log.repaired(tool_name(method, path), "operationId",
+                     f"{short(op_id)} is not a string: the operation is named by its path")
+        return None
     return op_id.strip()
 
 
-def _tool_names(file: str, found: list[tuple[str, str, dict[str, Any]]]) -> list[str]:
+def _tool_names(file: str, found: list[tuple[str, str, dict[str, Any]]],
+                log: RepairLog) -> list[str]:
     """One name per operation: its ``operationId``, else :func:`tool_name` made unique by a
     ``_2``, ``_3``... suffix when another operation already has it (``/users`` and
-    ``/users/~`` both give ``get_users``). Repeated ``operationId`` values are left for
-    :func:`unique_tools` to report: the specification requires them to be unique."""
-    ids = [_operation_id(file, path, method, item[method]) for path, method, item in found]
+    ``/users/~`` both give ``get_users``). Of operations repeating an ``operationId`` (the
+    specification requires them unique) :func:`import_tools` keeps the first."""
+    ids = [_operation_id(path, method, item[method], log) for path, method, item in found]
     taken = {i for i in ids if i is not None}
     names = []
     for (path, method, _), op_id in zip(found, ids, strict=True):
@@ -244,13 +251,18 @@ def tool_name(method: str, path: str) -> str:
 def _operation(
     doc: dict[str, Any],
     file: str,
-    path: str,
-    method: str,
-    item: dict[str, Any],
-    name: str,
+    entry: tuple[tuple[str, str, dict[str, Any]], str],
     notes: list[str],
+    log: RepairLog,
 ) -> ToolSpec:
-    ctx = _Op(doc, file, name, method, path, item, item[method], notes)
+    """The tool of one operation: ``entry`` is ``((path, method, path item), name)``."""
+    (path, method, item), name = entry
+    if not isinstance(item[method], dict):
+        raise CatalogError("operation must be an object", file=file, tool=name,
+                           field=f"paths.{path}.{method}")
+    ctx = _Op(doc, file, name, method, path, item, item[method], notes, log)
+    for action in ctx.op.get(REPAIRS_KEY) or []:
+        ctx.repaired("parameters", str(action))
     props, required, params = _parameters(ctx)
     _request_body(ctx, props, required, params)
     outputs = _response(ctx)
@@ -279,18 +291,33 @@ def _description(op: dict[str, Any]) -> str:
 
 
 def _param_list(ctx: _Op, owner: dict[str, Any], where: str) -> list[dict[str, Any]]:
-    raw = owner.get("parameters", [])
+    """The parameters of an operation or path item; one that cannot be read is dropped (a
+    location written ``"Query"`` is read as ``"query"``), recorded in ``ctx.log``."""
+    raw = owner.get("parameters") or []
     if not isinstance(raw, list):
-        raise ctx.error("'parameters' must be a list", f"{where}parameters")
+        ctx.repaired(f"{where}parameters", f"{short(raw)} is not a list: dropped")
+        return []
     out = []
     for i, entry in enumerate(raw):
         field = f"{where}parameters[{i}]"
-        param = ctx.deref(entry, field)
+        try:
+            param = ctx.deref(entry, field)
+        except CatalogError as exc:
+            ctx.repaired(exc.field or field, f"{exc.reason}: parameter dropped")
+            continue
+        where_in = param.get("in")
+        if isinstance(where_in, str) and where_in.strip().lower() in PARAM_LOCATIONS \
+                and where_in not in PARAM_LOCATIONS:
+            ctx.repaired(f"{field}.in", f"{short(where_in)} read as "
+                         f"{where_in.strip().lower()!r}")
+            param = {**param, "in": where_in.strip().lower()}
         if not isinstance(param.get("name"), str) or not param["name"]:
-            raise ctx.error("parameter is missing required key 'name'", f"{field}.name")
-        if param.get("in") not in PARAM_LOCATIONS:
-            raise ctx.error(f"parameter 'in' must be one of {PARAM_LOCATIONS}", f"{field}.in")
-        out.append(param)
+            ctx.repaired(f"{field}.name", "no name: parameter dropped")
+        elif param.get("in") not in PARAM_LOCATIONS:
+            ctx.repaired(f"{field}.in", f"{short(param.get('in'))} is not one of "
+                         f"{', '.join(PARAM_LOCATIONS)}: parameter dropped")
+        else:
+            out.append(param)
     return out
 
 
@@ -363,6 +390,16 @@ def _object_parts(schema: dict[str, Any]) -> tuple[dict[str, Any], list[str]] | 
 def _request_body(
     ctx: _Op, props: dict[str, Any], required: list[str], params: dict[str, dict[str, str]]
 ) -> None:
+    """Add the request body's inputs; a body that cannot be read is dropped (recorded)."""
+    try:
+        _body_inputs(ctx, props, required, params)
+    except CatalogError as exc:
+        ctx.repaired(exc.field or "requestBody", f"{exc.reason}: request body dropped")
+
+
+def _body_inputs(
+    ctx: _Op, props: dict[str, Any], required: list[str], params: dict[str, dict[str, str]]
+) -> None:
     if ctx.op.get("requestBody") is None:
         return
     body = ctx.deref(ctx.op["requestBody"], "requestBody")
@@ -387,6 +424,15 @@ def _request_body(
 
 
 def _response(ctx: _Op) -> dict[str, Any] | None:
+    """The output schema; one that cannot be read is dropped (recorded)."""
+    try:
+        return _response_schema(ctx)
+    except CatalogError as exc:
+        ctx.repaired(exc.field or "responses", f"{exc.reason}: output schema dropped")
+        return None
+
+
+def _response_schema(ctx: _Op) -> dict[str, Any] | None:
     responses = ctx.op.get("responses")
     if responses is None:
         return None
@@ -420,7 +466,12 @@ def _preconditions(ctx: _Op) -> tuple[str, ...]:
     if security is None:
         return ()
     if not isinstance(security, list) or not all(isinstance(s, dict) for s in security):
-        raise ctx.error("'security' must be a list of requirement objects", field)
+        action = "not a list of requirement objects: dropped (no preconditions)"
+        if field == "security":
+            ctx.repaired(field, action)
+        else:  # the document's: one field, however many operations use it
+            ctx.log.repaired(ctx.name, "", action, definition="#/security")
+        return ()
     if not security or any(not s for s in security):
         return ()
     return tuple(f"{scheme}.authenticated" for scheme in security[0])

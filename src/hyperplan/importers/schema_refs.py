@@ -34,6 +34,14 @@ from hyperplan.catalog import ToolSpec
 from hyperplan.errors import CatalogError
 from hyperplan.graph.schema_paths import SchemaWarning
 from hyperplan.importers.common import read_json
+from hyperplan.importers.repair import (
+    RepairLog,
+    hoisted_required,
+    named_properties,
+    read_schema,
+    repair_keywords,
+    short,
+)
 
 MAX_DEPTH = 100
 """Deepest schema nesting accepted (guards against ``RecursionError``)."""
@@ -73,8 +81,10 @@ class _Walk:
     tool: str | None
     field: str
     notes: list[str] | None = None
+    log: RepairLog | None = None
     refs: list[str] = dataclasses.field(default_factory=list)
     targets: list[int] = dataclasses.field(default_factory=list)
+    origins: list[tuple[str, str]] = dataclasses.field(default_factory=list)
     nodes: int = 0
     over_budget: bool = False
 
@@ -92,6 +102,21 @@ class _Walk:
             stacklevel=4,
         )
 
+    def repaired(self, path: str, action: str) -> None:
+        """Record a repair at ``path``: relative to the shared definition being inlined,
+        if any (one field of the document, repaired for each tool using it)."""
+        assert self.log is not None
+        if self.origins:
+            ref, entry = self.origins[-1]
+            rel = path[len(entry):].lstrip(".") if path.startswith(entry) else path
+            self.log.repaired(self.tool or "", rel, action, definition=ref)
+        else:
+            self.log.repaired(self.tool or "", path, action)
+
+
+_DROP = object()
+"""What :func:`_keyword` returns for a keyword a lenient walk leaves out."""
+
 
 def resolve_refs(
     schema: Any,
@@ -101,15 +126,19 @@ def resolve_refs(
     tool: str | None,
     field: str,
     notes: list[str] | None = None,
+    log: RepairLog | None = None,
 ) -> dict[str, Any]:
     """Return a fully inlined copy of ``schema`` whose local ``$ref`` point into ``root``.
 
     ``field`` names the schema's place (``"parameters"``, ``"responses.200"``) in errors and
     warnings; nested problems extend it (``"parameters.properties.tags.items"``). With
     ``notes``, the messages about cut references (``"tool 't', field 'f': ..."``) are appended
-    to it instead of being warned.
+    to it instead of being warned. With ``log`` the walk is lenient
+    (:mod:`~hyperplan.importers.repair`): what can be repaired is, what cannot is dropped,
+    each recorded in ``log``; only a schema that is unreadable as a whole (or too big) is
+    still an error.
     """
-    walk = _Walk(root=root, file=file, tool=tool, field=field, notes=notes)
+    walk = _Walk(root=root, file=file, tool=tool, field=field, notes=notes, log=log)
     try:
         return _schema(walk, schema, field, 0, ())
     except RecursionError:
@@ -122,11 +151,18 @@ def _schema(
     if isinstance(node, bool):
         return {} if node else {"not": {}}
     if not isinstance(node, dict):
-        raise walk.error(f"schema must be a JSON object, got {type(node).__name__}", path)
-    if depth > MAX_DEPTH:
-        raise walk.error(f"schema nested deeper than {MAX_DEPTH} levels", path)
-    if id(node) in stack:
-        raise walk.error("schema object contains itself (cyclic object)", path)
+        read = read_schema(node) if walk.log is not None else None
+        if read is None:
+            raise walk.error(f"schema must be a JSON object, got {type(node).__name__}", path)
+        walk.repaired(path, read[1])
+        return _schema(walk, read[0], path, depth, stack)
+    if depth > MAX_DEPTH or id(node) in stack:
+        problem = (f"schema nested deeper than {MAX_DEPTH} levels" if depth > MAX_DEPTH
+                   else "schema object contains itself (cyclic object)")
+        if walk.log is None:
+            raise walk.error(problem, path)
+        walk.repaired(path, f"{problem}: cut here")
+        return {"type": "object", "description": f"cut: {problem}"}
     stack = (*stack, id(node))
     walk.nodes += 1
     if walk.nodes > MAX_TOTAL_NODES:
@@ -138,27 +174,59 @@ def _schema(
     for key, value in node.items():
         if key in _DROPPED:
             continue
-        out[key] = _keyword(walk, str(key), value, f"{path}.{key}", depth, stack)
+        kept = _keyword(walk, str(key), value, f"{path}.{key}", depth, stack)
+        if kept is not _DROP:
+            out[key] = kept
+    if walk.log is not None:
+        repair_keywords(out, lambda key, action: walk.repaired(f"{path}.{key}", action),
+                        hoisted_required(node))
     return out
+
+
+def _sub(walk: _Walk, node: Any, path: str, depth: int, stack: tuple[int, ...], *,
+         keep: bool = False) -> dict[str, Any] | None:
+    """:func:`_schema`, but a lenient walk drops a value that is no schema (``None``), or
+    reads it as any value (``{}``) with ``keep``."""
+    if walk.log is not None and not isinstance(node, dict | bool) and read_schema(node) is None:
+        walk.repaired(path, f"{short(node)} is not a schema: "
+                      f"{'read as any value' if keep else 'dropped'}")
+        return {} if keep else None
+    return _schema(walk, node, path, depth, stack)
 
 
 def _keyword(
     walk: _Walk, key: str, value: Any, path: str, depth: int, stack: tuple[int, ...]
 ) -> Any:
     if key in _SCHEMA_MAPS:
+        if isinstance(value, list) and walk.log is not None:
+            named = named_properties(value)
+            if named is not None:
+                walk.repaired(path, "a list of named schemas read as the map it means")
+                value = named
         if not isinstance(value, dict):
-            raise walk.error(f"'{key}' must be an object of schemas", path)
-        return {str(k): _schema(walk, v, f"{path}.{k}", depth + 1, stack) for k, v in value.items()}
+            if walk.log is None:
+                raise walk.error(f"'{key}' must be an object of schemas", path)
+            walk.repaired(path, f"{short(value)} is not an object of schemas: dropped")
+            return _DROP
+        return {str(k): _sub(walk, v, f"{path}.{k}", depth + 1, stack, keep=True)
+                for k, v in value.items()}
     if key in _SCHEMA_LISTS:
+        if isinstance(value, dict) and walk.log is not None:
+            walk.repaired(path, "one schema read as a list of one")
+            value = [value]
         if not isinstance(value, list):
-            raise walk.error(f"'{key}' must be a list of schemas", path)
-        return [_schema(walk, v, f"{path}[{i}]", depth + 1, stack) for i, v in enumerate(value)]
-    if key == "items":
-        if isinstance(value, list):
-            return [_schema(walk, v, f"{path}[{i}]", depth + 1, stack) for i, v in enumerate(value)]
-        return _schema(walk, value, path, depth + 1, stack)
-    if key in _SCHEMA_ONE:
-        return _schema(walk, value, path, depth + 1, stack)
+            if walk.log is None:
+                raise walk.error(f"'{key}' must be a list of schemas", path)
+            walk.repaired(path, f"{short(value)} is not a list of schemas: dropped")
+            return _DROP
+        parts = [_sub(walk, v, f"{path}[{i}]", depth + 1, stack) for i, v in enumerate(value)]
+        return [p for p in parts if p is not None]
+    if key == "items" and isinstance(value, list):
+        parts = [_sub(walk, v, f"{path}[{i}]", depth + 1, stack) for i, v in enumerate(value)]
+        return [p for p in parts if p is not None]
+    if key == "items" or key in _SCHEMA_ONE:
+        sub = _sub(walk, value, path, depth + 1, stack)
+        return _DROP if sub is None else sub
     if value is None or isinstance(value, str | int | float):  # immutable: nothing to copy
         return value
     if key == "discriminator" and isinstance(value, dict) and "mapping" in value:
@@ -175,9 +243,12 @@ def _inline_ref(
     walk: _Walk, node: dict[str, Any], path: str, depth: int, stack: tuple[int, ...]
 ) -> dict[str, Any]:
     ref = node["$ref"]
-    if not isinstance(ref, str):
-        raise walk.error(f"$ref must be a string, got {type(ref).__name__}", f"{path}.$ref")
     siblings = {k: v for k, v in node.items() if k != "$ref"}
+    if not isinstance(ref, str):
+        if walk.log is None:
+            raise walk.error(f"$ref must be a string, got {type(ref).__name__}", f"{path}.$ref")
+        walk.repaired(f"{path}.$ref", f"{short(ref)} is not a reference: dropped")
+        return _schema(walk, siblings, path, depth, stack)
     rest = _schema(walk, siblings, path, depth, stack) if siblings else {}
     if ref in walk.refs:
         walk.warn(f"recursive reference {ref} cut", path)
@@ -191,12 +262,19 @@ def _inline_ref(
             walk.over_budget = True
             walk.warn(f"schema exceeds {MAX_NODES} nodes; {ref} and later refs not inlined", path)
         return {**rest, "type": "object", "description": f"reference to {ref} (not inlined)"}
-    target = lookup_pointer(walk.root, ref, file=walk.file, tool=walk.tool, field=path)
+    try:
+        target = lookup_pointer(walk.root, ref, file=walk.file, tool=walk.tool, field=path)
+    except CatalogError as exc:
+        if walk.log is None:
+            raise
+        walk.repaired(f"{path}.$ref", f"{exc.reason}: dropped (any value)")
+        return rest
     if id(target) in walk.targets:  # the same schema reached again under another pointer
         walk.warn(f"recursive reference {ref} cut", path)
         return {**rest, "type": "object", "description": f"recursive reference to {ref}"}
     walk.refs.append(ref)
     walk.targets.append(id(target))
+    walk.origins.append((ref, path))
     try:
         # a fresh object stack: meeting an object again across a reference is recursion
         # through pointers that differ (cut above, or when a pointer repeats), not a cycle
@@ -204,6 +282,7 @@ def _inline_ref(
     finally:
         walk.refs.pop()
         walk.targets.pop()
+        walk.origins.pop()
     return {**resolved, **rest}
 
 
@@ -252,13 +331,24 @@ def check_input_schema(schema: dict[str, Any], *, file: str | None, tool: str, f
         )
 
 
-def string_list(value: Any, *, file: str | None, tool: str, field: str) -> tuple[str, ...]:
-    """A list of strings (``x-effects``); ``None`` is empty, anything else is an error."""
+def string_list(value: Any, *, file: str | None, tool: str, field: str,
+                log: RepairLog | None = None) -> tuple[str, ...]:
+    """A list of strings (``x-effects``); ``None`` is empty, anything else is an error, or
+    with ``log`` (lenient import) read as well as it can be: one string as a list of one,
+    entries that are not strings dropped."""
     if value is None:
         return ()
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    if log is None:
         raise CatalogError("must be a list of strings", file=file, tool=tool, field=field)
-    return tuple(value)
+    if isinstance(value, str):
+        log.repaired(tool, field, f"the string {short(value)} read as a list of one")
+        return (value,)
+    kept = tuple(v for v in value if isinstance(v, str)) if isinstance(value, list) else ()
+    log.repaired(tool, field, "entries that are not strings dropped" if kept
+                 else f"{short(value)} is not a list of strings: dropped")
+    return kept
 
 
 def unique_tools(tools: Iterable[ToolSpec], *, file: str | None, field: str) -> list[ToolSpec]:
@@ -284,8 +374,10 @@ def read_source(source: Any, label: str) -> tuple[Any, str]:
     return source, label
 
 
-def name_and_description(entry: dict[str, Any], index: int, file: str) -> tuple[str, str]:
-    """The required non-empty ``name`` and optional string ``description`` of a tool entry."""
+def name_and_description(entry: dict[str, Any], index: int, file: str,
+                         log: RepairLog | None = None) -> tuple[str, str]:
+    """The required non-empty ``name`` and optional string ``description`` of a tool entry
+    (with ``log``, lenient import, a description that is not a string is dropped)."""
     name = entry.get("name")
     if not isinstance(name, str) or not name.strip():
         raise CatalogError(
@@ -295,6 +387,9 @@ def name_and_description(entry: dict[str, Any], index: int, file: str) -> tuple[
             field="name",
         )
     description = entry.get("description") or ""
+    if not isinstance(description, str) and log is not None:
+        log.repaired(name, "description", f"{short(description)} is not a string: dropped")
+        description = ""
     if not isinstance(description, str):
         raise CatalogError(
             "'description' must be a string", file=file, tool=name, field="description"
@@ -303,12 +398,24 @@ def name_and_description(entry: dict[str, Any], index: int, file: str) -> tuple[
 
 
 def tool_schemas(raw_in: Any, raw_out: Any, *, file: str, tool: str, in_field: str,
-                 out_field: str) -> tuple[dict[str, Any], dict[str, Any] | None]:
+                 out_field: str, log: RepairLog | None = None,
+                 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """A tool's input schema (refs inlined, checked to be an object schema) and its output
-    schema (refs inlined; ``None`` when absent)."""
-    inputs = resolve_refs(raw_in, raw_in, file=file, tool=tool, field=in_field)
+    schema (refs inlined; ``None`` when absent). With ``log`` (lenient import), a missing
+    input schema is one without inputs and an output schema that cannot be read is dropped,
+    each recorded."""
+    if raw_in is None and log is not None:
+        log.repaired(tool, in_field, "missing: read as a tool without inputs")
+        raw_in = {"type": "object", "properties": {}}
+    inputs = resolve_refs(raw_in, raw_in, file=file, tool=tool, field=in_field, log=log)
     check_input_schema(inputs, file=file, tool=tool, field=in_field)
     outputs = None
     if raw_out is not None:
-        outputs = resolve_refs(raw_out, raw_out, file=file, tool=tool, field=out_field)
+        try:
+            outputs = resolve_refs(raw_out, raw_out, file=file, tool=tool, field=out_field,
+                                   log=log)
+        except CatalogError as exc:
+            if log is None:
+                raise
+            log.repaired(tool, exc.field or out_field, f"{exc.reason}: output schema dropped")
     return inputs, outputs

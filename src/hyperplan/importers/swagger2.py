@@ -47,7 +47,8 @@ sections mapped, Swagger 2.0 (https://swagger.io/specification/v2/) -> OpenAPI 3
 Shapes the converter cannot read (a ``parameters`` that is not a list, a parameter that is
 not an object...) are copied unchanged, so that the OpenAPI importer reports them with the
 usual file / operation / field. Mixing ``in: body`` and ``in: formData`` in one operation
-(forbidden by Swagger 2.0) is a :class:`~hyperplan.errors.CatalogError`.
+(forbidden by Swagger 2.0) keeps the body and drops the form parameters, said in the
+operation's :data:`REPAIRS_KEY` list (the importer warns: :mod:`~hyperplan.importers.repair`).
 """
 
 from __future__ import annotations
@@ -57,7 +58,12 @@ from typing import Any
 
 from hyperplan.errors import CatalogError
 
-__all__ = ["is_swagger2", "swagger2_to_openapi3"]
+__all__ = ["REPAIRS_KEY", "is_swagger2", "swagger2_to_openapi3"]
+
+REPAIRS_KEY = "x-hyperplan-repairs"
+"""Operation key listing what the conversion repaired (the importer warns about each)."""
+FORM_AND_BODY = ("'in: formData' parameters dropped: an operation cannot also have an "
+                 "'in: body' one (Swagger 2.0, Parameter Object)")
 
 OPENAPI_VERSION = "3.0.3"
 HTTP_METHODS = ("get", "put", "post", "delete", "options", "head", "patch")
@@ -390,7 +396,12 @@ class _Converter:
             else:
                 out[key] = value
         consumes = _media_types(op.get("consumes"), self.consumes)
-        body = self.request_body(path, method, op, [self.target(p) for p in payload], consumes)
+        targets = [self.target(p) for p in payload]
+        if any(p.get("in") == "body" for p in targets) and any(
+                p.get("in") == "formData" for p in targets):
+            targets = [p for p in targets if p.get("in") != "formData"]
+            out[REPAIRS_KEY] = [FORM_AND_BODY]
+        body = self.request_body(targets, consumes)
         if body is not None:
             out["requestBody"] = body
         if isinstance(op.get("schemes"), list):
@@ -400,18 +411,10 @@ class _Converter:
         return out
 
     def request_body(
-        self, path: str, method: str, op: dict[str, Any], payload: list[dict[str, Any]],
-        consumes: list[str],
+        self, payload: list[dict[str, Any]], consumes: list[str]
     ) -> dict[str, Any] | None:
         bodies = [p for p in payload if p.get("in") == "body"]
         forms = [p for p in payload if p.get("in") == "formData"]
-        if bodies and forms:
-            name = op.get("operationId") if isinstance(op.get("operationId"), str) else None
-            raise CatalogError(
-                "an operation cannot have both 'in: body' and 'in: formData' parameters "
-                "(Swagger 2.0, Parameter Object)",
-                file=self.file, tool=name or f"{method} {path}", field="parameters",
-            )
         if bodies:
             return _json_body(bodies[-1], consumes)
         return _form_body(forms, consumes) if forms else None
