@@ -39,6 +39,7 @@ from hyperplan.graph.links import LinkConfig
 from hyperplan.graph.model import Evidence, Hypergraph, NodeKind, SchemaNode
 from hyperplan.graph.safe_paths import check_output_path, write_text
 from hyperplan.graph.text import NAMELESS_OUTPUTS, did_you_mean, listed
+from hyperplan.importers.repair import summary as repair_summary
 from hyperplan.retrieve.context_graph import index_texts
 from hyperplan.sources import demo_catalog_path, load_source
 
@@ -66,6 +67,8 @@ def build_cmd(
     if not len(catalog):
         fail(f"{source}: no tools found")
     console.print(f"imported {len(catalog)} tools from {source}")
+    if catalog.repairs:  # on stderr: --json outputs stay clean
+        console.print(repair_summary(catalog.repairs), highlight=False)
     config = LinkConfig(min_weight=min_weight)
     text_embedder = embedder_from_option(embedder)
     with stage_progress() as progress, printed_warnings():
