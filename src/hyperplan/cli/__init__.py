@@ -42,7 +42,8 @@ COMMANDS: dict[str, Entry] = {
                  "--goal, or the full agent on REQUEST."),
     "serve": Entry("hyperplan.cli.serve_cmd:serve_cmd", "Serve tools as an LLM-free MCP gateway."),
     "graph": Entry("hyperplan.cli.graph_cmds:graph_app", "Build and inspect Tool-Schema "
-                   "Hypergraphs.", (("learn", "hyperplan.cli.graph_learn:learn_cmd"),)),
+                   "Hypergraphs.", (("learn", "hyperplan.cli.graph_learn:learn_cmd"),
+                                   ("annotate", "hyperplan.cli.graph_annotate:annotate_cmd"))),
     "plan": Entry("hyperplan.cli.plan_cmds:plan_app", "Tool Context Graph and DOE on a saved "
                   "graph."),
     "search": Entry("hyperplan.cli.search_cmds:search_app", "Tree search (HyperMCTS) on "

@@ -25,6 +25,8 @@ from hyperplan.select.model import ChainStep, Reason, SelectedTool, Selection
 if TYPE_CHECKING:
     from hyperplan.catalog import Catalog
     from hyperplan.embed.base import Embedder
+    from hyperplan.graph.annotations import Annotations
+    from hyperplan.llm.types import LLM
     from hyperplan.select.cache import Progress
     from hyperplan.select.rank import ChainPlacement
     from hyperplan.select.selector import SelectConfig, Selector
@@ -37,12 +39,20 @@ __all__ = ["ChainPlacement", "ChainStep", "Reason", "SelectConfig", "SelectedToo
 def build_selector(sources: Sequence[str | Catalog], *, embedder: str | Embedder = "auto",
                    cache_dir: str | Path | None = "default", config: SelectConfig | None = None,
                    allow_unsafe_tools: bool = False,
-                   progress: Progress | None = None) -> Selector:
+                   progress: Progress | None = None,
+                   annotations: str | Path | Annotations | None = None,
+                   llm: str | LLM | None = None, llm_model: str | None = None) -> Selector:
     """A :class:`Selector` over the tools of ``sources`` (``KIND:LOCATION`` strings as
     ``hyperplan graph build`` takes them, e.g. ``mcp-server:CMD``, ``openapi:FILE``,
     ``python:MODULE``, ``openai:FILE``; or catalogs), merged in order. The hypergraph is read
-    from ``cache_dir`` when it was built before for the same tools and embedder
-    (``"default"``: :func:`~hyperplan.select.cache.default_cache_dir`; None: no cache)."""
+    from ``cache_dir`` when it was built before for the same tools, embedder and annotations
+    (``"default"``: :func:`~hyperplan.select.cache.default_cache_dir`; None: no cache), with
+    the outputs earlier sessions observed (:mod:`hyperplan.select.observed`).
+
+    ``annotations`` adds inferred nodes (an annotation file, as ``hyperplan graph annotate``
+    writes, or the mapping itself); ``llm`` (an OpenAI-compatible base URL, with
+    ``llm_model``, or an :class:`~hyperplan.llm.LLM`) asks a model for every tool's outputs,
+    preconditions and effects (:mod:`hyperplan.llm.annotate`, answers cached per tool)."""
     from hyperplan.embed import get_embedder
     from hyperplan.select.cache import (
         cached_build,
@@ -54,15 +64,35 @@ def build_selector(sources: Sequence[str | Catalog], *, embedder: str | Embedder
     from hyperplan.select.selector import Selector
 
     catalog = load_catalogs(sources, allow_unsafe_tools=allow_unsafe_tools)
+    given = _annotations(catalog, annotations, llm, llm_model, progress)
     emb = get_embedder(embedder) if isinstance(embedder, str) else embedder
     where = default_cache_dir() if cache_dir == "default" else \
         (Path(cache_dir) if cache_dir is not None else None)
-    graph, _ = cached_build(catalog, emb, where, progress)
-    entry = entry_path(where, catalog, emb.name) if where is not None else None
+    graph, _ = cached_build(catalog, emb, where, progress, annotations=given)
+    entry = entry_path(where, catalog, emb.name, given) if where is not None else None
     selector = Selector(catalog, graph, emb, config, entry=entry)
     if entry is not None:
         selector.learn(learned_flows(entry), persist=False)  # what earlier sessions taught
     return selector
+
+
+def _annotations(catalog: Catalog, annotations: str | Path | Annotations | None,
+                 llm: str | LLM | None, llm_model: str | None,
+                 progress: Progress | None) -> Annotations | None:
+    """The annotations ``build_selector`` builds with: the file's or mapping's, plus the
+    model's when ``llm`` is given (the LLM layer is imported only then)."""
+    from hyperplan.graph.annotations import load_annotations
+    from hyperplan.select.observed import combine_annotations
+
+    given = load_annotations(annotations) if isinstance(annotations, str | Path) \
+        else annotations
+    if llm is None:
+        return given
+    from hyperplan.llm.annotate import annotate_catalog, client_for
+
+    client = client_for(llm, model=llm_model) if isinstance(llm, str) else llm
+    asked = annotate_catalog(catalog, client, progress=progress).annotations
+    return combine_annotations(given, asked) or None
 
 
 def __getattr__(name: str) -> Any:

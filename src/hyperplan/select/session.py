@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from hyperplan.graph.overrides import ObservedFlow
 from hyperplan.select.flows import FlowRecorder
 from hyperplan.select.model import Selection
+from hyperplan.select.observed import observe_result
 
 if TYPE_CHECKING:
     from hyperplan.select.selector import Selector
@@ -62,8 +63,12 @@ class Session:
                 ok: bool = True) -> None:
         """Record a call of ``tool`` with ``arguments`` that returned ``result`` (any JSON-like
         value; ``ok=False`` for a failed call, whose result grounds nothing). Unknown tools
-        are recorded but ground nothing beyond their argument names."""
+        are recorded but ground nothing beyond their argument names. A result of a tool
+        that declares no outputs teaches the selector its output schema
+        (:func:`~hyperplan.select.observed.observe_result`)."""
         args = dict(arguments or {})
+        if ok:
+            result = observe_result(self.selector, tool, result)
         self.calls.append(Observation(tool, tuple(sorted(args)), ok))
         self.held.update(name for name, value in args.items() if value is not None)
         held, effects = self.recorder.observe(tool, args, result, ok=ok)
