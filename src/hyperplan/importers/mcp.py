@@ -116,6 +116,9 @@ def _metadata(entry: dict[str, Any], index: int, name: str, log: RepairLog) -> d
     }
     read_only = _hint(annotations, "readOnlyHint", name, log)
     destructive = _hint(annotations, "destructiveHint", name, log)
+    for key, value in (("readOnlyHint", read_only), ("destructiveHint", destructive)):
+        if isinstance(value, bool):
+            metadata["annotations"][key] = value
     if isinstance(read_only, bool):
         metadata["read_only"] = read_only
     if isinstance(destructive, bool):

@@ -311,6 +311,11 @@ def _param_list(ctx: _Op, owner: dict[str, Any], where: str) -> list[dict[str, A
             ctx.repaired(f"{field}.in", f"{short(where_in)} read as "
                          f"{where_in.strip().lower()!r}")
             param = {**param, "in": where_in.strip().lower()}
+        if isinstance(param.get("required"), str) and param["required"].lower() in (
+                "true", "false"):
+            ctx.repaired(f"{field}.required", f"the string {short(param['required'])} read "
+                         f"as {param['required'].lower()}")
+            param = {**param, "required": param["required"].lower() == "true"}
         if not isinstance(param.get("name"), str) or not param["name"]:
             ctx.repaired(f"{field}.name", "no name: parameter dropped")
         elif param.get("in") not in PARAM_LOCATIONS:

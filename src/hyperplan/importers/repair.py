@@ -29,6 +29,7 @@ for the dropped tools. :func:`summary` is the one line ``hyperplan graph build``
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
@@ -254,7 +255,7 @@ def _type(schema: dict[str, Any], note: Note) -> None:
                                              for t in raw) and len(set(raw)) == len(raw):
         return
     parts = raw if isinstance(raw, list) else [raw]
-    named = [normalize_type(t) if isinstance(t, str) else "any" for t in parts]
+    named = [_type_name(t) for t in parts]
     kinds = list(dict.fromkeys(k for k in named if k != "any"))
     if not kinds:
         del schema["type"]
@@ -293,6 +294,19 @@ def named_properties(raw: list[Any]) -> dict[str, Any] | None:
     if not raw or not all(isinstance(p, dict) and isinstance(p.get("name"), str) for p in raw):
         return None
     return {p["name"]: {k: v for k, v in p.items() if k != "name"} for p in raw}
+
+
+def _type_name(raw: Any) -> str:
+    """A JSON Schema type name for a loosely written one (``"str"``, ``"List[int]"``, the typo
+    ``"interger"``), or ``"any"``."""
+    if not isinstance(raw, str):
+        return "any"
+    kind = normalize_type(raw)
+    if kind != "any":
+        return kind
+    close = difflib.get_close_matches(raw.strip().lower(), sorted(SCHEMA_TYPES), n=1,
+                                      cutoff=0.8)
+    return close[0] if close else "any"
 
 
 def _required(schema: dict[str, Any], note: Note, hoisted: Sequence[str]) -> None:
