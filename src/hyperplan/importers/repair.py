@@ -351,15 +351,23 @@ def _enum(schema: dict[str, Any], note: Note) -> None:
     kind = schema.get("type")
     wanted = _SCALAR_TYPES.get(kind) if isinstance(kind, str) else None
     values: list[Any] = []
-    changed = False
+    mistyped: list[Any] = []
+    repeated = False
     for value in schema["enum"]:
         fixed = value if wanted is None or value is None else _coerce(value, str(kind))
-        changed |= fixed is not value
-        if fixed is not _NO_VALUE and not any(_same(fixed, v) for v in values):
+        if fixed is not value:
+            mistyped.append(value)
+        if fixed is _NO_VALUE:
+            continue
+        if any(_same(fixed, v) for v in values):
+            repeated = True
+        else:
             values.append(fixed)
-    if changed or len(values) != len(schema["enum"]):
-        note("enum", f"values not of type {kind!r} converted or dropped, repeated ones dropped"
-             if wanted is not None else "repeated values dropped")
+    said = [f"values not of type {kind!r} converted or dropped ({short(mistyped)})"
+            ] if mistyped else []
+    said += ["repeated values dropped"] if repeated else []
+    if said:
+        note("enum", ", ".join(said))
     if values:
         schema["enum"] = values
     else:
