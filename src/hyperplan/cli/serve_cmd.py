@@ -33,6 +33,7 @@ from hyperplan.integrations.mcp_gateway.config import (
 )
 
 if TYPE_CHECKING:
+    from hyperplan.graph.annotations import Annotations
     from hyperplan.integrations.mcp_gateway.config import HttpSecurity
 
 _MAX_RESPONSE_BYTES = 10 * 1024 * 1024
@@ -109,6 +110,17 @@ def serve_cmd(
     conversation_idle: float = typer.Option(ConversationLimits.idle_seconds, help="Seconds "
                                             "after which an unused conversation (its state) "
                                             "is forgotten."),
+    annotations: Path = typer.Option(None, "--annotations", metavar="FILE", help="Build the "
+                                     "graph with these inferred outputs, preconditions and "
+                                     "effects (an annotation file, as `hyperplan graph "
+                                     "annotate` writes)."),
+    llm_annotate: str = typer.Option(None, "--llm-annotate", metavar="URL", help="Ask the "
+                                     "model at this OpenAI-compatible base URL for every "
+                                     "tool's outputs, preconditions and effects before the "
+                                     "graph is built (answers cached per tool; model: "
+                                     "HYPERPLAN_LLM_MODEL, else the server's first; key: "
+                                     "HYPERPLAN_LLM_API_KEY). Optional: selection itself "
+                                     "never uses an LLM."),
 ) -> None:
     """Serve tools as an LLM-free MCP gateway.
 
@@ -135,13 +147,15 @@ def serve_cmd(
                              allow_origin, sessions_per_client, session_idle_timeout)
     except HyperplanError as exc:
         _fail(exc)
+    annotated = _annotations(annotations)
     config = GatewayConfig(mode=mode, budget=budget, call_timeout=call_timeout,
                            embedder=embedder,
                            cache_dir=None if no_cache else (cache_dir or "default"),
                            max_request_chars=max_request_chars,
                            max_argument_bytes=max_argument_bytes,
                            call_limits=CallLimits(max_calls_per_upstream, max_calls_per_client),
-                           conversation_limits=ConversationLimits(conversation_idle))
+                           conversation_limits=ConversationLimits(conversation_idle),
+                           annotations=annotated, llm_annotate=llm_annotate)
     if max_response_bytes < 1:
         raise HyperplanError("--max-response-bytes must be positive")
     options = UpstreamOptions(call_timeout=call_timeout, allow_unsafe_tools=allow_unsafe_tools,
@@ -152,6 +166,20 @@ def serve_cmd(
     try:
         serve(sources, config, options, http=address, security=security,
               announce=lambda line: print(line, file=sys.stderr, flush=True))
+    except HyperplanError as exc:
+        _fail(exc)
+
+
+def _annotations(path: Path | None) -> Annotations | None:
+    """The annotation file of ``--annotations``, read now (a bad file is one error before
+    anything is served)."""
+    if path is None:
+        return None
+    from hyperplan.errors import HyperplanError
+    from hyperplan.graph.annotations import load_annotations
+
+    try:
+        return load_annotations(path)
     except HyperplanError as exc:
         _fail(exc)
 

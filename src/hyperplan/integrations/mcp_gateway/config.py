@@ -11,9 +11,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from hyperplan.errors import HyperplanError
+
+if TYPE_CHECKING:
+    from hyperplan.graph.annotations import Annotations
 
 DEFAULT_BUDGET = 10
 DEFAULT_CALL_TIMEOUT = 30.0
@@ -58,7 +62,10 @@ class GatewayConfig:
     """What ``hyperplan serve`` was asked for (its options, see :mod:`hyperplan.cli.serve_cmd`).
 
     ``cache_dir``: where the built graph is kept ("default": the selection cache,
-    :func:`hyperplan.select.cache.default_cache_dir`; None: not kept)."""
+    :func:`hyperplan.select.cache.default_cache_dir`; None: not kept). ``annotations``:
+    inferred nodes the graph is built with (``--annotations FILE``, read);
+    ``llm_annotate``: the OpenAI-compatible base URL of a model that annotates every tool
+    before the build (``--llm-annotate URL``, :mod:`hyperplan.llm.annotate`)."""
 
     mode: Mode = Mode.SEARCH
     budget: int = DEFAULT_BUDGET
@@ -69,6 +76,8 @@ class GatewayConfig:
     max_argument_bytes: int = DEFAULT_MAX_ARGUMENT_BYTES
     call_limits: CallLimits = field(default_factory=CallLimits)
     conversation_limits: ConversationLimits = field(default_factory=ConversationLimits)
+    annotations: Annotations | None = field(default=None, repr=False, compare=False)
+    llm_annotate: str | None = None
 
     def __post_init__(self) -> None:
         if not 1 <= self.budget <= MAX_BUDGET:

@@ -13,6 +13,12 @@ Until that is done, ``find_tools`` ranks tools by BM25 over their names and desc
 state is not used. Once ready, selection is the state-conditioned Tool Context Graph with the
 chains Deficit-Oriented Expansion proposes (:mod:`hyperplan.select`), with no LLM anywhere.
 
+The graph is built with the annotations the gateway was given (``--annotations``) and, only
+with ``--llm-annotate URL``, a model's annotation of every tool, asked first in the build
+thread (answers cached per tool, so a restart asks nothing; a failing endpoint is one line
+and the build goes on without). Output schemas learned from the results the gateway forwards
+(:mod:`hyperplan.select.observed`) are kept in the cache and used by the next start.
+
 A :class:`Conversation` is the agent state S of Definition 4 for one client: the request,
 the values the client said it holds (``known``), and every call forwarded with its result
 (:meth:`~hyperplan.select.Session.observe`), so the next selection drops producers of values
@@ -40,6 +46,7 @@ from hyperplan.secrets import redact_cut
 
 if TYPE_CHECKING:
     from hyperplan.embed.bm25 import BM25Index
+    from hyperplan.graph.annotations import Annotations
     from hyperplan.select import Selection, Selector, Session
 
 CHILD_BUILD_TOOLS = 200  # catalogs at least this large are built in a child process
@@ -108,12 +115,16 @@ class SelectionService:
     """The selector over ``catalog``, built in a background thread (module doc).
 
     ``on_ready`` is called (in the build thread) once the selector is usable, or with the
-    error message when the build failed (the gateway then keeps the keyword fallback)."""
+    error message when the build failed (the gateway then keeps the keyword fallback).
+    ``annotations`` and ``llm`` (a base URL): what the graph is built with (module doc)."""
 
     def __init__(self, catalog: Catalog, *, embedder: str = "auto",
                  cache_dir: str | Path | None = "default", budget: int = 10,
-                 on_ready: Callable[[str | None], None] | None = None) -> None:
+                 on_ready: Callable[[str | None], None] | None = None,
+                 annotations: Annotations | None = None, llm: str | None = None) -> None:
         self.catalog = catalog
+        self.annotations = annotations
+        self.llm = llm
         self.embedder_spec = embedder
         self.cache_dir = cache_dir
         self.budget = budget
@@ -159,21 +170,22 @@ class SelectionService:
             self._all_tokens = sum(self.tokens(t.name) for t in self.catalog.tools)
             from hyperplan.embed import get_embedder
             from hyperplan.select import build_selector
-            from hyperplan.select.cache import default_cache_dir, entry_path
+            from hyperplan.select.cache import default_cache_dir, is_cached
             from hyperplan.select.selector import SelectConfig
 
             emb = get_embedder(self.embedder_spec)
             where = default_cache_dir() if self.cache_dir == "default" else \
                 (Path(self.cache_dir) if self.cache_dir is not None else None)
+            annotations = self._annotations()
             _sweep_stale_tempdirs()
             with tempfile.TemporaryDirectory(prefix=f"{_TMP_PREFIX}{os.getpid()}-") as tmp:
                 store = where if where is not None else Path(tmp) / "selectors"
-                self.from_cache = (entry_path(store, self.catalog, emb.name)
-                                   / "graph.json").is_file()
+                self.from_cache = is_cached(store, self.catalog, emb.name, annotations)
                 if not self.from_cache and len(self.catalog.tools) >= CHILD_BUILD_TOOLS:
-                    self._build_in_child(Path(tmp), store)
+                    self._build_in_child(Path(tmp), store, annotations)
                 selector = build_selector([self.catalog], embedder=emb, cache_dir=store,
-                                          config=SelectConfig(budget=self.budget))
+                                          config=SelectConfig(budget=self.budget),
+                                          annotations=annotations)
             selector.index  # noqa: B018 - embeds every tool and node now, not at first use
             selector.select("warm up", budget=1)  # the query path (embedder session) too
             self.selector = selector
@@ -187,13 +199,43 @@ class SelectionService:
         if self.on_ready is not None:
             self.on_ready(self.error)
 
-    def _build_in_child(self, tmp: Path, store: Path) -> None:
+    def _annotations(self) -> Annotations | None:
+        """The annotations the graph is built with: the given ones, plus the model's when
+        ``llm`` is set (a failure there is one line on stderr; the build goes on)."""
+        if self.llm is None:
+            return self.annotations
+        from hyperplan.errors import HyperplanError
+        from hyperplan.llm.annotate import annotate_catalog, client_for
+        from hyperplan.llm.types import LLMError
+        from hyperplan.select.observed import combine_annotations
+
+        try:
+            client = client_for(self.llm)
+            try:
+                run = annotate_catalog(self.catalog, client)
+            finally:
+                client.close()
+        except (HyperplanError, LLMError, OSError) as exc:
+            print(f"hyperplan serve: annotating the tools with the model at {self.llm} "
+                  f"failed ({failure_line(exc)}); building without", file=sys.stderr)
+            return self.annotations
+        print(f"hyperplan serve: {len(run.annotations)} tools annotated by the model at "
+              f"{self.llm} ({run.asked} asked, {run.cached} from the cache, "
+              f"{len(run.skipped)} skipped)", file=sys.stderr)
+        return combine_annotations(self.annotations, run.annotations) or None
+
+    def _build_in_child(self, tmp: Path, store: Path,
+                        annotations: Annotations | None = None) -> None:
         """Build the graph into ``store`` in a child process (:mod:`.build`); when the child
         fails, the reason is printed and the caller builds in this process instead."""
         catalog_file = tmp / "catalog.json"
         catalog_file.write_text(self.catalog.model_dump_json(), encoding="utf-8")
         command = [sys.executable, "-m", "hyperplan.integrations.mcp_gateway.build",
                    str(catalog_file), self.embedder_spec, str(store)]
+        if annotations:
+            from hyperplan.graph.annotations import save_annotations
+
+            command.append(str(save_annotations(annotations, tmp / "annotations.json")))
         try:
             done = subprocess.run(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, text=True, check=False)
