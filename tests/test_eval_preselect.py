@@ -18,7 +18,8 @@ from hyperplan.eval.preselect_replay import synthetic, synthetic_calls
 from hyperplan.importers.gold import GoldCall, GoldFlow, GoldTask
 
 TIMES = {"ms_p50", "ms_p99", "cpu_ms_p50", "cpu_ms_p99"}
-SELECT_METRICS = {"recall", "complete", "mean_tools", "tokens", "token_ratio", *TIMES}
+SELECT_METRICS = {"recall", "complete", "mean_tools", "tokens", "token_ratio", "ms_cold_p50",
+                  "ms_cold_p99", "unsafe", *TIMES}
 REPLAY_METRICS = {"next_hit", "next_hit_first", "next_hit_later", "tasks_all_hit", "steps",
                   *TIMES}
 
@@ -91,17 +92,22 @@ def _cli(*args: str) -> dict[str, Any]:
 
 def _check_select(doc: dict[str, Any], budgets: list[int]) -> None:
     assert {"suite", "mode", "split", "budgets", "n_tasks", "n_tools", "all_tokens", "methods",
-            "subsets", "seconds", "skipped_methods", "embedder", "tokenizer", "timing"} <= set(doc)
+            "subsets", "seconds", "skipped_methods", "embedder", "tokenizer", "timing",
+            "strip_outputs", "unsafe_chains", "graph_tool_call", "fastmcp"} <= set(doc)
     assert doc["mode"] == "select" and doc["budgets"] == budgets and doc["n_tasks"] > 0
     ran = set(doc["methods"])
     assert ran | set(doc["skipped_methods"]) == set(METHODS)
     for method, by_k in doc["methods"].items():
         assert set(by_k) == {str(k) for k in budgets}
         for k, scores in by_k.items():
-            assert set(scores) == SELECT_METRICS
+            doe = {"unsafe_chain"} if method == "context_graph_doe" else set()
+            assert set(scores) == SELECT_METRICS | doe
             assert 0.0 <= scores["complete"] <= scores["recall"] <= 1.0
             assert 0 <= scores["ms_p50"] <= scores["ms_p99"]
             assert 0 <= scores["cpu_ms_p50"] <= scores["cpu_ms_p99"]
+            assert 0 <= scores["ms_cold_p50"] <= scores["ms_cold_p99"]
+            assert 0 <= scores["unsafe"] <= doc["n_tasks"]
+            assert 0 <= scores.get("unsafe_chain", 0) <= doc["n_tasks"]
             if method != "all_tools":
                 assert 0 < scores["mean_tools"] <= int(k)
                 assert 0 < scores["tokens"] < doc["all_tokens"]
@@ -131,8 +137,8 @@ def test_inline_suite_replay(tmp_path: Path) -> None:
     doc = _cli("--suite", "nestools", "--data", str(data), "--embedder", "hashing",
                "--budget", "3", "--no-cache", "--replay", "--no-fastmcp")
     assert doc["mode"] == "replay" and doc["n_tasks"] == 4 and doc["n_steps"] == 6
-    assert doc["skipped_methods"] == {"fastmcp_bm25": "disabled (--no-fastmcp)"}
-    assert set(doc["methods"]) == set(METHODS) - {"fastmcp_bm25"}
+    assert doc["skipped_methods"]["fastmcp_bm25"] == "disabled (--no-fastmcp)"
+    assert set(doc["methods"]) == set(METHODS) - set(doc["skipped_methods"])
     for by_k in doc["methods"].values():
         scores = by_k["3"]
         assert set(scores) == REPLAY_METRICS and scores["steps"] == 6

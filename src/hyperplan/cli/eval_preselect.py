@@ -1,5 +1,7 @@
 """``hyperplan eval preselect``: hyperplan's tool pre-selection against all tools, semantic
-top-K, BM25 top-K and FastMCP's BM25 search, side by side (:mod:`hyperplan.eval.preselect`).
+top-K, BM25 top-K, FastMCP's BM25 search and graph-tool-call, side by side
+(:mod:`hyperplan.eval.preselect`), on the benchmark suites, real MCP servers or a user's own
+catalog (``--suite custom --catalog KIND:LOCATION --tasks-file F``).
 
 Registered on the ``eval`` command group by :mod:`hyperplan.cli`.
 """
@@ -18,7 +20,13 @@ import typer
 from hyperplan.cli.common import console, embedder_from_option, fail, out, stage_progress
 from hyperplan.cli.options import AsJson, Split, embedder_option
 from hyperplan.embed.base import Embedder
-from hyperplan.eval.preselect import DEFAULT_BUDGETS, SUITES, PreselectError, evaluate_preselect
+from hyperplan.eval.preselect import (
+    DEFAULT_BUDGETS,
+    SUITES,
+    PreselectError,
+    SuiteSource,
+    evaluate_preselect,
+)
 
 PLAIN_EVERY = 10.0  # seconds between plain progress lines when stderr is not a terminal
 
@@ -28,7 +36,21 @@ def preselect_cmd(
     data: str = typer.Option(
         None, help="appworld: dir with api_docs and tasks_train.jsonl; stabletoolbench: query "
         "file; nestools: *.jsonl; nestful: data dir or *-data.json; sealtools: dir or "
-        "dev.jsonl; tau2: domains, comma-separated (default airline,retail,telecom)"),
+        "dev.jsonl; tau2: domains, comma-separated (default airline,retail,telecom); "
+        "mcp-six: dir with requests.json (../shared/data/mcp-six); mcp-corpus: the corpus "
+        "dir (benchmarks/mcp-corpus)"),
+    catalog: list[str] = typer.Option(
+        None, "--catalog", help="custom: a catalog source KIND:LOCATION as graph build takes "
+        "it (repeat for several; each becomes a namespace of its own)"),
+    tasks_file: Path = typer.Option(
+        None, help='custom: JSON or JSONL of {"id", "request", "gold"}; gold = tool names or '
+        "slots (lists of alternatives, one of each needed)"),
+    tools: Path = typer.Option(
+        None, help="mcp-six / mcp-corpus: the folder of the servers' tools/list files "
+        "(<slug>.json; default: tools beside the requests, else benchmarks/mcp-corpus/tools)"),
+    strip_outputs: bool = typer.Option(
+        False, "--strip-outputs", help="every catalog without its output schemas, effects "
+        "and preconditions (a typed suite as most catalogs are)"),
     domain: str = typer.Option(None, help="tau2 domains (same as --data for tau2)"),
     budget: str = typer.Option(",".join(map(str, DEFAULT_BUDGETS)),
                                help="tool budgets K (at most this many tools), comma-separated"),
@@ -44,11 +66,15 @@ def preselect_cmd(
     no_cache: bool = typer.Option(False, "--no-cache", help="build every graph anew"),
     fastmcp: bool = typer.Option(True, "--fastmcp/--no-fastmcp",
                                  help="run FastMCP's BM25SearchTransform when installed"),
+    gtc: bool = typer.Option(True, "--gtc/--no-gtc",
+                             help="run graph-tool-call's ToolGraph.retrieve when installed "
+                             "(slow on thousands of tools)"),
     as_json: AsJson = False,
 ) -> None:
-    """Gold-tool recall, completeness, definition tokens and latency of tool pre-selection:
-    all tools, semantic and BM25 top-K, FastMCP's BM25 search, the context graph, and the
-    context graph with DOE chains; --replay scores the next gold tool after each gold call."""
+    """Gold recall, completeness, unsafe selections, definition tokens and latency (warm and
+    cold, query embedding included) of tool pre-selection: all tools, semantic and BM25 top-K,
+    FastMCP's BM25 search, graph-tool-call, the context graph, and the context graph with DOE
+    chains; --replay scores the next gold tool after each gold call."""
     try:
         budgets = [int(b) for b in budget.split(",") if b.strip()]
     except ValueError:
@@ -68,12 +94,16 @@ def preselect_cmd(
         from hyperplan.select.cache import default_cache_dir
 
         where = cache_dir if cache_dir is not None else default_cache_dir()
+    if suite != "custom" and (catalog or tasks_file is not None):
+        fail("--catalog and --tasks-file are for --suite custom")
+    origin = SuiteSource(source, tuple(catalog or ()), tasks_file, tools, strip_outputs)
     with _progress() as progress:
         result = evaluate_preselect(
             suite, source, embedder=chosen, budgets=budgets, split=split, replay=replay,
-            limit=limit, sample=sample, cache_dir=where, use_fastmcp=fastmcp, progress=progress)
+            limit=limit, sample=sample, cache_dir=where, use_fastmcp=fastmcp, use_gtc=gtc,
+            source=origin, progress=progress)
     if not result["n_tasks"]:
-        fail(f"{source}: no task with a request and gold tools to score"
+        fail(f"{source or tasks_file}: no task with a request and gold tools to score"
              + (f" in split {split!r}" if split != "all" else ""))
     if as_json:
         print(json.dumps(result))

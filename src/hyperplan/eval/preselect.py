@@ -10,21 +10,33 @@ For every task the request text goes to each method, capped at a budget of K too
 * ``fastmcp_bm25``: FastMCP's own ``BM25SearchTransform`` ranking (its tokenizer and its text
   of name, description and parameters), run when ``fastmcp`` is importable, else skipped and
   said so in the JSON;
+* ``graph_tool_call``: graph-tool-call's ``ToolGraph.retrieve`` (BM25, the same embedder and
+  its rule-based prerequisite graph; :mod:`hyperplan.eval.baseline_gtc`), run when
+  ``graph_tool_call`` is importable, else skipped and said so;
 * ``context_graph``: :meth:`hyperplan.select.Selector.select` with ``chain=False``;
 * ``context_graph_doe``: the same with ``chain=True`` (DOE's producer chains join the ranking).
 
-Per method and K: ``recall`` (mean fraction of a task's gold tools selected), ``complete``
-(fraction of tasks with every gold tool selected), ``mean_tools``, ``tokens`` (mean definition
-tokens of the selected tools as OpenAI functions: the selector's ``tool_tokens`` for every
-method), ``token_ratio`` (all tools' tokens over that mean), and the selection's
-``ms_p50`` / ``ms_p99`` (wall clock) and ``cpu_ms_p50`` / ``cpu_ms_p99`` (the selecting
-thread's CPU time, which other processes on shared cores do not inflate). Query embedding is
-excluded for every method: the request's vector (and the phrase vectors of the selector's
+Gold is a tuple of slots of acceptable tools (:mod:`hyperplan.eval.preselect_bench`; a suite
+whose gold is a list of tools has one slot per tool). Per method and K: ``recall`` (mean
+fraction of a task's gold slots with a tool selected), ``complete`` (fraction of tasks with
+every slot filled), ``mean_tools``, ``tokens`` (mean definition tokens of the selected tools as
+OpenAI functions: the selector's ``tool_tokens`` for every method), ``token_ratio`` (all tools'
+tokens over that mean), ``unsafe`` (tasks whose selection holds a write or destructive tool
+that is none of their gold alternatives) and, for ``context_graph_doe``, ``unsafe_chain`` (tasks
+whose DOE chain, the producers it added, holds such a tool; listed per K in ``unsafe_chains``).
+
+Latency: ``ms_p50`` / ``ms_p99`` (wall clock) and ``cpu_ms_p50`` / ``cpu_ms_p99`` (the selecting
+thread's CPU time, which other processes on shared cores do not inflate) exclude the query
+embedding for every method: the request's vector (and the phrase vectors of the selector's
 interpretation) are computed before the timed part; the selector is given an embedder that
 serves those vectors from memory, so its timed :meth:`~hyperplan.select.Selector.select`
-includes the interpretation, grounding, extraction and DOE but no model call. ``subsets``
-repeat recall and completeness for the tasks with two or more gold tools (``multi_tool``) and
-for those whose gold calls pass data between them (``with_flows``).
+includes the interpretation, grounding, extraction and DOE but no model call.
+``ms_cold_p50`` / ``ms_cold_p99`` are a request never seen before: the same call timed with
+every text it embeds (the request; the selector's interpretation phrases) embedded by the model
+itself, no cache in front of it (semantic top-K: embedding the request plus the top-K;
+BM25 and FastMCP embed nothing: their cold time is their time). ``subsets`` repeat recall and
+completeness for the tasks with two or more gold slots (``multi_tool``) and for those whose gold
+calls pass data between them (``with_flows``).
 
 ``replay`` mode (:mod:`hyperplan.eval.preselect_replay`) replays each task's gold calls through a
 :class:`~hyperplan.select.Session` and scores whether the next gold tool is in the selection.
@@ -36,13 +48,21 @@ Suites and ``data``: ``appworld`` (the directory holding ``api_docs`` and
 comma-separated, default all three; each task's gold is its assistant's gold actions, and the
 replay uses the responses τ²'s environment gives them). The gold tools of a task with gold calls
 are the distinct tools of those calls. ``split``: as ``eval retrieval`` (dev = every 5th task of
-each catalog's tasks, heldout = the rest).
+each catalog's tasks, heldout = the rest), unless the data gives each task its split.
+
+``custom`` (a user's own ``--catalog`` sources and ``--tasks-file``:
+:mod:`hyperplan.eval.preselect_custom`), ``mcp-six`` and ``mcp-corpus`` (real MCP servers'
+saved ``tools/list``: :mod:`hyperplan.eval.preselect_corpus`) read gold slots. With
+``strip_outputs`` every catalog goes through :func:`hyperplan.eval.stripped.strip_outputs`
+first (a typed suite as most catalogs are: no output schemas, effects or preconditions; the
+replay's synthetic results then follow the stripped catalog).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +73,7 @@ from hyperplan.embed.memo import MemoEmbedder
 from hyperplan.errors import HyperplanError
 from hyperplan.eval.links import split_tasks
 from hyperplan.eval.preselect_bench import (
+    Baselines,
     Part,
     PartBench,
     PreselectSuite,
@@ -60,6 +81,7 @@ from hyperplan.eval.preselect_bench import (
     Row,
     Tally,
     gold_tools,
+    scorable_slots,
     summary,
 )
 from hyperplan.eval.registry import PRESELECT_REPLAY_SUITES, PRESELECT_SUITES
@@ -79,16 +101,18 @@ __all__ = [
 
 SUITES = PRESELECT_SUITES  # the registry's table
 REPLAY_SUITES = PRESELECT_REPLAY_SUITES
-TEXT_METHODS = ("semantic", "bm25", "fastmcp_bm25")
+TEXT_METHODS = ("semantic", "bm25", "fastmcp_bm25", "graph_tool_call")
 SELECTOR_METHODS = ("context_graph", "context_graph_doe")
 METHODS = ("all_tools", *TEXT_METHODS, *SELECTOR_METHODS)
 TAU2_DOMAINS = ("airline", "retail", "telecom")
 DEFAULT_BUDGETS = (5, 10, 20)
 FASTMCP_VERSION = "4.1.6"
-TIMING_NOTE = ("selection only: request vectors computed before the timed part for every "
-               "method; the selector's select() timed with its query vectors served from "
-               "memory (interpretation, grounding, extraction and DOE included); ms = wall "
-               "clock, cpu_ms = the selecting thread's CPU time")
+TIMING_NOTE = ("ms, cpu_ms: selection only, request vectors computed before the timed part "
+               "for every method; the selector's select() timed with its query vectors "
+               "served from memory (interpretation, grounding, extraction and DOE included); "
+               "ms = wall clock, cpu_ms = the selecting thread's CPU time. ms_cold: wall "
+               "clock of a request never seen before, every text the method embeds embedded "
+               "by the model itself (no cache); BM25 and FastMCP embed nothing")
 Progress = Callable[[str, int, int], None]
 
 
@@ -96,18 +120,54 @@ class PreselectError(HyperplanError):
     """The pre-selection benchmark cannot run on the given suite or data."""
 
 
-def load_preselect_suite(suite: str, data: str | Path | None) -> PreselectSuite:
-    """The catalogs and gold tasks of ``suite`` (module doc) from ``data``."""
+@dataclass(frozen=True)
+class SuiteSource:
+    """Where a suite's catalogs and tasks come from: ``data`` (module doc); ``catalogs`` and
+    ``tasks_file`` (``custom``); ``tools``: the folder of servers' ``tools/list`` files
+    (``mcp-six``, ``mcp-corpus``); ``strip``: every catalog with its outputs stripped."""
+
+    data: str | Path | None = None
+    catalogs: tuple[str, ...] = ()
+    tasks_file: str | Path | None = None
+    tools: str | Path | None = None
+    strip: bool = False
+
+
+def load_preselect_suite(suite: str, data: str | Path | None,
+                         source: SuiteSource | None = None) -> PreselectSuite:
+    """The catalogs and gold tasks of ``suite`` (module doc) from ``data`` (or ``source``)."""
+    src = source or SuiteSource(data)
+    loaded = _load(suite, data if data is not None else src.data, src)
+    if not src.strip:
+        return loaded
+    from hyperplan.eval.stripped import strip_outputs
+
+    return PreselectSuite(loaded.suite, tuple(replace(p, catalog=strip_outputs(p.catalog))
+                                              for p in loaded.parts))
+
+
+def _load(suite: str, data: str | Path | None, src: SuiteSource) -> PreselectSuite:
     if suite not in SUITES:
         raise PreselectError(f"unknown pre-selection suite {suite!r}; expected "
                              f"{', '.join(SUITES)}")
     if suite == "tau2":
         return PreselectSuite(suite, tuple(_tau2_part(d) for d in _domains(data)))
+    if suite == "custom":
+        from hyperplan.eval.preselect_custom import load_custom_suite
+
+        if src.tasks_file is None:
+            raise PreselectError("--suite custom needs --tasks-file (JSON or JSONL of "
+                                 '{"id", "request", "gold"})')
+        return load_custom_suite(src.catalogs, src.tasks_file)
     if data is None:
         raise PreselectError(f"--data is required for suite {suite}")
     path = Path(data)
     if not path.exists():
         raise PreselectError(f"{path}: no such file or directory")
+    if suite in ("mcp-six", "mcp-corpus"):
+        from hyperplan.eval.preselect_corpus import load_mcp_corpus, load_mcp_six
+
+        return (load_mcp_six if suite == "mcp-six" else load_mcp_corpus)(path, src.tools)
     if suite in ("appworld", "stabletoolbench"):
         from hyperplan.eval.retrieval import load_retrieval_suite
 
@@ -182,6 +242,8 @@ def evaluate_preselect(
     sample: int | None = None,
     cache_dir: Path | None = None,
     use_fastmcp: bool = True,
+    use_gtc: bool = True,
+    source: SuiteSource | None = None,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark; returns the JSON contract of ``hyperplan eval preselect``.
@@ -189,7 +251,8 @@ def evaluate_preselect(
     ``limit``: the first tasks of each catalog's split only; ``sample``: that many tasks
     evenly spaced over each catalog's split (for a suite whose file is ordered by difficulty,
     such as Seal-Tools' easy queries before its multi-tool ones, the first tasks are not a
-    fair subset)."""
+    fair subset). ``source``: the custom suite's catalogs and tasks file, the MCP suites'
+    tools folder, stripped outputs (:class:`SuiteSource`)."""
     from hyperplan.eval.preselect_replay import replay_part
     from hyperplan.retrieve.serialize import tokenizer_name
 
@@ -199,28 +262,26 @@ def evaluate_preselect(
     if replay and suite not in REPLAY_SUITES:
         raise PreselectError(f"--replay needs gold call sequences: suites "
                              f"{', '.join(REPLAY_SUITES)}, not {suite}")
+    src = source or SuiteSource(data)
     started = time.perf_counter()
-    loaded = load_preselect_suite(suite, data)
-    fastmcp_ok, fastmcp_info = fastmcp_status() if use_fastmcp else \
-        (False, "disabled (--no-fastmcp)")
-    tally = Tally(ks)
+    loaded = load_preselect_suite(suite, data, src)
+    optional = _optional(use_fastmcp, use_gtc)
+    baselines = Baselines(fastmcp="fastmcp_bm25" in optional.ran,
+                          gtc="graph_tool_call" in optional.ran)
+    tally: Tally[Any] = Tally(ks)
     n_tools = n_tasks = skipped = 0
     all_tokens: list[int] = []
     for part_no, part in enumerate(loaded.parts):
-        chosen = split_tasks(part.tasks, split)
-        if sample is not None and sample < len(chosen):
-            chosen = tuple(chosen[(i * len(chosen)) // sample] for i in range(sample))
-        if limit is not None:
-            chosen = chosen[:limit]
+        chosen = _chosen(part, split, sample, limit)
         names = set(part.catalog.names())
-        scored = tuple(t for t in chosen if t.text.strip() and gold_tools(t)
-                       and set(gold_tools(t)) <= names)
+        scored = tuple(t for t in chosen if t.text.strip()
+                       and scorable_slots(part, t, names) is not None)
         skipped += len(chosen) - len(scored)
         n_tools += len(part.catalog.tools)
         if not scored:
             continue
         stage = f"part {part_no + 1}/{len(loaded.parts)}" if len(loaded.parts) > 1 else suite
-        bench = PartBench(part, embedder, ks, cache_dir, fastmcp_ok, progress, stage)
+        bench = PartBench(part, embedder, ks, cache_dir, baselines, progress, stage)
         try:
             done = replay_part(bench, scored, tally) if replay else bench.run(scored, tally)
         finally:
@@ -229,7 +290,7 @@ def evaluate_preselect(
         skipped += len(scored) - done
         all_tokens.extend([bench.all_tokens] * done)
     mean_all = float(np.mean(all_tokens)) if all_tokens else 0.0
-    methods = [m for m in METHODS if m != "fastmcp_bm25" or fastmcp_ok]
+    methods = [m for m in METHODS if m not in optional.skipped]
     result: dict[str, Any] = {
         "suite": suite,
         "mode": "replay" if replay else "select",
@@ -237,14 +298,17 @@ def evaluate_preselect(
         "budgets": list(ks),
         "n_tasks": n_tasks,
         "n_tools": n_tools,
+        "n_catalogs": len(loaded.parts),
         "all_tokens": round(mean_all, 1),
+        "strip_outputs": src.strip,
         "methods": {},
         "seconds": round(time.perf_counter() - started, 2),
         "skipped_tasks": skipped,
         **({"limit": limit} if limit is not None else {}),
         **({"sample": sample} if sample is not None else {}),
-        "skipped_methods": {} if fastmcp_ok else {"fastmcp_bm25": fastmcp_info},
-        "fastmcp": fastmcp_info if fastmcp_ok else None,
+        "skipped_methods": dict(optional.skipped),
+        "fastmcp": optional.ran.get("fastmcp_bm25"),
+        "graph_tool_call": optional.ran.get("graph_tool_call"),
         "embedder": embedder.name,
         "tokenizer": tokenizer_name(),
         "timing": TIMING_NOTE,
@@ -261,12 +325,49 @@ def evaluate_preselect(
         return result
     result["methods"] = {m: {str(k): summary(tally.rows.get(m, {}).get(k, []), mean_all)
                              for k in ks} for m in methods}
+    result["unsafe_chains"] = {str(k): tally.unsafe_chains.get(k, []) for k in ks}
     result["subsets"] = {
         name: {"n_tasks": len(by_method.get("all_tools", {}).get(ks[0], [])),
                "methods": {m: {str(k): _short(by_method.get(m, {}).get(k, [])) for k in ks}
                            for m in methods}}
         for name, by_method in ((n, tally.subsets.get(n, {})) for n in SUBSETS)}
     return result
+
+
+@dataclass(frozen=True)
+class OptionalMethods:
+    """The optional baselines: per method, its version where it runs, or why it does not."""
+
+    ran: dict[str, str]
+    skipped: dict[str, str]
+
+
+def _optional(use_fastmcp: bool, use_gtc: bool) -> OptionalMethods:
+    from hyperplan.eval.baseline_gtc import gtc_status
+
+    ran: dict[str, str] = {}
+    skipped: dict[str, str] = {}
+    for method, use, flag, status in (("fastmcp_bm25", use_fastmcp, "--no-fastmcp",
+                                       fastmcp_status),
+                                      ("graph_tool_call", use_gtc, "--no-gtc", gtc_status)):
+        ok, info = status() if use else (False, f"disabled ({flag})")
+        (ran if ok else skipped)[method] = info
+    return OptionalMethods(ran, skipped)
+
+
+def _chosen(part: Part, split: str, sample: int | None,
+            limit: int | None) -> tuple[GoldTask, ...]:
+    """The part's tasks of ``split`` (the data's own split labels where it has them), then
+    ``sample`` evenly spaced, then the first ``limit``."""
+    if part.splits and split != "all":
+        if split not in ("dev", "heldout"):
+            raise PreselectError(f"unknown split {split!r}; expected all, dev or heldout")
+        chosen = tuple(t for t in part.tasks if part.splits.get(t.id) == split)
+    else:
+        chosen = split_tasks(part.tasks, split)
+    if sample is not None and sample < len(chosen):
+        chosen = tuple(chosen[(i * len(chosen)) // sample] for i in range(sample))
+    return chosen[:limit] if limit is not None else chosen
 
 
 SUBSETS = ("multi_tool", "with_flows")

@@ -32,11 +32,13 @@ from typing import Any
 import numpy as np
 
 from hyperplan.catalog import ToolSpec
-from hyperplan.eval.preselect_bench import PartBench, ReplayCall, Row, Tally, Timed, timed
+from hyperplan.eval.preselect_bench import PartBench, ReplayCall, Tally, Timed, timed
 from hyperplan.execute.state import values_at
 from hyperplan.importers.gold import GoldTask
 
 MAX_DEPTH = 6  # nesting of a synthetic result
+StepRow = tuple[float, bool, int, int, float, float]
+"""Per step, method and budget: hit, first step, step, task number, wall and CPU ms."""
 
 
 def synthetic(schema: Any, tag: str, path: str = "", depth: int = 0) -> Any:
@@ -119,7 +121,8 @@ def _referenced(task: GoldTask, earlier: Sequence[ReplayCall], consumer: str, pa
     return f"ref:{consumer}:{param}"
 
 
-def replay_part(bench: PartBench, tasks: Sequence[GoldTask], tally: Tally) -> int:
+def replay_part(bench: PartBench, tasks: Sequence[GoldTask],
+                tally: Tally[StepRow]) -> int:
     """Replay every task of one catalog (module doc), adding one row per step, method and
     budget to ``tally``: ``(hit, first step, step, task number, ms, CPU ms)``; returns how
     many tasks were replayed (those with gold calls to catalog tools)."""
@@ -162,7 +165,7 @@ def _session_select(bench: PartBench, session: Any, k: int) -> Timed:
     return timed(lambda: [bench.graph.tool_index[n] for n in session.select(budget=k).names])
 
 
-def replay_summary(rows: Sequence[Row]) -> dict[str, float]:
+def replay_summary(rows: Sequence[StepRow]) -> dict[str, float]:
     """``next_hit`` over all steps, on the first and on later steps, tasks whose every step
     hit, and latency (rows as :func:`replay_part` makes them)."""
     if not rows:

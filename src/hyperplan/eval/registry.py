@@ -9,7 +9,9 @@ interface and one command:
 * ``retrieval`` — tool pool plus gold tools per request, ``hyperplan eval retrieval``;
 * ``chains`` — gold call chains for producer discovery, ``hyperplan eval chains``;
 * ``links`` — gold data flows for link inference, ``hyperplan eval links``;
-* ``search`` — generated long-horizon tasks with verifiers, ``hyperplan search run``.
+* ``search`` — generated long-horizon tasks with verifiers, ``hyperplan search run``;
+* ``preselect`` — tool pre-selection against text retrieval on catalogs with gold slots and
+  no other kind of evaluation (``custom``, the MCP suites), ``hyperplan eval preselect``.
 
 Not printed by ``eval suites``: the class behind each agent suite, the default data of the
 gold-call replay suites, and which suites ``hyperplan eval preselect`` reads.
@@ -60,6 +62,7 @@ KIND_COMMANDS = {
     "chains": "hyperplan eval chains --suite {name}",
     "links": "hyperplan eval links --suite {name}",
     "search": "hyperplan search run --suite {name}",
+    "preselect": "hyperplan eval preselect --suite {name}",
 }
 _AGENTS = "hyperplan.eval.agent_suites"
 _REPLAY = "hyperplan.eval.replay_suite:ReplaySuite"
@@ -90,10 +93,22 @@ REGISTRY: tuple[Suite, ...] = (
     Suite("stabletoolbench", ("retrieval",), "../shared/data/stabletoolbench/*.json",
           "relevant APIs (no arguments or outputs in the data, so no agent runs)",
           preselect=True),
-    Suite("custom", ("retrieval",),
+    Suite("custom", ("retrieval", "preselect"),
           "your tools (--catalog KIND:LOCATION) and requests (--tasks-file JSONL of "
-          "{id, request, tools})",
-          "the tool names each request lists"),
+          "{id, request, tools}; eval preselect: JSON or JSONL, gold = tools or slots of "
+          "alternatives)",
+          "the tool names each request lists (preselect: every slot has one selected)",
+          preselect=True),
+    Suite("mcp-six", ("preselect",),
+          "../shared/data/mcp-six (15 requests over six real MCP servers) + the servers' "
+          "tools/list (benchmarks/mcp-corpus/tools or --tools)",
+          "gold slots of acceptable tools, written before any selection was seen",
+          preselect=True),
+    Suite("mcp-corpus", ("preselect",),
+          "benchmarks/mcp-corpus (real MCP servers' tools/list; requests with gold slots, "
+          "dev and heldout splits)",
+          "gold slots of acceptable tools per request, over the union of its servers",
+          preselect=True),
     # tree search: the generators live with the tree-search benchmarks (named here only)
     Suite("shopping", ("search",), "generated per seed (DeepPlanning-style)",
           "case accuracy: every requirement and the budget"),
