@@ -21,9 +21,10 @@ eval_app = typer.Typer(help="Benchmarks with stable JSON output, agent runs and 
 
 @eval_app.command("links")
 def links_cmd(
-    suite: str = typer.Option(..., help="nestful | nestools | sealtools"),
+    suite: str = typer.Option(..., help="nestful | nestools | sealtools | appworld "
+                              "(appworld: --strip-outputs only)"),
     data: Path = typer.Option(..., help="NESTFUL data dir or *-data.json; NesTools *.jsonl; "
-                              "Seal-Tools dir or dev.jsonl"),
+                              "Seal-Tools dir or dev.jsonl; AppWorld data dir"),
     embedder: str = embedder_option("auto"),
     split: Split = "all",
     threshold: float = typer.Option(
@@ -31,9 +32,16 @@ def links_cmd(
     sweep: str = typer.Option("", help="extra thresholds, e.g. 0.4,0.5,0.6"),
     learn_from: str = typer.Option(None, "--learn-from", help="dev | heldout: learn the gold "
                                    "flows of that split first (score the other split)"),
+    strip_outputs: bool = typer.Option(
+        False, "--strip-outputs", help="drop the catalog's declared outputs, effects and "
+        "preconditions (as most MCP catalogs are) and score the graph built from the rest "
+        "against the typed catalog's links (a SILVER reference) and the gold flows"),
     as_json: AsJson = False,
 ) -> None:
-    """Precision/recall/F1 of inferred links against the data flows of gold calls."""
+    """Precision/recall/F1 of inferred links against the data flows of gold calls; with
+    --strip-outputs, of the links of a catalog without outputs against the typed ones."""
+    if strip_outputs and sweep:
+        fail("--sweep does not combine with --strip-outputs")
     try:
         thresholds = [float(x) for x in sweep.split(",") if x.strip()]
     except ValueError:
@@ -44,7 +52,7 @@ def links_cmd(
         result = evaluate_links(
             suite, data, embedder=embedder_from_option(embedder), split=split,
             threshold=threshold, thresholds=thresholds, progress=progress,
-            learn_from=learn_from,
+            learn_from=learn_from, strip_outputs=strip_outputs,
         )
     _check_tasks(result, data, split)
     if as_json:

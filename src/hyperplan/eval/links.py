@@ -145,6 +145,8 @@ def load_suite(suite: str, data: str | Path) -> SuiteData:
             spec = file.with_name(file.name.replace("-data", "-spec"))
             parts.append((load_nestful(spec), tuple(load_nestful_tasks(file, spec))))
         return SuiteData(tuple(parts))
+    if suite == "appworld":
+        return SuiteData((_appworld_part(path),))
     if suite == "tau2":
         from hyperplan.importers.tau2 import load_tau2_catalog, load_tau2_gold
 
@@ -153,6 +155,19 @@ def load_suite(suite: str, data: str | Path) -> SuiteData:
         return SuiteData(((load_tau2_catalog(domain), tasks),))
     raise HyperplanError(f"unknown suite {suite!r}; expected "
                          f"{', '.join(repr(s) for s in SUITES[:-1])} or {SUITES[-1]!r}")
+
+
+def _appworld_part(path: Path) -> tuple[Catalog, tuple[GoldTask, ...]]:
+    """AppWorld's catalog (``api_docs``) and train tasks, each with its gold APIs as its tools
+    and no data flows (the data has none): scored by ``--strip-outputs`` only."""
+    from hyperplan.importers.appworld import load_appworld, load_appworld_tasks
+
+    docs = path / "api_docs" if (path / "api_docs").is_dir() else path
+    tasks_file = docs.parent / "tasks_train.jsonl"
+    catalog = load_appworld(docs)
+    tasks = tuple(GoldTask(t.id, t.instruction, tuple(dict.fromkeys(t.gold_apis)), ())
+                  for t in load_appworld_tasks(tasks_file))
+    return catalog, tasks
 
 
 def split_tasks(tasks: Sequence[GoldTask], split: str) -> tuple[GoldTask, ...]:
@@ -177,13 +192,23 @@ def evaluate_links(
     thresholds: Sequence[float] = (),
     progress: Callable[[str, int, int], None] | None = None,
     learn_from: str | None = None,
+    strip_outputs: bool = False,
 ) -> dict[str, Any]:
     """Run the benchmark; returns the JSON contract of ``hyperplan eval links``. With
     ``learn_from`` (a split other than ``split``) the graph first learns the gold flows of
-    that split's tasks (:mod:`hyperplan.eval.learning`)."""
+    that split's tasks (:mod:`hyperplan.eval.learning`). With ``strip_outputs`` the suite's
+    catalogs lose their declared outputs, effects and preconditions and the graph built from
+    what is left is scored against the typed graph's links, a silver reference
+    (:func:`hyperplan.eval.stripped.evaluate_stripped_links`)."""
     from hyperplan.eval.learning import check_learning_split, learned
 
     check_learning_split(learn_from, split)
+    if strip_outputs:
+        return _stripped(suite, data, embedder, config, threshold, split, progress,
+                         learn_from)
+    if suite == "appworld":
+        raise HyperplanError("appworld has no gold data flows: it is scored with "
+                             "--strip-outputs only (against its typed links)")
     started = time.perf_counter()
     n_learned = 0
     cfg = config or LinkConfig()
@@ -231,3 +256,34 @@ def evaluate_links(
             for t, s in by_level.items()
         ]
     return result
+
+
+def _stripped(suite: str, data: str | Path, embedder: TextEmbedder | None,
+              config: LinkConfig | None, threshold: float, split: str,
+              progress: Callable[[str, int, int], None] | None,
+              learn_from: str | None) -> dict[str, Any]:
+    """:func:`evaluate_links` with ``strip_outputs``: the stripped suite's silver scores, the
+    main ``precision``/``recall``/``f1`` being those over each task's tools."""
+    from hyperplan.eval.stripped import evaluate_stripped_links
+
+    if learn_from is not None:
+        raise HyperplanError("--learn-from and --strip-outputs do not combine")
+    started = time.perf_counter()
+    parts = load_suite(suite, data).parts
+    scores = evaluate_stripped_links(parts, embedder=embedder, config=config,
+                                     threshold=threshold, split=split, progress=progress)
+    main = scores["silver"]
+    return {
+        "suite": suite,
+        "strip_outputs": True,
+        "n_tasks": sum(len(split_tasks(tasks, split)) for _, tasks in parts),
+        "precision": main["precision"],
+        "recall": main["recall"],
+        "f1": main["f1"],
+        "seconds": round(time.perf_counter() - started, 2),
+        "split": split,
+        "n_tools": sum(len(catalog.tools) for catalog, _ in parts),
+        "threshold": threshold,
+        "embedder": getattr(embedder, "name", None),
+        **scores,
+    }

@@ -26,20 +26,22 @@ from hyperplan.graph.effects import (
     is_credential,
     write_evidence,
 )
+from hyperplan.graph.infer_outputs import infer_outputs
 from hyperplan.graph.model import Evidence, NodeKind
 from hyperplan.graph.schema_paths import SchemaField
 from hyperplan.graph.text import path_segments
 
 #: Changes whenever a rule does: caches of built graphs (:mod:`hyperplan.select.cache`) are keyed
 #: by it, so a graph built under older rules is rebuilt.
-RULES_VERSION = 1
+RULES_VERSION = 2
 
 
 def infer_nodes(tool: ToolSpec, inputs: Sequence[SchemaField],
                 outputs: Sequence[SchemaField]) -> list[InferredNode]:
     """The outputs, preconditions and effects ``tool`` gets by rule (module doc), given its
     declared ``inputs`` and ``outputs``."""
-    return [*_credential_nodes(tool, inputs, outputs), *_write_effects(tool)]
+    return [*infer_outputs(tool, inputs, outputs), *_credential_nodes(tool, inputs, outputs),
+            *_write_effects(tool)]
 
 
 def _credential_nodes(tool: ToolSpec, inputs: Sequence[SchemaField],
