@@ -271,6 +271,7 @@ def evaluate_preselect(
     tally: Tally[Any] = Tally(ks)
     n_tools = n_tasks = skipped = 0
     all_tokens: list[int] = []
+    catalog_sizes: list[int] = []  # per scored task, the size of its catalog
     for part_no, part in enumerate(loaded.parts):
         chosen = _chosen(part, split, sample, limit)
         names = set(part.catalog.names())
@@ -289,6 +290,7 @@ def evaluate_preselect(
         n_tasks += done
         skipped += len(scored) - done
         all_tokens.extend([bench.all_tokens] * done)
+        catalog_sizes.extend([len(part.catalog.tools)] * done)
     mean_all = float(np.mean(all_tokens)) if all_tokens else 0.0
     methods = [m for m in METHODS if m not in optional.skipped]
     result: dict[str, Any] = {
@@ -299,6 +301,7 @@ def evaluate_preselect(
         "n_tasks": n_tasks,
         "n_tools": n_tools,
         "n_catalogs": len(loaded.parts),
+        "tools_per_task": round(float(np.mean(catalog_sizes)), 1) if catalog_sizes else 0.0,
         "all_tokens": round(mean_all, 1),
         "strip_outputs": src.strip,
         "methods": {},
