@@ -69,8 +69,14 @@ def auth_predicate(tool: ToolSpec, scope: str = "") -> str:
 
 
 def write_evidence(tool: ToolSpec) -> Evidence | None:
-    """Why ``tool`` is taken to write: its HTTP method (``DECLARED``), a name starting with a
-    write verb (``NAME``); ``None`` when it is not."""
+    """Why ``tool`` is taken to write: an MCP ``destructiveHint`` (``DECLARED``: destructive
+    tools always write), its HTTP method (``DECLARED``), a name starting with a write verb
+    (``NAME``); ``None`` when it is not, and always for an MCP ``readOnlyHint`` tool (it
+    never writes, whatever its name)."""
+    if tool.metadata.get("destructive") is True:
+        return Evidence.DECLARED
+    if tool.metadata.get("read_only") is True:
+        return None
     method = str(tool.metadata.get("method", "")).upper()
     if method:
         return Evidence.DECLARED if method in WRITE_METHODS else None

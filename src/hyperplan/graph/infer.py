@@ -8,10 +8,16 @@ returns is merged with the declared nodes and any annotation file
 
 The rules (:mod:`hyperplan.graph.effects` holds the word lists):
 
+* **outputs** of a tool that declares none (:mod:`hyperplan.graph.infer_outputs`): from its
+  description, its name or MCP title, the criteria a search echoes;
+* **sign-in, toggles, validators** (:mod:`hyperplan.graph.infer_conditions`): the effects
+  ``<ns>.authenticated``, ``X.enabled``, ``X.valid``; the preconditions that need them are
+  per catalog (:func:`~hyperplan.graph.infer_conditions.catalog_conditions`);
 * **credentials**: a required credential input (``access_token``, ``api_key``...) is the
   precondition ``<ns>.authenticated``; a credential among the outputs is that effect.
-* **writes**: a tool that writes (HTTP method POST/PUT/PATCH/DELETE, or a name starting with a
-  write verb) has the effect ``<tool>.done``.
+* **writes**: a tool that writes (MCP ``destructiveHint``; HTTP method POST/PUT/PATCH/DELETE;
+  a name starting with a write verb, unless MCP ``readOnlyHint`` says it only reads) has the
+  effect ``<tool>.done``.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ from hyperplan.graph.effects import (
     is_credential,
     write_evidence,
 )
+from hyperplan.graph.infer_conditions import tool_conditions
 from hyperplan.graph.infer_outputs import infer_outputs
 from hyperplan.graph.model import Evidence, NodeKind
 from hyperplan.graph.schema_paths import SchemaField
@@ -33,7 +40,7 @@ from hyperplan.graph.text import path_segments
 
 #: Changes whenever a rule does: caches of built graphs (:mod:`hyperplan.select.cache`) are keyed
 #: by it, so a graph built under older rules is rebuilt.
-RULES_VERSION = 2
+RULES_VERSION = 3
 
 
 def infer_nodes(tool: ToolSpec, inputs: Sequence[SchemaField],
@@ -41,7 +48,7 @@ def infer_nodes(tool: ToolSpec, inputs: Sequence[SchemaField],
     """The outputs, preconditions and effects ``tool`` gets by rule (module doc), given its
     declared ``inputs`` and ``outputs``."""
     return [*infer_outputs(tool, inputs, outputs), *_credential_nodes(tool, inputs, outputs),
-            *_write_effects(tool)]
+            *tool_conditions(tool), *_write_effects(tool)]
 
 
 def _credential_nodes(tool: ToolSpec, inputs: Sequence[SchemaField],
