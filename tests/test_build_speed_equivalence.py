@@ -25,6 +25,7 @@ from hyperplan.embed.minilm import BATCH_TOKENS, MiniLMEmbedder, minilm_availabl
 from hyperplan.graph import links
 from hyperplan.graph.build import build_graph, structure_from_catalog
 from hyperplan.graph.effects import is_credential
+from hyperplan.graph.field_roles import FieldRole, field_role, leaf_key, role_suffixes
 from hyperplan.graph.links import LinkConfig, infer_links
 from hyperplan.graph.model import Hypergraph, Link, NodeKind
 from hyperplan.importers.openai_functions import load_openai_functions
@@ -89,7 +90,8 @@ def _catalog() -> Catalog:
 def _reference_links(graph: Hypergraph, embedder: QuarterEmbedder | None,
                      cfg: LinkConfig) -> dict[tuple[int, int], float]:
     """Links from the candidates of ``_candidate_pairs``, scored and selected pair by pair."""
-    ins_nodes = [n for n in graph.nodes if n.kind is NodeKind.INPUT]
+    ins_nodes = [n for n in graph.nodes if n.kind is NodeKind.INPUT
+                 and field_role(n.path) is not FieldRole.CONTROL]
     out_nodes = [n for n in graph.nodes if n.kind is NodeKind.OUTPUT]
     ins, outs, credential_keys = links._features(graph, ins_nodes, out_nodes)
     a, b = links._candidate_pairs(ins, outs, cfg, credential_keys)
@@ -109,12 +111,25 @@ def _reference_links(graph: Hypergraph, embedder: QuarterEmbedder | None,
             u, v = embedder.embed([ins.texts[i], outs.texts[j]])
             cos = float(np.float32(u @ v))
         desc = min(max((cos - cfg.desc_low) / (cfg.desc_high - cfg.desc_low), 0.0), 1.0)
-        score = max(key, cfg.w_name * names + cfg.w_desc * desc + cfg.w_mention * mention)
         node_i, node_o = ins_nodes[i], out_nodes[j]
-        fit = links.type_compatibility(node_o.type, node_i.type, "[]" in node_o.path)
         s_i, s_o = ins.spaces[i], outs.spaces[j]
         same = s_i == s_o or "" in (s_i, s_o)
+        role = field_role(node_i.path)
+        whole = inter >= n_in and node_o.path in ("result", "[]")
+        kind = leaf_key(node_o.path) in role_suffixes(node_i.path)
+        key_only = (not same or (role is FieldRole.IDENTIFIER and not whole)) and not kind
+        if key_only:
+            key = key if key >= links.SPECIFIC_KEY else 0.0
+        if kind:
+            key = max(key, links.ROLE_KEY)
+        if key_only:
+            score = key
+        else:
+            score = max(key, cfg.w_name * names + cfg.w_desc * desc + cfg.w_mention * mention)
+        fit = links.type_compatibility(node_o.type, node_i.type, "[]" in node_o.path)
         space = 1.0 if same else 0.0 if is_credential(node_i.path) else cfg.cross_namespace
+        if role is FieldRole.GENERIC and not (same and (key > 0 or names > 0)) and key < 1.0:
+            space = 0.0
         scored.append((i, j, min(score, 1.0) * fit * space))
     return _reference_selection(scored, ins, outs, cfg)
 

@@ -33,6 +33,13 @@ import numpy as np
 import scipy.sparse as sp
 
 from hyperplan.graph.effects import credential_scope, is_credential
+from hyperplan.graph.field_roles import (
+    ID_WORDS,
+    FieldRole,
+    field_role,
+    leaf_key,
+    role_suffixes,
+)
 from hyperplan.graph.model import Hypergraph, Link, NodeKind, SchemaNode
 from hyperplan.graph.text import (
     NAMELESS_OUTPUTS,
@@ -78,6 +85,12 @@ Progress = Callable[[str, int, int], None]
 # Candidate pairs whose evidence is gathered per step: the row products of a step take tens
 # of megabytes, not the whole catalog's.
 PAIR_CHUNK = 1 << 17
+# Strength a canonical key needs to link on its own across namespaces or into an identifier:
+# the whole name or its plural (text.input_keys / output_keys), not a generic leaf alone.
+SPECIFIC_KEY = 0.95
+# Strength of a role suffix (field_roles.role_suffixes): the output holds exactly the kind of
+# value the input takes (receiver_email <- contacts[].email), below a key of the same name.
+ROLE_KEY = 0.8
 # Pairs of embeddings gathered per step of the cosines: a few megabytes, which stay in cache.
 COSINE_CHUNK = 1024
 
@@ -147,6 +160,11 @@ class _Side:
     space_codes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     unspaced: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # space ""
     confidence: np.ndarray = field(default_factory=lambda: np.ones(0))  # of each node
+    generic: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # inputs
+    identifier: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # inputs
+    nameless: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # outputs
+    # role suffixes of inputs, leaf keys of outputs (field_roles), over one vocabulary
+    kinds: sp.csr_matrix = field(default_factory=lambda: sp.csr_matrix((0, 0)))
 
 
 class _Vocab:
@@ -178,11 +196,21 @@ def _tool_short(graph: Hypergraph, node: SchemaNode) -> str:
 
 
 def _namespace(graph: Hypergraph, node: SchemaNode) -> str:
+    """The namespace of a node's tool: its app (``metadata["app"]``), the prefix of a dotted
+    name, the server it came from (``metadata["server"]``, set when a gateway or selector
+    merges several sources) or its API resource (``metadata["entity"]``, OpenAPI); ``""``
+    when none is known (then it shares every namespace)."""
     tool = graph.tools[node.tool]
     app = tool.metadata.get("app")
     if isinstance(app, str) and app:
         return app
-    return tool.name.split(".", 1)[0] if "." in tool.name else ""
+    if "." in tool.name:
+        return tool.name.split(".", 1)[0]
+    for key in ("server", "entity"):
+        found = tool.metadata.get(key)
+        if isinstance(found, str) and found:
+            return found
+    return ""
 
 
 def _input_features(graph: Hypergraph, node: SchemaNode) -> tuple[dict[str, float], ...]:
@@ -197,7 +225,7 @@ def _output_features(graph: Hypergraph, node: SchemaNode) -> tuple[dict[str, flo
     of its own (a bare return value: ``result``, or ``[]`` for a list of scalars) is known by
     its description, so its content words are its name tokens ("The id of the cart" ->
     cart, id), and it is found and scored like a named output."""
-    keys = output_keys(node.path, entity_hint=_tool_short(graph, node))
+    keys = _with_single_ids(output_keys(node.path, entity_hint=_tool_short(graph, node)))
     descs = {singular(t): 1.0 for t in text_tokens(node.description)}
     if node.path in NAMELESS_OUTPUTS and descs:
         return keys, dict(descs), descs
@@ -206,6 +234,17 @@ def _output_features(graph: Hypergraph, node: SchemaNode) -> tuple[dict[str, flo
     parent = name_tokens(segments[-2]) if len(segments) > 1 else ()
     names = {singular(t): 1.0 for t in (*parent[-1:], *leaf)}
     return keys, names, descs
+
+
+def _with_single_ids(keys: dict[str, float]) -> dict[str, float]:
+    """``keys`` plus, for a list of identifiers (``song_ids``), the key of one of them
+    (``song_id``, at the strength of a plural): each element feeds an input of that name."""
+    extra = {}
+    for key, strength in keys.items():
+        head, _, last = key.rpartition("_")
+        if head and last.endswith("s") and singular(last) in ID_WORDS and singular(last) != last:
+            extra[f"{head}_{singular(last)}"] = min(strength, SPECIFIC_KEY)
+    return {**extra, **keys} if extra else keys
 
 
 def _node_features(graph: Hypergraph, nodes: list[SchemaNode],
@@ -228,7 +267,7 @@ def _node_features(graph: Hypergraph, nodes: list[SchemaNode],
 def _side(graph: Hypergraph, nodes: list[SchemaNode], vocabs: tuple[_Vocab, ...],
           output: bool) -> _Side:
     feats = _node_features(graph, nodes, output)
-    keys_v, names_v, descs_v = vocabs
+    keys_v, names_v, descs_v, kinds_v = vocabs
     spaces = [_namespace(graph, n) for n in nodes]
     scope_of = lru_cache(maxsize=None)(credential_scope)
     scopes = [None] * len(nodes) if output else [scope_of(n.path) for n in nodes]
@@ -247,6 +286,13 @@ def _side(graph: Hypergraph, nodes: list[SchemaNode], vocabs: tuple[_Vocab, ...]
         name_sizes=np.asarray(names.sum(axis=1)).ravel(),
         credential=np.array([scope is not None for scope in scopes], dtype=bool),
         confidence=np.array([n.confidence for n in nodes], dtype=np.float64),
+        generic=np.array([not output and field_role(n.path) is FieldRole.GENERIC
+                          for n in nodes], dtype=bool),
+        identifier=np.array([not output and field_role(n.path) is FieldRole.IDENTIFIER
+                             for n in nodes], dtype=bool),
+        nameless=np.array([output and n.path in NAMELESS_OUTPUTS for n in nodes], dtype=bool),
+        kinds=kinds_v.matrix([{leaf_key(n.path): 1.0} if output
+                              else dict.fromkeys(role_suffixes(n.path), 1.0) for n in nodes]),
     )
 
 
@@ -255,12 +301,13 @@ def _node_text(node: SchemaNode) -> str:
     return f"{words}: {node.description}" if node.description else words
 
 
-def _widen(side: _Side, n_cols: tuple[int, int, int]) -> None:
+def _widen(side: _Side, n_cols: tuple[int, ...]) -> None:
     """Give both sides' matrices the final vocabulary widths."""
     n = side.ids.size
     side.keys.resize((n, n_cols[0]))
     side.names.resize((n, n_cols[1]))
     side.descs.resize((n, n_cols[2]))
+    side.kinds.resize((n, n_cols[3]))
 
 
 # --------------------------------------------------------------------------- candidates
@@ -351,13 +398,15 @@ class _Evidence:
     mentioned: np.ndarray  # w_mention · mention
     types: np.ndarray
     space: np.ndarray
+    key_only: np.ndarray  # pairs scored by their canonical key alone (field_roles)
 
     def take(self, mask: np.ndarray) -> _Evidence:
         return _Evidence(*(getattr(self, f.name)[mask] for f in fields(self)))
 
     def score(self, desc_term: np.ndarray | float) -> np.ndarray:
         """``s`` of every pair given ``w_desc · desc`` (per pair, or one value for all)."""
-        score = np.maximum(self.key, self.named + desc_term + self.mentioned)
+        blend = np.where(self.key_only, 0.0, self.named + desc_term + self.mentioned)
+        score = np.maximum(self.key, blend)
         return np.asarray(np.minimum(score, 1.0) * self.types * self.space, dtype=np.float64)
 
 
@@ -381,7 +430,18 @@ def _evidence(ins: _Side, outs: _Side, a: np.ndarray, b: np.ndarray, cfg: LinkCo
     s_in, s_out = ins.space_codes[a], outs.space_codes[b]
     same_space = (s_in == s_out) | ins.unspaced[a] | outs.unspaced[b]
     space = np.where(same_space, 1.0, np.where(credential[a], 0.0, cfg.cross_namespace))
-    return _Evidence(a, b, key, cfg.w_name * names, cfg.w_mention * mention, types, space)
+    # junk-free links (field_roles): an identifier, and any pair across namespaces, links on
+    # a specific canonical key only (or a role suffix: receiver_email <- contacts[].email);
+    # a generic input on its name inside its namespace, on the very same name across them
+    whole_name = (inter >= size_in) & outs.nameless[b]  # "returns the cart id" -> cart_id
+    kind = _row_sums(ins.kinds[a], outs.kinds[b]) > 0
+    key_only = ((ins.identifier[a] & ~whole_name) | ~same_space) & ~kind
+    key = np.where(key_only & (key < SPECIFIC_KEY), 0.0, key)
+    key = np.where(kind, np.maximum(key, ROLE_KEY), key)
+    named_here = same_space & ((key > 0) | (names > 0))
+    space = np.where(ins.generic[a] & ~named_here & (key < 1.0), 0.0, space)
+    return _Evidence(a, b, key, cfg.w_name * names, cfg.w_mention * mention, types, space,
+                     key_only)
 
 
 def _rescaled(cos: np.ndarray, cfg: LinkConfig) -> np.ndarray:
@@ -547,10 +607,10 @@ def _features(graph: Hypergraph, in_nodes: list[SchemaNode],
     """Both sides' features over shared vocabularies, and which canonical keys are
     credentials."""
     tokens = _Vocab()  # names and descriptions share one token space (for mentions)
-    vocabs = (_Vocab(), tokens, tokens)
+    vocabs = (_Vocab(), tokens, tokens, _Vocab())
     ins = _side(graph, in_nodes, vocabs, output=False)
     outs = _side(graph, out_nodes, vocabs, output=True)
-    widths = (len(vocabs[0].index), len(vocabs[1].index), len(vocabs[2].index))
+    widths = tuple(len(v.index) for v in vocabs)
     _widen(ins, widths)
     _widen(outs, widths)
     _code_spaces(ins, outs)
@@ -566,7 +626,8 @@ def inferred_link_columns(
     """:func:`infer_links` as columns: source and target node ids, weights and evidence."""
     cfg = config or LinkConfig()
     report = progress or (lambda stage, done, total: None)
-    in_nodes = [n for n in graph.nodes if n.kind is NodeKind.INPUT]
+    in_nodes = [n for n in graph.nodes if n.kind is NodeKind.INPUT
+                and field_role(n.path) is not FieldRole.CONTROL]  # set by the user
     out_nodes = [n for n in graph.nodes if n.kind is NodeKind.OUTPUT]
     effects = _effect_links(graph)
     if not in_nodes or not out_nodes:

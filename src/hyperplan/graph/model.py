@@ -293,6 +293,26 @@ class Hypergraph:
                 writes[node.tool] = True
         return _frozen(writes)
 
+    @cached_property
+    def authenticating_tools(self) -> np.ndarray:
+        """Per tool, whether it authenticates: it has an effect ``<ns>.authenticated`` (a
+        login, a token endpoint); read only, computed once per graph."""
+        auth = np.zeros(self.n_tools, dtype=bool)
+        for node in self.nodes[self.n_input_nodes:]:
+            if node.kind is NodeKind.EFFECT and (node.path == "authenticated"
+                                                 or node.path.endswith(".authenticated")):
+                auth[node.tool] = True
+        return _frozen(auth)
+
+    @cached_property
+    def unprompted_writers(self) -> np.ndarray:
+        """Per tool, whether it writes and is no login (:attr:`writing_tools` less
+        :attr:`authenticating_tools`): such a tool changes the world, so it is proposed as
+        the producer of another tool's input only when the request itself asks for it
+        (HyperAgent's effect nodes; the rule is ours, issue 37: "a destructive or write tool
+        is never proposed as a producer unless the request asks for that effect")."""
+        return _frozen(self.writing_tools & ~self.authenticating_tools)
+
     def links(self) -> Iterator[Link]:
         for k in range(self.n_links):
             yield Link(

@@ -205,9 +205,11 @@ class _Rows:
     row also holds their offers (the larger of offer and link counts)."""
 
     def __init__(self, graph: Hypergraph, min_weight: float = 0.0,
-                 open_producers: _OpenProducers | None = None) -> None:
+                 open_producers: _OpenProducers | None = None,
+                 silent: np.ndarray | None = None) -> None:
         self.prod = graph.producer_matrix
         self.min_weight = min_weight
+        self.silent = silent if silent is not None and silent.any() else None
         self.dropped = False  # whether a row read so far had a lighter support left out
         self.cache: dict[int, dict[int, float]] = {}
         self.open = open_producers
@@ -221,6 +223,9 @@ class _Rows:
                 keep = weights >= self.min_weight
                 self.dropped |= not bool(keep.all())
                 tools, weights = tools[keep], weights[keep]
+            if self.silent is not None:
+                speak = ~self.silent[tools]
+                tools, weights = tools[speak], weights[speak]
             row = dict(zip(tools.tolist(), weights.tolist(), strict=True))
             if self.open is not None:
                 merged = self.open.row(r)
@@ -240,7 +245,7 @@ class _Rows:
 
     def omega(self, graph: Hypergraph, deficits: Iterable[int]) -> tuple[np.ndarray, np.ndarray]:
         """Ω(e, M) over the kept supports (:func:`omega` when nothing is filtered)."""
-        if self.min_weight <= 0 and self.open is None:
+        if self.min_weight <= 0 and self.open is None and self.silent is None:
             return omega(graph, deficits)
         tools: list[int] = []
         weights: list[float] = []
@@ -262,11 +267,15 @@ class _OpenProducers:
     request, which then chooses among the offers."""
 
     def __init__(self, graph: Hypergraph, weight: float, reads_only: bool = False,
-                 only: Collection[int] | None = None) -> None:
+                 only: Collection[int] | None = None, silent: np.ndarray | None = None,
+                 ) -> None:
         outs = [n for n in graph.nodes if n.kind is NodeKind.OUTPUT]
         self.graph, self.weight = graph, weight
-        # tools that make no offer: none, (reads_only) the writing ones, and (only) the others
+        # tools that make no offer: (silent) those given, (reads_only) the writing ones,
+        # and (only) the others
         self.silent = write_tools(graph) if reads_only else np.zeros(graph.n_tools, dtype=bool)
+        if silent is not None:
+            self.silent = self.silent | silent
         if only is not None:
             offering = np.zeros(graph.n_tools, dtype=bool)
             offering[list(only)] = True
@@ -447,7 +456,7 @@ def _execution_order(cand: _Candidate) -> tuple[int, ...]:
 
 def expand(graph: Hypergraph, terminal: int, grounding: Grounding | None = None,
            config: DOEConfig | None = None, *, relevance: np.ndarray | None = None,
-           offering: Collection[int] = ()) -> DOEResult:
+           offering: Collection[int] = (), silent: np.ndarray | None = None) -> DOEResult:
     """Run DOE for one candidate terminal tool (module doc). ``relevance`` (one score per
     tool, e.g. the cosine of tool and subtask text) adds ``relevance_weight`` times the
     relevance of a producer to its Ω when choosing the top-K producers and to a candidate's
@@ -462,15 +471,19 @@ def expand(graph: Hypergraph, terminal: int, grounding: Grounding | None = None,
 
     ``offering``: tools that make open-world offers in the first search too (with
     ``open_world_weight`` and a relevance), e.g. the calls stated values were meant for
-    (:mod:`hyperplan.plan.stated`), whose outputs no inferred link may lead anywhere."""
+    (:mod:`hyperplan.plan.stated`), whose outputs no inferred link may lead anywhere.
+
+    ``silent``: per tool, whether it is never a producer in this search (e.g. the write tools
+    the request does not ask for, :attr:`Hypergraph.unprompted_writers`); None: every tool
+    may produce."""
     cfg = config or DOEConfig()
     # open-world offers need their weight and a relevance to choose among them
     open_weight = cfg.open_world_weight if cfg.relevance_weight and relevance is not None else None
-    rows = _Rows(graph, cfg.min_link_weight)
+    rows = _Rows(graph, cfg.min_link_weight, silent=silent)
     if offering and open_weight:
         rows = _Rows(graph, cfg.min_link_weight,
                      _OpenProducers(graph, open_weight, cfg.open_world_reads_only,
-                                    only=offering))
+                                    only=offering, silent=silent), silent)
     result = _search(graph, terminal, grounding, cfg, relevance, rows)
     if result.ok:
         return result
@@ -478,9 +491,10 @@ def expand(graph: Hypergraph, terminal: int, grounding: Grounding | None = None,
     floor = cfg.min_link_weight if fallback is None else min(fallback, cfg.min_link_weight)
     if open_weight:
         retry_rows = _Rows(graph, floor, _OpenProducers(graph, open_weight,
-                                                          cfg.open_world_reads_only))
+                                                          cfg.open_world_reads_only,
+                                                          silent=silent), silent)
     elif rows.dropped and floor < rows.min_weight:
-        retry_rows = _Rows(graph, floor)
+        retry_rows = _Rows(graph, floor, silent=silent)
     else:
         return result
     retry = _search(graph, terminal, grounding, cfg, relevance, retry_rows)

@@ -114,6 +114,11 @@ class ContextGraphConfig:
       information question (1: off; our refinement of q, not the paper's).
     * ``request_row``: the whole request as written is one more row of d_op (Eq. 1).
     * ``fill``: places the candidates leave are filled by priority (reason ``similar``).
+    * ``unasked_writes_produce``: a write tool the request does not anchor (no seed
+      hyperedge) may still come in as a producer (augmentation, backward hops, the
+      prerequisite bound). Off: such a tool (:attr:`Hypergraph.unprompted_writers`; logins
+      excepted) is proposed only when the request asks for its effect: when it is the best
+      seed of an operation row (``ContextGraph.asked``); ours, issue 37.
 
     ``request_row`` and ``fill`` are off here (the paper's extraction, as ``eval retrieval``
     measures it) and on in ``hyperplan.select``'s selection.
@@ -139,6 +144,7 @@ class ContextGraphConfig:
     question_write_factor: float = 0.6
     request_row: bool = False
     fill: bool = False
+    unasked_writes_produce: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -334,6 +340,7 @@ class ContextGraph:
     tools: tuple[RetrievedTool, ...]
     seed_nodes: tuple[tuple[int, float], ...]
     n_candidates: int
+    asked: tuple[int, ...] = ()  # the best seed of each operation row: what the request asks
 
     @property
     def tool_ids(self) -> list[int]:
@@ -402,6 +409,7 @@ def extract_with_vectors(
     with single_thread_blas():
         state = _State(index, config, query, interpretation, grounded)
         state.anchor_hyperedges()
+        state.block_unasked_writers()
         seeds = state.anchor_nodes()
         state.augment(seeds)
         state.expand_backward(seeds)
@@ -412,6 +420,7 @@ def extract_with_vectors(
         tools=tuple(kept),
         seed_nodes=tuple((int(v), round(float(s), 4)) for v, s in seeds),
         n_candidates=len(state.rel),
+        asked=tuple(sorted(state.asked)),
     )
 
 
@@ -455,6 +464,9 @@ class _State:
             self.lexical = index.name_match(words) ** config.lexical_power
         self.rel: dict[int, float] = {}
         self.why: dict[int, _Reason] = {}
+        # tools that make no producer offer (block_unasked_writers), the best seeds
+        self.no_producer = np.zeros(index.graph.n_tools, dtype=bool)
+        self.asked: set[int] = set()
         # input node -> (best producer, link weight, share of s_back among the kept producers)
         self.best_producer: dict[int, tuple[int, float, float]] = {}
 
@@ -470,14 +482,27 @@ class _State:
         for col in self.op_phrase.T:
             for rank, e in enumerate(_top(col, self.cfg.k_e, self.cfg.theta_e).tolist()):
                 self._offer(e, float(self.relevance[e]) * decay ** rank, _Reason(Why.SEED, 0, -1))
+                self.asked.update([e] if rank == 0 else [])
         if self.relevance is not self.op_sim:
             for rank, e in enumerate(_top(self.relevance, self.cfg.k_e, self.cfg.theta_e).tolist()):
                 self._offer(e, float(self.relevance[e]) * decay ** rank, _Reason(Why.SEED, 0, -1))
+                self.asked.update([e] if rank == 0 else [])
         if self.request_sim is not None:
             sim = self.request_sim
             for rank, e in enumerate(_top(sim, self.cfg.k_e, self.cfg.theta_e).tolist()):
                 score = max(float(self.relevance[e]), float(sim[e]))
                 self._offer(e, score * decay ** rank, _Reason(Why.SEED, 0, -1))
+                self.asked.update([e] if rank == 0 else [])
+
+    def block_unasked_writers(self) -> None:
+        """After seed anchoring: the write tools the request does not ask for (none is the
+        best seed of an operation row) make no producer offer (``unasked_writes_produce``
+        off; :attr:`Hypergraph.unprompted_writers`)."""
+        if self.cfg.unasked_writes_produce:
+            return
+        blocked = self.index.graph.unprompted_writers.copy()
+        blocked[list(self.asked)] = False
+        self.no_producer = blocked
 
     def anchor_nodes(self) -> list[tuple[int, float]]:
         """Seed node anchoring: per phrase of d_sch, top-k_v input-side and top-k_v
@@ -497,8 +522,10 @@ class _State:
         index = self.index
         for v, _ in seeds:
             cands = index.incident_tool[index.incident_ptr[v]:index.incident_ptr[v + 1]]
-            cands = cands[np.lexsort((cands, -self.op_sim[cands]))][: self.cfg.k_aug]
             kind = Why.CONSUMER_OF if v < index.n_input_nodes else Why.PRODUCER_OF
+            if kind is Why.PRODUCER_OF:
+                cands = cands[~self.no_producer[cands]]
+            cands = cands[np.lexsort((cands, -self.op_sim[cands]))][: self.cfg.k_aug]
             for e in cands.tolist():
                 self._offer(e, float(self.relevance[e]), _Reason(kind, 0, v))
 
@@ -531,7 +558,7 @@ class _State:
     def _expand_once(self, frontier: IntArray, hop: int) -> list[int]:
         pos, tool, w = self.index.producers(frontier)
         owner = self.index.node_tool[frontier]
-        ok = (w >= self.cfg.min_link_weight) & (tool != owner[pos])
+        ok = (w >= self.cfg.min_link_weight) & (tool != owner[pos]) & ~self.no_producer[tool]
         pos, tool, w = pos[ok], tool[ok], w[ok]
         s_back = w * self.relevance[tool]
         order = np.lexsort((tool, -s_back, pos))

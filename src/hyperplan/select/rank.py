@@ -58,13 +58,22 @@ def anchored(cg: ContextGraph, limit: int) -> list[int]:
 
 
 def plan_chains(graph: Hypergraph, terminals: Sequence[int], grounding: Grounding,
-                relevance: np.ndarray, config: DOEConfig) -> Chains:
+                relevance: np.ndarray, config: DOEConfig,
+                asked: Sequence[int] | None = None) -> Chains:
     """DOE (:func:`~hyperplan.plan.doe.expand`) for each terminal, then Support Graph
-    Selection (:func:`~hyperplan.plan.doe.best_support_graph`) among its complete graphs."""
+    Selection (:func:`~hyperplan.plan.doe.best_support_graph`) among its complete graphs.
+    ``asked``: the tools the request asks for (:attr:`ContextGraph.asked` and the
+    terminals); when given, a write tool outside them is never a producer
+    (:attr:`Hypergraph.unprompted_writers`)."""
     graphs: dict[int, SupportGraph | None] = {}
     deficits: tuple[int, ...] = ()
+    silent = None
+    if asked is not None:
+        silent = graph.unprompted_writers.copy()
+        silent[list(asked)] = False
     for terminal in terminals:
-        result = expand(graph, terminal, grounding, config, relevance=relevance)
+        result = expand(graph, terminal, grounding, config, relevance=relevance,
+                        silent=silent)
         graphs[terminal] = best_support_graph(result.complete, relevance,
                                               config.relevance_weight, config.size_cost)
         if terminal == terminals[0]:

@@ -201,8 +201,9 @@ class Selector:
         use_chain = cfg.chain if chain is None else chain
         terminals = rank.anchored(cg, cfg.terminals) if use_chain else []
         relevance = self.index.tool_vecs @ l2_normalize(query.operations[:1])[0]
+        asked = None if cfg.context.unasked_writes_produce else [*cg.asked, *terminals]
         chains = rank.plan_chains(self.graph, terminals, grounding,
-                                  relevance.astype(np.float64), cfg.doe)
+                                  relevance.astype(np.float64), cfg.doe, asked)
         ranked = rank.merge(cg, chains, k, cfg.placement if placement is None else placement)
         if called:
             done = [self.graph.tool_index[n] for n in called if n in self.graph.tool_index]
