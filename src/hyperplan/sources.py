@@ -137,3 +137,15 @@ def load_source(spec: str, *, allow_unsafe_tools: bool = False) -> Catalog:
             f"{', '.join(sorted(LOADERS))} (or 'demo')"
         )
     return LOADERS[kind](location)
+
+
+def tag_server(catalog: Catalog, server: str) -> Catalog:
+    """``catalog`` with ``metadata["server"] = server`` on every tool that names no app and no
+    dotted namespace of its own: when a gateway or selector merges several sources, link
+    inference knows which server each tool came from (a link between two servers needs
+    specific evidence, :mod:`hyperplan.graph.field_roles`)."""
+    tools = tuple(
+        tool if tool.metadata.get("app") or "." in tool.name
+        else tool.model_copy(update={"metadata": {**tool.metadata, "server": server}})
+        for tool in catalog.tools)
+    return catalog.model_copy(update={"tools": tools})

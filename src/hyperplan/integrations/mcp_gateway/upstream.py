@@ -43,6 +43,7 @@ from hyperplan.catalog import Catalog, ToolSpec, merge_catalogs
 from hyperplan.errors import HyperplanError
 from hyperplan.execute.results import ErrorKind, ToolResult, ToolRuntime
 from hyperplan.secrets import redact_cut, redact_value
+from hyperplan.sources import tag_server
 
 # The runtimes (and with them httpx, numpy and the graph code) are imported when the sources
 # load, in the background, not when the gateway starts: the handshake does not wait for them.
@@ -140,7 +141,7 @@ class Upstream:
         self.options = options
         self._sources = list(sources)
         self.catalog = (self._sources[0].catalog if len(self._sources) == 1 else
-                        merge_catalogs([s.catalog for s in self._sources],
+                        merge_catalogs([tag_server(s.catalog, s.name) for s in self._sources],
                                        labels=[s.name for s in self._sources]))
         self._owner: dict[str, _Source] = {t.name: s for s in self._sources
                                            for t in s.catalog.tools}
