@@ -246,3 +246,16 @@ def test_real_appworld_select() -> None:
                "--split", "dev", "--limit", "6", "--budget", "20", "--no-cache", "--no-fastmcp")
     _check_select(doc, [20])
     assert doc["n_tools"] == 457 and doc["n_tasks"] == 6
+
+
+def test_bench_select_cold_times_requests_never_seen_beside_bm25_and_semantic() -> None:
+    """``bench select --cold``: the same requests with their query embedding included (the
+    model itself, no cache), beside BM25 and semantic top-K (select_scale.time_cold)."""
+    result = CliRunner().invoke(app, ["bench", "select", "--sizes", "200", "--queries", "4",
+                                      "--budget", "10", "--cold", "--json"])
+    assert result.exit_code == 0, result.output
+    (run,) = json.loads(result.stdout)["runs"]
+    for key in ("cold_context", "cold_doe", "semantic_cold", "bm25"):
+        assert 0 < run[f"{key}_ms_p50"] <= run[f"{key}_ms_p99"]
+        assert 0.0 <= run[f"{key}_both_selected"] <= 1.0
+    assert run["embed_misses"] == 0  # the warm timings still read the memo only

@@ -18,7 +18,7 @@ from hyperplan.cli.bench_cmds import parse_sizes, run_sizes
 from hyperplan.cli.common import out
 from hyperplan.cli.options import AsJson, Sizes, embedder_option
 
-EMBEDDERS = ("hashing", "words")
+EMBEDDERS = ("hashing", "words", "minilm")
 
 
 def _pair(run: dict[str, Any], key: str) -> str:
@@ -47,12 +47,29 @@ def _table(result: dict[str, Any]) -> Table:
     return table
 
 
+def _cold_table(result: dict[str, Any]) -> Table:
+    table = Table(title=f"requests never seen before (query embedding by {result['embedder']} "
+                        "included), wall ms p50 / p99 and both tools selected")
+    for column in ("tools", "context", "+DOE", "semantic top-K", "BM25 top-K"):
+        table.add_column(column, justify="right")
+    for run in result["runs"]:
+        if "error" not in run:
+            table.add_row(f"{run['n_tools']:,}", *(
+                f"{_pair(run, key + '_ms')} ({run[key + '_both_selected']:.2f})"
+                for key in ("cold_context", "cold_doe", "semantic_cold", "bm25")))
+    return table
+
+
 def select_cmd(
     sizes: Sizes = "1000,4000,10000,100000",
     queries: int = typer.Option(50, help="generated requests per size"),
     budget: int = typer.Option(20, help="tools per selection (K)"),
-    embedder: str = embedder_option("hashing", "here only hashing or words (random word "
-                                    "vectors, 64 dimensions, faster)"),
+    embedder: str = embedder_option("hashing", "here only hashing, words (random word "
+                                    "vectors, 64 dimensions, faster) or minilm (the model a "
+                                    "user gets; slow to build at large sizes)"),
+    cold: bool = typer.Option(False, "--cold", help="also time each request as never seen "
+                              "before (query embedding by the model included), beside BM25 "
+                              "and semantic top-K"),
     seed: int = typer.Option(0, help="seed of the synthetic catalogs and requests"),
     timeout: float = typer.Option(1200, help="give up on a size after this many seconds "
                                   "(0: never)"),
@@ -65,15 +82,18 @@ def select_cmd(
 
     Each size is built in a fresh process (graph by link inference); the query embedding is
     done before the timer. Reports build seconds, index RSS and selection wall and CPU ms
-    p50/p99, for the context graph alone and with DOE's chains."""
+    p50/p99, for the context graph alone and with DOE's chains; --cold adds the same requests
+    with their embedding included, beside BM25 and semantic top-K."""
     from hyperplan.eval.select_scale import measure_select
 
     counts = parse_sizes(sizes)
     if embedder not in EMBEDDERS:
-        raise typer.BadParameter(f"unknown embedder {embedder!r}: use hashing or words")
+        raise typer.BadParameter(f"unknown embedder {embedder!r}: use "
+                                 f"{', '.join(EMBEDDERS)}")
     if queries < 1 or budget < 1:
         raise typer.BadParameter("--queries and --budget must be at least 1")
-    options = {"queries": queries, "budget": budget}
+    options: dict[str, Any] = {"queries": queries, "budget": budget,
+                               **({"cold": True} if cold else {})}
     started = time.perf_counter()
     runs = run_sizes(counts, seed, embedder, timeout=timeout, max_memory_gb=max_memory_gb,
                      quiet=as_json, measure=measure_select, options=options)
@@ -83,6 +103,8 @@ def select_cmd(
         print(json.dumps(result))
     else:
         out.print(_table(result))
+        if cold:
+            out.print(_cold_table(result))
         for run in runs:
             if "error" in run:
                 out.print(f"[red]{run['tools']:,} tools failed[/red] during {run['stage']}: "
