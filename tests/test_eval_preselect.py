@@ -19,7 +19,7 @@ from hyperplan.importers.gold import GoldCall, GoldFlow, GoldTask
 
 TIMES = {"ms_p50", "ms_p99", "cpu_ms_p50", "cpu_ms_p99"}
 SELECT_METRICS = {"recall", "complete", "mean_tools", "tokens", "token_ratio", "ms_cold_p50",
-                  "ms_cold_p99", "unsafe", *TIMES}
+                  "ms_cold_p99", "cpu_ms_cold_p50", "cpu_ms_cold_p99", "unsafe", *TIMES}
 REPLAY_METRICS = {"next_hit", "next_hit_first", "next_hit_later", "tasks_all_hit", "steps",
                   *TIMES}
 

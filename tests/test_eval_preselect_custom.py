@@ -81,10 +81,10 @@ def test_slot_recall_completeness_and_unsafe_of_one_selection() -> None:
     bench = PartBench(part, _hashing(), (3,), None, Baselines(), None, "test")
     index = bench.graph.tool_index
     gold = bench.gold(next(t for t in part.tasks if t.id == "t1"))
-    row = bench.row(gold, [index["list_notes"], index["delete_note"]], 1.0, 1.0, 2.0)
+    row = bench.row(gold, [index["list_notes"], index["delete_note"]], 1.0, 1.0, (2.0, 2.0))
     assert row.recall == 0.5 and not row.complete and row.unsafe  # delete_note: destructive
     assert row.unsafe_chain is None
-    row = bench.row(gold, [index["notes__search"], index["send_email"]], 1.0, 1.0, 2.0,
+    row = bench.row(gold, [index["notes__search"], index["send_email"]], 1.0, 1.0, (2.0, 2.0),
                     chain=[index["create_note"]])
     assert row.recall == 1.0 and row.complete and not row.unsafe  # send_email is gold
     assert row.unsafe_chain  # create_note writes and is no gold alternative

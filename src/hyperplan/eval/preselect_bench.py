@@ -96,6 +96,7 @@ class Row(NamedTuple):
     ms: float  # wall ms, query embedding excluded (served from memory)
     cpu_ms: float  # the selecting thread's CPU ms, same
     cold_ms: float  # wall ms with the query embedding by the model itself
+    cold_cpu_ms: float  # the process's CPU ms of that call (the model's threads included)
     unsafe: bool  # a write or destructive tool none of the gold alternatives
     unsafe_chain: bool | None  # DOE only: its chain's producers hold such a tool
 
@@ -111,6 +112,14 @@ def timed(call: Callable[[], list[int]]) -> Timed:
     wall, cpu = time.perf_counter(), time.thread_time()
     ids = call()
     return ids, (time.perf_counter() - wall) * 1000, (time.thread_time() - cpu) * 1000
+
+
+def cold_timed(call: Callable[[], object]) -> tuple[float, float]:
+    """Wall and process-CPU milliseconds of ``call()`` (every thread of the process: an
+    embedding model's own threads included)."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    call()
+    return (time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000
 
 
 @dataclass
@@ -136,7 +145,8 @@ def _p(values: np.ndarray, q: int) -> float:
 
 EMPTY_SUMMARY = {"recall": 0.0, "complete": 0.0, "mean_tools": 0.0, "tokens": 0.0,
                  "token_ratio": 0.0, "ms_p50": 0.0, "ms_p99": 0.0, "cpu_ms_p50": 0.0,
-                 "cpu_ms_p99": 0.0, "ms_cold_p50": 0.0, "ms_cold_p99": 0.0, "unsafe": 0}
+                 "cpu_ms_p99": 0.0, "ms_cold_p50": 0.0, "ms_cold_p99": 0.0,
+                 "cpu_ms_cold_p50": 0.0, "cpu_ms_cold_p99": 0.0, "unsafe": 0}
 
 
 def summary(rows: Sequence[Row], all_tokens: float) -> dict[str, float]:
@@ -144,7 +154,7 @@ def summary(rows: Sequence[Row], all_tokens: float) -> dict[str, float]:
     number of unsafe tasks of ``rows`` (and of unsafe DOE chains where rows have them)."""
     if not rows:
         return dict(EMPTY_SUMMARY)
-    arr = np.asarray([r[:7] for r in rows], dtype=np.float64)
+    arr = np.asarray([r[:8] for r in rows], dtype=np.float64)
     tokens = float(arr[:, 3].mean())
     out: dict[str, float] = {
         "recall": round(float(arr[:, 0].mean()), 4),
@@ -155,6 +165,7 @@ def summary(rows: Sequence[Row], all_tokens: float) -> dict[str, float]:
         "ms_p50": _p(arr[:, 4], 50), "ms_p99": _p(arr[:, 4], 99),
         "cpu_ms_p50": _p(arr[:, 5], 50), "cpu_ms_p99": _p(arr[:, 5], 99),
         "ms_cold_p50": _p(arr[:, 6], 50), "ms_cold_p99": _p(arr[:, 6], 99),
+        "cpu_ms_cold_p50": _p(arr[:, 7], 50), "cpu_ms_cold_p99": _p(arr[:, 7], 99),
         "unsafe": sum(r.unsafe for r in rows),
     }
     if any(r.unsafe_chain is not None for r in rows):
@@ -328,20 +339,22 @@ class PartBench:
             out["graph_tool_call"] = self.gtc.top(text, k)
         return out
 
-    def cold_ms(self, text: str, k: int) -> dict[str, float]:
-        """Wall milliseconds of the methods that embed the request, each embedding it with
-        the model itself (no cache): semantic top-K, graph-tool-call and the selector."""
+    def cold_ms(self, text: str, k: int) -> dict[str, tuple[float, float]]:
+        """Wall and process-CPU milliseconds of the methods that embed the request, each
+        embedding it with the model itself (no cache): semantic top-K, graph-tool-call and
+        the selector. The process's CPU time counts the model's own threads, and not the
+        time spent waiting for a core."""
         from hyperplan.retrieve.baselines import semantic_top_k
 
         raw = self.switch.raw
-        out = {"semantic": timed(lambda: semantic_top_k(
-            self.index, l2_normalize(raw.embed([text]))[0], k))[1]}
+        out = {"semantic": cold_timed(lambda: semantic_top_k(
+            self.index, l2_normalize(raw.embed([text]))[0], k))}
         self.switch.cold = True
         try:
             if self.gtc is not None:
-                out["graph_tool_call"] = self.gtc.top(text, k)[1]
-            for method, chain in (("context_graph", False), ("context_graph_doe", True)):
-                out[method] = self.selector_method(text, k, chain)[1]
+                out["graph_tool_call"] = cold_timed(lambda: self.gtc.top(text, k))
+            out["context_graph"] = cold_timed(lambda: self.selector_method(text, k, False))
+            out["context_graph_doe"] = cold_timed(lambda: self.selector_method(text, k, True))
         finally:
             self.switch.cold = False
         return out
@@ -378,13 +391,13 @@ class PartBench:
     def unsafe_of(self, gold: Gold, ids: Sequence[int]) -> list[int]:
         return [t for t in ids if self.unsafe[t] and t not in gold.alternatives]
 
-    def row(self, gold: Gold, ids: list[int], ms: float, cpu_ms: float, cold_ms: float,
-            chain: Sequence[int] | None = None) -> Row:
+    def row(self, gold: Gold, ids: list[int], ms: float, cpu_ms: float,
+            cold: tuple[float, float], chain: Sequence[int] | None = None) -> Row:
         got = set(ids)
         covered = sum(bool(slot & got) for slot in gold.slots)
         tokens = int(self.tokens[list(got)].sum()) if got else 0
         return Row(covered / len(gold.slots), covered == len(gold.slots), len(got), tokens,
-                   ms, cpu_ms, cold_ms, bool(self.unsafe_of(gold, ids)),
+                   ms, cpu_ms, *cold, bool(self.unsafe_of(gold, ids)),
                    None if chain is None else bool(self.unsafe_of(gold, chain)))
 
     def tick(self, done: int, total: int) -> None:
@@ -411,9 +424,11 @@ class PartBench:
                         results[method], selection = self.selection(task.text, k, chain)
                         if chain:
                             chains[method] = self.chain_producers(selection)
-                tally.add("all_tools", k, self.row(gold, everything, 0.0, 0.0, 0.0), subsets)
+                tally.add("all_tools", k, self.row(gold, everything, 0.0, 0.0, (0.0, 0.0)),
+                          subsets)
                 for method, (ids, ms, cpu_ms) in results.items():
-                    tally.add(method, k, self.row(gold, ids, ms, cpu_ms, cold.get(method, ms),
+                    tally.add(method, k, self.row(gold, ids, ms, cpu_ms,
+                                                  cold.get(method, (ms, cpu_ms)),
                                                   chains.get(method)), subsets)
                 self._note_unsafe_chain(tally, task, gold, k, chains.get("context_graph_doe"))
         self.tick(len(tasks), len(tasks))

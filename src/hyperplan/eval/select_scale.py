@@ -139,10 +139,11 @@ def query_texts(selector: Any, request: str) -> list[str]:
 
 
 def time_selections(selector: Any, requests: Sequence[LinkedRequest], budget: int,
-                    chain: bool, progress: Progress | None = None) -> dict[str, Any]:
-    """Wall and thread-CPU milliseconds of ``selector.select`` per request (after
-    :data:`WARMUP` untimed ones), BLAS on one thread, and the fraction of requests whose two
-    tools are both selected."""
+                    chain: bool, progress: Progress | None = None,
+                    cpu_clock: Callable[[], float] = time.thread_time) -> dict[str, Any]:
+    """Wall and CPU milliseconds (``cpu_clock``: the thread's by default) of
+    ``selector.select`` per request (after :data:`WARMUP` untimed ones), BLAS on one thread,
+    and the fraction of requests whose two tools are both selected."""
     from hyperplan.retrieve.context_graph import single_thread_blas
 
     wall_ms: list[float] = []
@@ -150,9 +151,9 @@ def time_selections(selector: Any, requests: Sequence[LinkedRequest], budget: in
     both = 0
     with single_thread_blas():  # as eval preselect, for comparable timings
         for k, request in enumerate([*requests[:WARMUP], *requests]):
-            wall, cpu = time.perf_counter(), time.thread_time()
+            wall, cpu = time.perf_counter(), cpu_clock()
             picked = selector.select(request.text, budget=budget, chain=chain)
-            elapsed, spent = time.perf_counter() - wall, time.thread_time() - cpu
+            elapsed, spent = time.perf_counter() - wall, cpu_clock() - cpu
             if k < min(WARMUP, len(requests)):
                 continue
             wall_ms.append(elapsed * 1000)
@@ -210,8 +211,9 @@ def build_selector(n_tools: int, seed: int, embedder: str,
 def time_cold(selector: Any, requests: Sequence[LinkedRequest], budget: int,
               progress: Progress | None = None) -> dict[str, Any]:
     """The requests as never seen before (module doc): the selector with its query texts
-    embedded by the model itself (``cold_context_*``, ``cold_doe_*``), semantic top-K with the
-    request embedded by it (``semantic_cold_*``) and BM25 top-K (``bm25_*``)."""
+    embedded by the model itself (``cold_context_*``, ``cold_doe_*``; their ``cpu_ms`` is the
+    process's CPU time, the model's threads included), semantic top-K with the request
+    embedded by it (``semantic_cold_*``) and BM25 top-K (``bm25_*``)."""
     from hyperplan.embed.base import l2_normalize
     from hyperplan.retrieve.baselines import bm25_index, bm25_top_k, semantic_top_k
     from hyperplan.retrieve.context_graph import single_thread_blas
@@ -222,7 +224,8 @@ def time_cold(selector: Any, requests: Sequence[LinkedRequest], budget: int,
     switch.cold = True
     try:
         for prefix, chain in MODES:
-            timings = time_selections(selector, requests, budget, chain, progress)
+            timings = time_selections(selector, requests, budget, chain, progress,
+                                      time.process_time)
             out.update({f"cold_{prefix}_{key}": value for key, value in timings.items()})
     finally:
         switch.cold = False
