@@ -8,7 +8,7 @@ from hyperplan.catalog import ToolSpec, build_catalog, make_tool
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.infer import infer_nodes
 from hyperplan.graph.infer_conditions import catalog_conditions, merged
-from hyperplan.graph.infer_outputs import infer_outputs
+from hyperplan.graph.infer_outputs import CONF_DESCRIPTION, infer_outputs
 from hyperplan.graph.model import Evidence, NodeKind
 from hyperplan.graph.schema_paths import input_fields, output_fields
 
@@ -55,7 +55,7 @@ def test_search_files_gives_paths() -> None:
 
 def test_description_beats_name() -> None:
     outputs = _outputs(_tool("fetch_thing", "Retrieves the current weather forecast of a city."))
-    assert outputs["city_weather_forecast"] == (Evidence.DESCRIPTION, 0.85)
+    assert outputs["city_weather_forecast"] == (Evidence.DESCRIPTION, CONF_DESCRIPTION)
     assert outputs["forecast"][0] is Evidence.DESCRIPTION and "thing" not in outputs
 
 
@@ -84,6 +84,8 @@ def test_mcp_title_is_read_like_a_name() -> None:
 
 
 def test_a_search_echoes_its_specific_criteria() -> None:
+    flat = _tool("SearchHotels", "", {"destination": "string"})  # no namespace: no echo
+    assert not any(p.endswith("[].destination") for p in _paths(flat))
     tool = _tool("Hotels.SearchHotels", "Find hotels.",
                  {"destination": "string", "star_rating": "integer", "page": "integer",
                   "limit": "integer", "access_token": "string", "query": "string"})

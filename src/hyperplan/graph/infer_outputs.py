@@ -15,10 +15,11 @@ come from, best evidence first:
 * **the name**, or an MCP ``title`` (:attr:`Evidence.NAME`): ``get_system_timezone`` ->
   ``timezone``; ``list_users`` -> ``users``, ``users[].id``; ``create_ticket`` ->
   ``ticket_id``; ``search_files`` -> ``files[].file_path``;
-* **the inputs a search echoes** (:attr:`Evidence.NAME`, lower confidence): a tool that
-  searches or finds entities returns records that carry the attributes it was searched by
-  (``SearchHotel(destination, star_rating)`` -> ``hotels[].destination``...); only specific
-  inputs (never a generic leaf, a paging or query parameter).
+* **the inputs a search echoes** (:attr:`Evidence.NAME`, lower confidence): a tool of a
+  namespace (``Hotels.``, an app) that searches or finds entities returns records that carry
+  the attributes it was searched by (``Hotels.SearchHotel(destination, star_rating)`` ->
+  ``hotel[].destination``...); only specific inputs (never a generic leaf, a credential, a
+  paging or query parameter).
 
 Paths use the spelling link inference keys on (:func:`hyperplan.graph.text.output_keys`):
 ``ticket_id`` meets an input ``ticket_id``, ``users[].id`` meets ``user_id`` and ``user_ids``.
@@ -36,7 +37,7 @@ from dataclasses import dataclass
 
 from hyperplan.catalog import ToolSpec
 from hyperplan.graph.annotations import InferredNode
-from hyperplan.graph.effects import is_credential
+from hyperplan.graph.effects import is_credential, namespace
 from hyperplan.graph.model import Evidence, NodeKind
 from hyperplan.graph.schema_paths import SchemaField
 from hyperplan.graph.text import GENERIC_LEAVES, NAMELESS_OUTPUTS, name_tokens, singular
@@ -44,11 +45,11 @@ from hyperplan.graph.text import GENERIC_LEAVES, NAMELESS_OUTPUTS, name_tokens, 
 #: Confidence of each kind of inferred output (chosen on the dev splits of the stripped
 #: suites, see docs/benchmarks.md): a link through an inferred output weighs its score times
 #: this, so only strong matches of a confident output reach the usual thresholds.
-CONF_RETURNS = 0.9  # a "returns X" clause of the description
-CONF_DESCRIPTION = 0.85  # the object of the description's leading verb
-CONF_NAME = 0.8  # the object of the name's verb (or the MCP title's)
-CONF_HEAD = 0.8  # the head noun alone of a multi-word object ("timezone" of system_timezone)
-CONF_ECHO = 0.8  # a search's input echoed in its results
+CONF_RETURNS = 0.95  # a "returns X" clause of the description
+CONF_DESCRIPTION = 0.9  # the object of the description's leading verb
+CONF_NAME = 0.85  # the object of the name's verb (or the MCP title's)
+CONF_HEAD = 0.85  # the head noun alone of a multi-word object ("timezone" of system_timezone)
+CONF_ECHO = 0.85  # a search's input echoed in its results
 CONF_LOGIN = 0.9  # the access token of a sign-in
 
 #: Verbs whose tool returns what it names.
@@ -64,6 +65,8 @@ CREATE_VERBS = frozenset(
     "create add register insert upload submit open new post place book reserve schedule "
     "order purchase buy start launch initialize initialise make issue apply enroll enrol "
     "subscribe".split())
+#: Verbs of a tool that picks one existing object (and so returns its id, too).
+PICK_VERBS = frozenset("select choose pick find".split())
 #: Verbs of a tool that signs in and returns a credential (``access_token``).
 LOGIN_VERBS = frozenset("login signin authenticate authorize auth logon".split())
 #: Verbs of a tool that searches and echoes its criteria in its results.
@@ -165,9 +168,11 @@ def _credential(tool: ToolSpec) -> list[InferredNode]:
 
 
 def _echoed(tool: ToolSpec, inputs: Sequence[SchemaField]) -> list[InferredNode]:
-    """``<entities>[].<input>`` for each specific input of a search whose object is plural."""
+    """``<entities>[].<input>`` for each specific input of a search in a namespace (an app, an
+    API: in a flat catalog its criteria would meet every tool taking the same parameter)."""
     phrase = _name_phrase(tool)
-    if phrase is None or phrase.verb not in SEARCH_VERBS or not phrase.words:
+    if phrase is None or phrase.verb not in SEARCH_VERBS or not phrase.words \
+            or not namespace(tool):
         return []
     if phrase.words[-1] in GENERIC_OUTPUTS:
         return []
@@ -297,8 +302,9 @@ def _object_outputs(phrase: _Phrase, confidence: float, evidence: Evidence, said
     if phrase.verb in CREATE_VERBS and head[-1] not in ("id", "ids"):
         return _created(head, confidence, evidence, said)
     nodes = _read(head, confidence, evidence, said)
-    if record and singular(head[-1]) == head[-1] and head[-1] not in GENERIC_OUTPUTS:
-        # "details of a specific song": the song's record, which carries its id
+    if (record or phrase.verb in PICK_VERBS) and singular(head[-1]) == head[-1] \
+            and head[-1] not in GENERIC_OUTPUTS:
+        # "details of a specific song", "select a bow": the object's record, with its id
         nodes.append(InferredNode(NodeKind.OUTPUT, f"{head[-1]}_id", "any",
                                   f"the id of the {' '.join(head)}: {said}", evidence,
                                   confidence))
