@@ -7,7 +7,7 @@ import json
 from typer.testing import CliRunner
 
 from conftest import shared_path
-from hyperplan.catalog import build_catalog, make_tool
+from hyperplan.catalog import Catalog, build_catalog, make_tool
 from hyperplan.cli import app
 from hyperplan.embed import get_embedder
 from hyperplan.eval.links import evaluate_links, score_task, split_tasks
@@ -77,3 +77,57 @@ def test_cli_contract_nestful() -> None:
         assert key in doc
     assert doc["suite"] == "nestful" and doc["n_tasks"] == 300
     assert 0.0 < doc["f1"] < 1.0
+
+
+# ----------------------------------------------------------------------------- --strip-outputs
+def _typed_pair() -> tuple[Catalog, tuple[GoldTask, ...]]:
+    ticket = {"type": "object", "properties": {"ticket_id": {"type": "string"}}}
+    tools = [
+        make_tool(name="create_ticket", description="Create a support ticket.",
+                  input_schema={"type": "object", "properties": {"title": {"type": "string"}}},
+                  output_schema=ticket),
+        make_tool(name="close_ticket", description="Close a ticket.",
+                  input_schema={"type": "object", "properties": {"ticket_id": {"type": "string"}},
+                                "required": ["ticket_id"]}),
+    ]
+    return build_catalog(tools), (GoldTask("t", "", ("create_ticket", "close_ticket"),
+                                           (GoldFlow("create_ticket", "ticket_id",
+                                                     "close_ticket", "ticket_id"),)),)
+
+
+def test_stripped_links_are_scored_against_the_typed_ones() -> None:
+    from hyperplan.eval.stripped import evaluate_stripped_links, strip_outputs
+
+    catalog, tasks = _typed_pair()
+    assert all(t.output_schema is None for t in strip_outputs(catalog).tools)
+    result = evaluate_stripped_links([(catalog, tasks)], embedder=None, config=None,
+                                     threshold=0.7, split="all")
+    assert "silver" in result["reference"]
+    # the stripped graph infers ticket_id from the name and finds the typed link again
+    assert result["silver"]["typed_links"] == 1
+    assert result["silver"]["true_positives"] == 1 and result["silver"]["f1"] == 1.0
+    assert result["gold_stripped"]["recall"] == 1.0 and result["inferred_nodes"] > 0
+
+
+def test_silver_matches_tools_and_input_not_output_paths() -> None:
+    from hyperplan.eval.stripped import silver
+
+    scores = silver({("a", "b", "x"), ("a", "c", "y")}, {("a", "b", "x"), ("c", "b", "x")})
+    assert (scores.true_positives, scores.precision, scores.recall) == (1, 0.5, 0.5)
+
+
+def test_cli_strip_outputs_appworld_dev() -> None:
+    """AppWorld has no gold flows: scored against its typed links only (silver), dev split
+    (the level chosen on it: silver F1 0.72 with MiniLM; with hashing embeddings a little
+    lower)."""
+    data = shared_path("appworld")
+    result = CliRunner().invoke(app, ["eval", "links", "--suite", "appworld", "--data",
+                                      str(data), "--strip-outputs", "--split", "dev",
+                                      "--embedder", "hashing", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["strip_outputs"] is True and doc["gold_stripped"] is None
+    assert doc["silver"]["precision"] >= 0.9 and doc["silver"]["f1"] >= 0.6
+    plain = CliRunner().invoke(app, ["eval", "links", "--suite", "appworld", "--data",
+                                     str(data), "--json"])
+    assert plain.exit_code != 0
