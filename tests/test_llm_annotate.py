@@ -319,3 +319,24 @@ def test_graph_annotate_end_to_end_with_the_local_server(base_url: str, tmp_path
          "--json"], capture_output=True, text=True, timeout=600, check=False)
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout.strip().splitlines()[-1])["cached"] == len(notes)
+
+
+def test_the_gateway_builds_with_annotations(tmp_path: Path,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    from hyperplan.integrations.mcp_gateway.selection import SelectionService
+
+    run = annotate_catalog(_catalog(), ScriptedLLM(_rules()), cache_dir=None)
+    service = SelectionService(_catalog(), embedder="hashing", cache_dir=tmp_path,
+                               annotations=run.annotations)
+    service.start()
+    assert service.wait(60) and service.selector is not None
+    assert "ticket.closed" in {n.path for n in service.selector.graph.nodes
+                               if n.evidence is Evidence.LLM}
+    # an endpoint that cannot be reached is one line; the graph is built without it
+    down = SelectionService(_catalog(), embedder="hashing", cache_dir=tmp_path,
+                            llm="http://127.0.0.1:9/v1")
+    down.start()
+    assert down.wait(60) and down.selector is not None
+    assert "annotating the tools with the model at http://127.0.0.1:9/v1 failed" in \
+        capsys.readouterr().err
+    assert not any(n.evidence is Evidence.LLM for n in down.selector.graph.nodes)

@@ -20,10 +20,12 @@ registered as a secret and never printed (:class:`~hyperplan.llm.OpenAICompatibl
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import hashlib
 import json
 import os
 import re
+import tempfile
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -107,10 +109,13 @@ when nothing is said."""
 
 def default_annotation_dir() -> Path:
     """``$HYPERPLAN_CACHE_DIR/annotations``, else ``~/.cache/hyperplan/annotations``
-    (``$XDG_CACHE_HOME`` replaces ``~/.cache``)."""
-    from hyperplan.select.cache import default_cache_dir
-
-    return default_cache_dir().parent / "annotations"
+    (``$XDG_CACHE_HOME`` replaces ``~/.cache``), beside the selection cache."""
+    root = os.environ.get("HYPERPLAN_CACHE_DIR")
+    if root:
+        return Path(root).expanduser() / "annotations"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return base / "hyperplan" / "annotations"
 
 
 @dataclass(frozen=True)
@@ -363,18 +368,40 @@ def _write_cached(where: Path | None, tool: ToolSpec, model: str,
     """Keep one valid answer (a cache that cannot be written is no error)."""
     if where is None:
         return
-    from hyperplan.select.cache import private_dirs, write_private
-
     doc = {"format": CACHE_FORMAT, "tool": tool.name, "model": model,
            "prompt": PROMPT_VERSION,
            "nodes": [{"kind": n.kind.value, "path": n.path, "type": n.type,
                       "description": n.description, "confidence": n.confidence}
                      for n in nodes]}
-    try:
-        private_dirs(where, default=default_annotation_dir())
-        write_private(where / f"{tool_key(tool, model)}.json", json.dumps(doc))
-    except OSError:
-        pass
+    with contextlib.suppress(OSError):
+        _private_dir(where)
+        descriptor, tmp = tempfile.mkstemp(prefix=".answer-", dir=where)  # mode 0600
+        try:
+            with open(descriptor, "w", encoding="utf-8") as fh:
+                fh.write(json.dumps(doc))
+            os.replace(tmp, where / f"{tool_key(tool, model)}.json")
+        finally:
+            Path(tmp).unlink(missing_ok=True)
+
+
+def _private_dir(where: Path) -> None:
+    """Create ``where`` and its missing parents with mode 0700 (the default location's own
+    directories are tightened too; a directory the user named is not changed), as the
+    selection cache does (:mod:`hyperplan.select.cache`, which this layer does not import:
+    the core imports the executor, which uses this layer)."""
+    missing: list[Path] = []
+    probe = where
+    while not probe.exists() and probe.parent != probe:
+        missing.append(probe)
+        probe = probe.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=0o700)
+            os.chmod(directory, 0o700)
+    if where == default_annotation_dir():
+        for own in (where, where.parent):
+            if own.stat().st_mode & 0o777 != 0o700:
+                os.chmod(own, 0o700)
 
 
 # ----------------------------------------------------------------------------- client
