@@ -30,6 +30,9 @@ from hyperplan.graph.model import Evidence, NodeKind
 FORMAT = "hyperplan.annotations"
 VERSION = 1
 
+#: Declared outputs that name nothing (a bare return value, a list of scalars): they leave
+#: room for the outputs a description or a name says the value holds.
+_NAMELESS = frozenset({"result", "[]"})
 #: Evidence that describes a tool's real outputs: once present, text guesses are dropped.
 _FIRM_OUTPUTS = frozenset({Evidence.DECLARED, Evidence.OBSERVED, Evidence.LLM})
 
@@ -63,11 +66,11 @@ Annotations = Mapping[str, Sequence[InferredNode]]
 
 
 def merge_nodes(declared: Iterable[tuple[NodeKind, str]],
-                *sources: Iterable[InferredNode]) -> list[InferredNode]:
+                *sources: Iterable[InferredNode], firm: bool | None = None) -> list[InferredNode]:
     """The inferred nodes a tool keeps, in first-seen order (module doc): none whose (kind,
     path) is declared; of those sharing a (kind, path), the most confident (the first on
-    ties); no ``name``/``description`` outputs when the tool has declared outputs or any
-    observed or model-given one."""
+    ties); no ``name``/``description`` outputs when the tool has declared outputs (``firm``;
+    by default: any but a bare nameless ``result``) or any observed or model-given one."""
     taken = set(declared)
     best: dict[tuple[NodeKind, str], InferredNode] = {}
     for node in (n for source in sources for n in source):
@@ -77,7 +80,9 @@ def merge_nodes(declared: Iterable[tuple[NodeKind, str]],
         held = best.get(key)
         if held is None or node.confidence > held.confidence:
             best[key] = node
-    firm = any(kind is NodeKind.OUTPUT for kind, _ in taken) or any(
+    if firm is None:
+        firm = any(kind is NodeKind.OUTPUT and path not in _NAMELESS for kind, path in taken)
+    firm = firm or any(
         n.kind is NodeKind.OUTPUT and n.evidence in _FIRM_OUTPUTS for n in best.values())
     return [n for n in best.values()
             if not (firm and n.kind is NodeKind.OUTPUT and n.evidence not in _FIRM_OUTPUTS)]

@@ -20,6 +20,7 @@ from hyperplan.catalog import Catalog, ToolSpec
 from hyperplan.errors import OverrideError
 from hyperplan.graph.annotations import Annotations, InferredNode, merge_nodes
 from hyperplan.graph.infer import infer_nodes
+from hyperplan.graph.infer_conditions import catalog_conditions, merged
 from hyperplan.graph.links import LinkConfig, TextEmbedder, inferred_link_columns
 from hyperplan.graph.model import Evidence, Hypergraph, NodeKind, SchemaNode, ToolEdge
 from hyperplan.graph.schema_paths import (
@@ -32,6 +33,9 @@ from hyperplan.graph.schema_paths import (
 from hyperplan.graph.text import NAMELESS_OUTPUTS, listed, name_tokens, returns_clause
 
 Progress = Callable[[str, int, int], None]
+
+#: Confidence an inferred precondition needs to be required (:func:`_inferred_field`).
+REQUIRED_CONFIDENCE = 0.7
 
 
 @dataclass(frozen=True)
@@ -58,7 +62,10 @@ def _tool_nodes(tool_id: int, tool: ToolSpec, oversized: list[tuple[str, int]],
     pending += [_PendingNode(NodeKind.EFFECT, tool_id, _predicate(NodeKind.EFFECT, p, tool))
                 for p in dict.fromkeys(tool.effects)]
     declared = [(p.kind, p.field.path) for p in pending]
-    kept = merge_nodes(declared, infer_nodes(tool, ins, outs), annotated)
+    # a declared output is firm unless it is a bare value nothing describes
+    firm = any(p.kind is NodeKind.OUTPUT and (p.field.path not in NAMELESS_OUTPUTS
+                                              or p.field.description) for p in pending)
+    kept = merge_nodes(declared, infer_nodes(tool, ins, outs), annotated, firm=firm)
     pending += [_PendingNode(n.kind, tool_id, _inferred_field(n, tool), n.evidence,
                              n.confidence) for n in kept]
     return pending
@@ -72,9 +79,15 @@ def _predicate(kind: NodeKind, path: str, tool: ToolSpec, said: str = "") -> Sch
 
 
 def _inferred_field(node: InferredNode, tool: ToolSpec) -> SchemaField:
+    """The field of an inferred node; an inferred precondition is required only when it is
+    believed (confidence at least :data:`REQUIRED_CONFIDENCE`): DOE must satisfy a required
+    one, so a guess stays optional (shown, linked, never demanded)."""
     if node.kind is NodeKind.OUTPUT:
         return SchemaField(node.path, node.type, node.description)
-    return _predicate(node.kind, node.path, tool, node.description)
+    field = _predicate(node.kind, node.path, tool, node.description)
+    if node.kind is NodeKind.PRECONDITION and node.confidence < REQUIRED_CONFIDENCE:
+        return replace(field, required=False)
+    return field
 
 
 def _described(field: SchemaField, tool: ToolSpec) -> SchemaField:
@@ -106,7 +119,7 @@ def structure_from_catalog(catalog: Catalog, annotations: Annotations | None = N
     """Nodes and hyperedges of a catalog, input-side nodes numbered first (no links yet);
     ``annotations`` adds inferred nodes per tool name (:mod:`hyperplan.graph.annotations`)."""
     oversized: list[tuple[str, int]] = []
-    extra = annotations or {}
+    extra = merged(catalog_conditions(catalog), annotations or {})
     pending = [p for tid, tool in enumerate(catalog.tools)
                for p in _tool_nodes(tid, tool, oversized, extra.get(tool.name, ()))]
     _warn_oversized(oversized)

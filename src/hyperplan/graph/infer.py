@@ -40,7 +40,7 @@ from hyperplan.graph.text import path_segments
 
 #: Changes whenever a rule does: caches of built graphs (:mod:`hyperplan.select.cache`) are keyed
 #: by it, so a graph built under older rules is rebuilt.
-RULES_VERSION = 3
+RULES_VERSION = 4
 
 
 def infer_nodes(tool: ToolSpec, inputs: Sequence[SchemaField],
