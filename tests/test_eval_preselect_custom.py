@@ -95,6 +95,9 @@ def test_corpus_fixture_per_request_catalogs_and_splits() -> None:
     suite = load_preselect_suite("mcp-corpus", CORPUS)
     sizes = sorted(len(p.catalog.tools) for p in suite.parts)
     assert sizes == [3, 4, 4, 7, 8]  # one catalog per set of servers a request names
+    # every tool's namespace is its server, a server alone too
+    files = next(p for p in suite.parts if len(p.catalog.tools) == 3)
+    assert {t.metadata.get("app") for t in files.catalog.tools} == {"files"}
     doc = _cli("--suite", "mcp-corpus", "--data", str(CORPUS), "--split", "dev",
                "--budget", "3")
     assert doc["n_tasks"] == 3 and doc["n_catalogs"] == 5

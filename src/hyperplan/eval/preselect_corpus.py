@@ -17,7 +17,8 @@ complete when every slot has one selected: :mod:`hyperplan.eval.preselect_custom
   ``slug:tool``. The requests' ``split`` field makes the dev and heldout splits.
 
 In a union, tools keep their names, a name two servers define is ``slug__tool`` in both, and
-every tool's metadata ``app`` is its server's slug, so links between servers are known as such
+every tool's metadata ``app`` is its server's slug (one server alone too), so links between
+servers are known as such
 (:func:`~hyperplan.eval.preselect_custom.union_catalog`).
 """
 
@@ -85,7 +86,7 @@ class ServerTools:
     def part(self, slugs: Sequence[str], tasks: Sequence[RawTask], file: Path) -> Part:
         where = f"{file}: task {tasks[0].id}: 'servers'"
         union = union_catalog([(s, self.catalog(s, where)) for s in slugs],
-                              source="+".join(slugs))
+                              source="+".join(slugs), namespaces=True)
         return resolved_part(union, tasks, file)
 
 

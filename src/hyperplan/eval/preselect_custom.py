@@ -143,15 +143,17 @@ def source_label(spec: str) -> str:
     return Path(location).stem or kind if location else kind
 
 
-def union_catalog(parts: Sequence[tuple[str, Catalog]], *, source: str = "") -> Union:
+def union_catalog(parts: Sequence[tuple[str, Catalog]], *, source: str = "",
+                  namespaces: bool | None = None) -> Union:
     """The catalogs of ``parts`` (label, catalog) as one: tools keep their names, a name two
-    labels define is ``label__tool`` in both; with more than one part each tool without an
-    ``app`` gets its label as ``app`` (its namespace)."""
+    labels define is ``label__tool`` in both; with ``namespaces`` (default: when there is
+    more than one part) each tool without an ``app`` gets its label as ``app`` (its
+    namespace)."""
     count: dict[str, int] = {}
     for _, catalog in parts:
         for tool in catalog.tools:
             count[tool.name] = count.get(tool.name, 0) + 1
-    several = len(parts) > 1
+    several = len(parts) > 1 if namespaces is None else namespaces
     tools: list[ToolSpec] = []
     names: dict[tuple[str, str], str] = {}
     for label, catalog in parts:
