@@ -48,6 +48,11 @@ _FLAGS = ("nullable", "uniqueItems", "readOnly", "writeOnly", "deprecated")
 _COUNTS = ("minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties")
 _BOUNDS = ("minimum", "maximum", "multipleOf", "exclusiveMinimum", "exclusiveMaximum")
 _TEXTS = ("description", "title", "format", "pattern")
+_LISTS = ("allOf", "anyOf", "oneOf", "prefixItems")
+_NUMBERS = frozenset((*_BOUNDS, *_COUNTS))
+_CHECKED = frozenset(("type", "items", "required", "enum", *_LISTS, *_FLAGS, *_NUMBERS,
+                      *_TEXTS))
+"""The keywords :func:`repair_keywords` looks at."""
 _SCALAR_TYPES: dict[str, type | tuple[type, ...]] = {
     "string": str, "integer": int, "number": (int, float), "boolean": bool}
 _SHOWN = 5
@@ -70,6 +75,8 @@ class RepairLog:
     file: str
     records: list[Repair] = field(default_factory=list)
     _seen: set[Repair] = field(default_factory=set)
+    #: schema objects of the document found conforming, by id (see schema_refs._repair)
+    clean: dict[int, Any] = field(default_factory=dict)
 
     def repaired(self, tool: str, where: str, action: str, definition: str = "") -> None:
         """Record one repaired field (once: a definition used twice is repaired twice)."""
@@ -235,14 +242,23 @@ def repair_keywords(schema: dict[str, Any], note: Note, hoisted: Sequence[str] =
     """Repair the keywords of one schema object in place (its sub-schemas were repaired
     already); ``note(keyword, action)`` is called for each repair. ``hoisted`` are property
     names to add to ``required`` (see :func:`hoisted_required`)."""
-    _type(schema, note)
-    _items(schema, note)
-    _lists(schema, note)
-    _required(schema, note, hoisted)
-    _enum(schema, note)
-    _flags(schema, note)
-    _numbers(schema, note)
-    _texts(schema, note)
+    present = _CHECKED.intersection(schema)  # most schema objects: a few keys, all fine
+    if "type" in present:
+        _type(schema, note)
+    if "items" in present:
+        _items(schema, note)
+    if not present.isdisjoint(_LISTS):
+        _lists(schema, note)
+    if "required" in present or hoisted:
+        _required(schema, note, hoisted)
+    if "enum" in present:
+        _enum(schema, note)
+    if not present.isdisjoint(_FLAGS):
+        _flags(schema, note)
+    if not present.isdisjoint(_NUMBERS):
+        _numbers(schema, note)
+    if not present.isdisjoint(_TEXTS):
+        _texts(schema, note)
 
 
 def _type(schema: dict[str, Any], note: Note) -> None:
@@ -282,7 +298,7 @@ def _items(schema: dict[str, Any], note: Note) -> None:
 
 
 def _lists(schema: dict[str, Any], note: Note) -> None:
-    for key in ("allOf", "anyOf", "oneOf", "prefixItems"):
+    for key in _LISTS:
         if schema.get(key) == []:
             del schema[key]
             note(key, "empty list dropped")
@@ -352,6 +368,7 @@ def _enum(schema: dict[str, Any], note: Note) -> None:
     wanted = _SCALAR_TYPES.get(kind) if isinstance(kind, str) else None
     values: list[Any] = []
     mistyped: list[Any] = []
+    seen: set[tuple[type, Any]] = set()
     repeated = False
     for value in schema["enum"]:
         fixed = value if wanted is None or value is None else _coerce(value, str(kind))
@@ -359,9 +376,10 @@ def _enum(schema: dict[str, Any], note: Note) -> None:
             mistyped.append(value)
         if fixed is _NO_VALUE:
             continue
-        if any(_same(fixed, v) for v in values):
-            repeated = True
-        else:
+        key = _enum_key(fixed)
+        repeated |= key in seen
+        if key not in seen:
+            seen.add(key)
             values.append(fixed)
     said = [f"values not of type {kind!r} converted or dropped ({short(mistyped)})"
             ] if mistyped else []
@@ -375,6 +393,13 @@ def _enum(schema: dict[str, Any], note: Note) -> None:
 
 
 _NO_VALUE = object()
+
+
+def _enum_key(value: Any) -> tuple[type, Any]:
+    """A hashable key telling enum values apart (``1`` from ``True`` and ``"1"``)."""
+    if isinstance(value, list | dict):
+        return type(value), json.dumps(value, sort_keys=True, default=repr)
+    return type(value), value
 
 
 def _same(a: Any, b: Any) -> bool:

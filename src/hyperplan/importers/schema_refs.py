@@ -177,17 +177,35 @@ def _schema(
         kept = _keyword(walk, str(key), value, f"{path}.{key}", depth, stack)
         if kept is not _DROP:
             out[key] = kept
-    if walk.log is not None:
-        repair_keywords(out, lambda key, action: walk.repaired(f"{path}.{key}", action),
-                        hoisted_required(node))
+    if walk.log is not None and id(node) not in walk.log.clean:
+        _repair(walk, node, out, path)
     return out
+
+
+def _repair(walk: _Walk, node: dict[str, Any], out: dict[str, Any], path: str) -> None:
+    """Repair the keywords of ``out``, the copy of ``node``. A node of the document found
+    fine is remembered as such in the log (a shared definition is then checked once per
+    file, not at every use)."""
+    assert walk.log is not None
+    noted = False
+
+    def note(key: str, action: str) -> None:
+        nonlocal noted
+        noted = True
+        walk.repaired(f"{path}.{key}", action)
+
+    repair_keywords(out, note, hoisted_required(node))
+    if not noted:
+        walk.log.clean[id(node)] = node  # kept alive, so its id is never another node's
 
 
 def _sub(walk: _Walk, node: Any, path: str, depth: int, stack: tuple[int, ...], *,
          keep: bool = False) -> dict[str, Any] | None:
     """:func:`_schema`, but a lenient walk drops a value that is no schema (``None``), or
     reads it as any value (``{}``) with ``keep``."""
-    if walk.log is not None and not isinstance(node, dict | bool) and read_schema(node) is None:
+    if isinstance(node, dict) or walk.log is None:
+        return _schema(walk, node, path, depth, stack)
+    if not isinstance(node, bool) and read_schema(node) is None:
         walk.repaired(path, f"{short(node)} is not a schema: "
                       f"{'read as any value' if keep else 'dropped'}")
         return {} if keep else None
