@@ -340,3 +340,25 @@ def test_the_gateway_builds_with_annotations(tmp_path: Path,
     assert "annotating the tools with the model at http://127.0.0.1:9/v1 failed" in \
         capsys.readouterr().err
     assert not any(n.evidence is Evidence.LLM for n in down.selector.graph.nodes)
+
+
+def test_annotations_for_a_build_combines_the_file_and_the_model(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What `graph build --annotations FILE --llm-annotate URL` builds with."""
+    from hyperplan.cli.graph_annotate import annotations_for
+    from hyperplan.graph.annotations import InferredNode, save_annotations
+
+    file = save_annotations({"close_ticket": [InferredNode(
+        NodeKind.PRECONDITION, "ticket.open", "boolean", "", Evidence.NAME, 0.4)]},
+        tmp_path / "mine.json")
+    assert annotations_for(_catalog()) is None
+    from_file = annotations_for(_catalog(), file=file)
+    assert from_file is not None and [n.path for n in from_file["close_ticket"]] == \
+        ["ticket.open"]
+    monkeypatch.setenv("HYPERPLAN_CACHE_DIR", str(tmp_path / "home"))
+    monkeypatch.setattr("hyperplan.llm.annotate.client_for",
+                        lambda url, **_: ScriptedLLM(_rules()))
+    both = annotations_for(_catalog(), file=file, url="http://127.0.0.1:9/v1")
+    assert both is not None
+    assert [n.path for n in both["close_ticket"]] == ["ticket.open", "ticket.closed"]
+    assert "ticket_id" in {n.path for n in both["create_ticket"]}

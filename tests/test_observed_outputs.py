@@ -15,6 +15,7 @@ from hyperplan.graph.model import Evidence, NodeKind
 from hyperplan.select import build_selector
 from hyperplan.select.cache import BUILT_FILE, FLOWS_FILE, OBSERVED_FILE
 from hyperplan.select.observed import (
+    CONFIDENCE,
     MAX_KEYS,
     MAX_TOOLS,
     ObservedOutputs,
@@ -90,7 +91,7 @@ def test_a_session_learns_outputs_and_the_next_build_uses_them(tmp_path: Path) -
     assert {n.path for n in learned["create_ticket"]} >= {"ticket_id", "owner.email",
                                                            "links[].url"}
     assert all(n.kind is NodeKind.OUTPUT and n.evidence is Evidence.OBSERVED
-               and n.confidence == pytest.approx(0.9) for n in learned["create_ticket"])
+               and n.confidence == pytest.approx(CONFIDENCE) for n in learned["create_ticket"])
     stored = first.entry / OBSERVED_FILE
     assert stat.S_IMODE(stored.stat().st_mode) == 0o600
     text = stored.read_text()
