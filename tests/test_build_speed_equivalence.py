@@ -25,7 +25,14 @@ from hyperplan.embed.minilm import BATCH_TOKENS, MiniLMEmbedder, minilm_availabl
 from hyperplan.graph import links
 from hyperplan.graph.build import build_graph, structure_from_catalog
 from hyperplan.graph.effects import is_credential
-from hyperplan.graph.field_roles import FieldRole, field_role, leaf_key, role_suffixes
+from hyperplan.graph.field_roles import (
+    GENERIC_WORDS,
+    ID_WORDS,
+    FieldRole,
+    field_role,
+    leaf_key,
+    role_suffixes,
+)
 from hyperplan.graph.links import LinkConfig, infer_links
 from hyperplan.graph.model import Hypergraph, Link, NodeKind
 from hyperplan.importers.openai_functions import load_openai_functions
@@ -117,7 +124,10 @@ def _reference_links(graph: Hypergraph, embedder: QuarterEmbedder | None,
         role = field_role(node_i.path)
         whole = inter >= n_in and node_o.path in ("result", "[]")
         kind = leaf_key(node_o.path) in role_suffixes(node_i.path)
-        key_only = (not same or (role is FieldRole.IDENTIFIER and not whole)) and not kind
+        entity = same and any(t not in GENERIC_WORDS and t not in ID_WORDS
+                              for t in name_i.keys() & name_o.keys())
+        key_only = (not same or (role is FieldRole.IDENTIFIER and not whole and not entity)) \
+            and not kind
         if key_only:
             key = key if key >= links.SPECIFIC_KEY else 0.0
         if kind:

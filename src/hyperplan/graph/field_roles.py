@@ -42,8 +42,8 @@ CONTROL_NAMES = frozenset({
     "max_length", "max_tokens", "max_depth", "num_results", "n_results", "top_k", "top_n",
     "sort", "sort_by", "sort_order", "order", "order_by", "direction", "ascending",
     "descending", "cursor", "page_token", "next_token", "next_page_token", "continuation",
-    "start_index", "timeout", "verbose", "include_metadata", "pretty", "format",
-    "response_format", "output_format", "dry_run", "lang", "language", "locale",
+    "start_index", "timeout", "verbose", "include_metadata", "pretty",
+    "response_format", "output_format", "dry_run",
 })
 
 #: Words that name no particular thing: a parameter named by them alone is ``GENERIC``.

@@ -34,6 +34,7 @@ import scipy.sparse as sp
 
 from hyperplan.graph.effects import credential_scope, is_credential
 from hyperplan.graph.field_roles import (
+    GENERIC_WORDS,
     ID_WORDS,
     FieldRole,
     field_role,
@@ -165,6 +166,8 @@ class _Side:
     nameless: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))  # outputs
     # role suffixes of inputs, leaf keys of outputs (field_roles), over one vocabulary
     kinds: sp.csr_matrix = field(default_factory=lambda: sp.csr_matrix((0, 0)))
+    # inputs: the name tokens that name an entity (not generic, not an identifier word)
+    entities: sp.csr_matrix = field(default_factory=lambda: sp.csr_matrix((0, 0)))
 
 
 class _Vocab:
@@ -435,7 +438,10 @@ def _evidence(ins: _Side, outs: _Side, a: np.ndarray, b: np.ndarray, cfg: LinkCo
     # a generic input on its name inside its namespace, on the very same name across them
     whole_name = (inter >= size_in) & outs.nameless[b]  # "returns the cart id" -> cart_id
     kind = _row_sums(ins.kinds[a], outs.kinds[b]) > 0
-    key_only = ((ins.identifier[a] & ~whole_name) | ~same_space) & ~kind
+    # an identifier and an output of the same entity (water_id <- water_source_id) in one
+    # namespace: names count; of another entity (tv_id <- movie id): the key alone
+    same_entity = same_space & (_row_sums(ins.entities[a], out_names) > 0)
+    key_only = ((ins.identifier[a] & ~whole_name & ~same_entity) | ~same_space) & ~kind
     key = np.where(key_only & (key < SPECIFIC_KEY), 0.0, key)
     key = np.where(kind, np.maximum(key, ROLE_KEY), key)
     named_here = same_space & ((key > 0) | (names > 0))
@@ -614,6 +620,9 @@ def _features(graph: Hypergraph, in_nodes: list[SchemaNode],
     _widen(ins, widths)
     _widen(outs, widths)
     _code_spaces(ins, outs)
+    words = sorted(tokens.index, key=tokens.index.__getitem__)
+    naming = np.array([w not in GENERIC_WORDS and w not in ID_WORDS for w in words], dtype=float)
+    ins.entities = (ins.names @ sp.diags(naming)).tocsr()
     key_names = sorted(vocabs[0].index, key=vocabs[0].index.__getitem__)
     credential_keys = np.array([is_credential(k) for k in key_names], dtype=bool)
     return ins, outs, credential_keys
