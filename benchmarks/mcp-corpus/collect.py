@@ -70,6 +70,9 @@ class Server:
     #: Where ``licence`` was read when the package's metadata does not state one (no licence
     #: field, or "SEE LICENSE IN LICENSE" with no such file in the package).
     licence_source: str = ""
+    #: Why the server is left out of the corpus (it was tried and failed); ``--retry-skipped``
+    #: tries it again.
+    skip: str = ""
 
 
 class CollectError(Exception):
@@ -282,6 +285,14 @@ async def list_tools(server: Server, bin_dir: Path, work: Path, timeout: float,
 
 # --------------------------------------------------------------------------- driver
 
+def _leaf(exc: BaseException) -> str:
+    """The first innermost exception of a task-group failure, as "Type: message" (one line)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text[:300]}"
+
+
 def collect_one(server: Server, cache: Path, work: Path, timeout: float, today: str) -> int:
     """Install, check the licence, list; writes ``tools/<slug>.json`` and returns the tool count."""
     if server.registry == "pypi":
@@ -304,8 +315,7 @@ def collect_one(server: Server, cache: Path, work: Path, timeout: float, today: 
             raise CollectError(f"no tools/list answer within {timeout:.0f} s "
                                f"(stderr in {log_path})") from exc
         except Exception as exc:  # any failure of a foreign server
-            raise CollectError(f"session failed: {type(exc).__name__}: {exc} "
-                               f"(stderr in {log_path})") from exc
+            raise CollectError(f"session failed: {_leaf(exc)} (stderr in {log_path})") from exc
     if not tools:
         raise CollectError("tools/list returned no tools")
     record: dict[str, Any] = {"server": server.slug, "package": server.package,
@@ -317,6 +327,37 @@ def collect_one(server: Server, cache: Path, work: Path, timeout: float, today: 
     return len(tools)
 
 
+def summary_table() -> str:
+    """The README's table of the collected servers (slug, package, version, licence, tools, with
+    and without ``outputSchema``), totals, and the requests per split."""
+    rows = ["| slug | registry | package | version | licence | tools | with outputSchema "
+            "| without |", "|---|---|---|---|---|---|---|---|"]
+    total = with_output = 0
+    for path in sorted(TOOLS_DIR.glob("*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        tools = record["tools"]
+        declared = sum(1 for tool in tools if tool.get("outputSchema"))
+        total, with_output = total + len(tools), with_output + declared
+        rows.append(f"| {record['server']} | {record['registry']} | `{record['package']}` | "
+                    f"{record['version']} | {record['licence']} | {len(tools)} | {declared} | "
+                    f"{len(tools) - declared} |")
+    servers = len(rows) - 2
+    share = (total - with_output) / total if total else 0.0
+    rows.append("")
+    rows.append(f"{servers} servers, {total} tools; {with_output} declare an outputSchema, "
+                f"{total - with_output} ({share:.0%}) do not.")
+    requests_file = HERE / "requests.json"
+    if requests_file.exists():
+        requests = json.loads(requests_file.read_text(encoding="utf-8"))["requests"]
+        for split in ("dev", "heldout"):
+            chosen = [r for r in requests if r["split"] == split]
+            chains = sum(1 for r in chosen if len(r["gold"]) >= 2)
+            guarded = sum(1 for r in chosen if r.get("must_not"))
+            rows.append(f"- {split}: {len(chosen)} requests, {chains} needing 2+ tools, "
+                        f"{guarded} with must_not tools")
+    return "\n".join(rows)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", default="", help="comma-separated slugs to collect")
@@ -324,7 +365,14 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"install and scratch directory (default {DEFAULT_CACHE})")
     parser.add_argument("--timeout", type=float, default=60.0,
                         help="seconds a server gets to start and answer tools/list")
+    parser.add_argument("--retry-skipped", action="store_true",
+                        help="also try the entries marked skip (tried before and failed)")
+    parser.add_argument("--summary", action="store_true",
+                        help="print the README table of the collected tools files and exit")
     args = parser.parse_args(argv)
+    if args.summary:
+        print(summary_table())
+        return 0
     servers = load_servers()
     if args.only:
         wanted = {s.strip() for s in args.only.split(",") if s.strip()}
@@ -332,6 +380,11 @@ def main(argv: list[str] | None = None) -> int:
         if unknown:
             parser.error(f"unknown slugs: {sorted(unknown)}")
         servers = [s for s in servers if s.slug in wanted]
+    if not args.retry_skipped:
+        for server in servers:
+            if server.skip:
+                print(f"skipped {server.slug} (--retry-skipped tries it): {server.skip}")
+        servers = [s for s in servers if not s.skip]
     cache = args.cache.expanduser().resolve()
     cache.mkdir(parents=True, exist_ok=True)
     TOOLS_DIR.mkdir(exist_ok=True)
