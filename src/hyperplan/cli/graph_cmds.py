@@ -57,6 +57,13 @@ def build_cmd(
                               help="embed the retrieval texts into the embedding cache now, so "
                                    "the first query on this graph is fast"),
     allow_unsafe_tools: AllowUnsafeTools = False,
+    annotations: Path | None = typer.Option(
+        None, "--annotations", metavar="FILE",
+        help="inferred outputs, preconditions and effects to build with (graph annotate)"),
+    llm_annotate: str | None = typer.Option(
+        None, "--llm-annotate", metavar="URL",
+        help="first ask the model at this OpenAI-compatible base URL for every tool's outputs, "
+             "preconditions and effects (cached per tool)"),
 ) -> None:
     """Import a tool catalog, infer dependency links and save the hypergraph."""
     if not 0 < min_weight <= 1:
@@ -71,9 +78,15 @@ def build_cmd(
         console.print(repair_summary(catalog.repairs), highlight=False)
     config = LinkConfig(min_weight=min_weight)
     text_embedder = embedder_from_option(embedder)
+    annotated = None
+    if annotations is not None or llm_annotate is not None:
+        from hyperplan.cli.graph_annotate import annotations_for
+
+        with printed_warnings():
+            annotated = annotations_for(catalog, file=annotations, url=llm_annotate)
     with stage_progress() as progress, printed_warnings():
         graph = build_graph(catalog, embedder=text_embedder, config=config,
-                            overrides=overrides, progress=progress)
+                            overrides=overrides, progress=progress, annotations=annotated)
         if warm and isinstance(text_embedder, CachedEmbedder):
             warm_retrieval_cache(graph, text_embedder, progress)
     check_output(output, protect=source_paths(source))  # again: the build took a while

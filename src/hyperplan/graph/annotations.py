@@ -68,24 +68,22 @@ Annotations = Mapping[str, Sequence[InferredNode]]
 def merge_nodes(declared: Iterable[tuple[NodeKind, str]],
                 *sources: Iterable[InferredNode], firm: bool | None = None) -> list[InferredNode]:
     """The inferred nodes a tool keeps, in first-seen order (module doc): none whose (kind,
-    path) is declared; of those sharing a (kind, path), the most confident (the first on
-    ties); no ``name``/``description`` outputs when the tool has declared outputs (``firm``;
-    by default: any but a bare nameless ``result``) or any observed or model-given one."""
+    path) is declared; no ``name``/``description`` outputs when the tool has declared outputs
+    (``firm``; by default: any but a bare nameless ``result``) or any observed or model-given
+    one; of those left sharing a (kind, path), the most confident (the first on ties)."""
     taken = set(declared)
-    best: dict[tuple[NodeKind, str], InferredNode] = {}
-    for node in (n for source in sources for n in source):
-        key = (node.kind, node.path)
-        if key in taken:
-            continue
-        held = best.get(key)
-        if held is None or node.confidence > held.confidence:
-            best[key] = node
+    nodes = [n for source in sources for n in source if (n.kind, n.path) not in taken]
     if firm is None:
         firm = any(kind is NodeKind.OUTPUT and path not in _NAMELESS for kind, path in taken)
-    firm = firm or any(
-        n.kind is NodeKind.OUTPUT and n.evidence in _FIRM_OUTPUTS for n in best.values())
-    return [n for n in best.values()
-            if not (firm and n.kind is NodeKind.OUTPUT and n.evidence not in _FIRM_OUTPUTS)]
+    firm = firm or any(n.kind is NodeKind.OUTPUT and n.evidence in _FIRM_OUTPUTS for n in nodes)
+    best: dict[tuple[NodeKind, str], InferredNode] = {}
+    for node in nodes:
+        if firm and node.kind is NodeKind.OUTPUT and node.evidence not in _FIRM_OUTPUTS:
+            continue
+        held = best.get((node.kind, node.path))
+        if held is None or node.confidence > held.confidence:
+            best[(node.kind, node.path)] = node
+    return list(best.values())
 
 
 # ----------------------------------------------------------------------------- files

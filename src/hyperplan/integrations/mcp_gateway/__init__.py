@@ -50,7 +50,8 @@ def build_gateway(sources: Sequence[str], config: GatewayConfig | None = None,
     cfg = config or GatewayConfig()
     upstream = load_upstream(sources, options or UpstreamOptions(call_timeout=cfg.call_timeout))
     service = SelectionService(_redacted(upstream.catalog), embedder=cfg.embedder,
-                               cache_dir=cfg.cache_dir, budget=cfg.budget)
+                               cache_dir=cfg.cache_dir, budget=cfg.budget,
+                               annotations=cfg.annotations, llm=cfg.llm_annotate)
     return Gateway(upstream, service, cfg)
 
 

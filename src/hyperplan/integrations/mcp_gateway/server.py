@@ -173,9 +173,6 @@ class GatewayServer:
         try:
             gateway = self._load()
             gateway.service.on_ready = self.on_graph_ready
-            service = gateway.service  # what the graph is built with (--annotations ...)
-            service.annotations = service.annotations or self.config.annotations
-            service.llm = service.llm or self.config.llm_annotate
             self.gateway = gateway
             gateway.service.start()
         except BaseException as exc:
