@@ -220,3 +220,24 @@ def test_any_mess_loads_to_valid_schemas(inputs: Any, outputs: Any) -> None:
     jsonschema.Draft202012Validator.check_schema(tool.input_schema)
     if tool.output_schema is not None:
         jsonschema.Draft202012Validator.check_schema(tool.output_schema)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(param=messy_schemas(), body=messy_schemas(), shared=messy_schemas(),
+       out=messy_schemas())
+def test_any_mess_in_an_openapi_document_loads_to_valid_schemas(
+    param: Any, body: Any, shared: Any, out: Any
+) -> None:
+    ref = {"$ref": "#/components/schemas/Shared"}
+    op = {"operationId": "op", "parameters": [{"name": "p", "in": "query", "schema": param}],
+          "requestBody": {"content": {"application/json": {"schema": {
+              "type": "object", "properties": {"b": body, "s": ref}}}}},
+          "responses": {"200": {"description": "", "content": {"application/json": {
+              "schema": {"anyOf": [out, ref]}}}}}}
+    doc = {"openapi": "3.0.3", "paths": {"/x": {"post": op}},
+           "components": {"schemas": {"Shared": shared}}}
+    catalog, _ = load(load_openapi, doc)
+    (tool,) = catalog.tools
+    jsonschema.Draft202012Validator.check_schema(tool.input_schema)
+    if tool.output_schema is not None:
+        jsonschema.Draft202012Validator.check_schema(tool.output_schema)

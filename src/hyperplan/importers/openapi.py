@@ -349,7 +349,11 @@ def _param_schema(ctx: _Op, param: dict[str, Any], field: str) -> dict[str, Any]
     if raw is None and isinstance(param.get("content"), dict) and param["content"]:
         media = next(iter(param["content"].values()))
         raw = media.get("schema") if isinstance(media, dict) else None
-    schema = ctx.schema(raw if raw is not None else {}, field)
+    try:
+        schema = ctx.schema(raw if raw is not None else {}, field)
+    except CatalogError as exc:  # the parameter is kept, as taking any value
+        ctx.repaired(exc.field or field, f"{exc.reason}: read as any value")
+        schema = {}
     description = param.get("description")
     if isinstance(description, str) and description and "description" not in schema:
         schema["description"] = description

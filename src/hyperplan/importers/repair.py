@@ -386,10 +386,10 @@ def _enum(schema: dict[str, Any], note: Note) -> None:
     said += ["repeated values dropped"] if repeated else []
     if said:
         note("enum", ", ".join(said))
-    if values:
-        schema["enum"] = values
-    else:
-        del schema["enum"]
+        if values:
+            schema["enum"] = values
+        else:
+            del schema["enum"]
 
 
 _NO_VALUE = object()

@@ -187,15 +187,10 @@ def _repair(walk: _Walk, node: dict[str, Any], out: dict[str, Any], path: str) -
     fine is remembered as such in the log (a shared definition is then checked once per
     file, not at every use)."""
     assert walk.log is not None
-    noted = False
-
-    def note(key: str, action: str) -> None:
-        nonlocal noted
-        noted = True
-        walk.repaired(f"{path}.{key}", action)
-
-    repair_keywords(out, note, hoisted_required(node))
-    if not noted:
+    before = dict(out)
+    repair_keywords(out, lambda key, action: walk.repaired(f"{path}.{key}", action),
+                    hoisted_required(node))
+    if len(out) == len(before) and all(out.get(k, out) is v for k, v in before.items()):
         walk.log.clean[id(node)] = node  # kept alive, so its id is never another node's
 
 
