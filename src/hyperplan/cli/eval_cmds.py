@@ -49,11 +49,17 @@ def links_cmd(
     if not all(0 <= t <= 1 for t in [threshold, *thresholds]):
         fail("--threshold and --sweep are link weights, in [0, 1]")
     with stage_progress(not as_json) as progress:
-        result = evaluate_links(
-            suite, data, embedder=embedder_from_option(embedder), split=split,
-            threshold=threshold, thresholds=thresholds, progress=progress,
-            learn_from=learn_from, strip_outputs=strip_outputs,
-        )
+        if strip_outputs:
+            from hyperplan.eval.stripped import evaluate_stripped_suite
+
+            result = evaluate_stripped_suite(
+                suite, data, embedder=embedder_from_option(embedder), split=split,
+                threshold=threshold, progress=progress, learn_from=learn_from)
+        else:
+            result = evaluate_links(
+                suite, data, embedder=embedder_from_option(embedder), split=split,
+                threshold=threshold, thresholds=thresholds, progress=progress,
+                learn_from=learn_from)
     _check_tasks(result, data, split)
     if as_json:
         print(json.dumps(result))

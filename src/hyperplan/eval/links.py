@@ -192,20 +192,14 @@ def evaluate_links(
     thresholds: Sequence[float] = (),
     progress: Callable[[str, int, int], None] | None = None,
     learn_from: str | None = None,
-    strip_outputs: bool = False,
 ) -> dict[str, Any]:
     """Run the benchmark; returns the JSON contract of ``hyperplan eval links``. With
     ``learn_from`` (a split other than ``split``) the graph first learns the gold flows of
-    that split's tasks (:mod:`hyperplan.eval.learning`). With ``strip_outputs`` the suite's
-    catalogs lose their declared outputs, effects and preconditions and the graph built from
-    what is left is scored against the typed graph's links, a silver reference
-    (:func:`hyperplan.eval.stripped.evaluate_stripped_links`)."""
+    that split's tasks (:mod:`hyperplan.eval.learning`). The same suites with their outputs
+    stripped: :func:`hyperplan.eval.stripped.evaluate_stripped_suite`."""
     from hyperplan.eval.learning import check_learning_split, learned
 
     check_learning_split(learn_from, split)
-    if strip_outputs:
-        return _stripped(suite, data, embedder, config, threshold, split, progress,
-                         learn_from)
     if suite == "appworld":
         raise HyperplanError("appworld has no gold data flows: it is scored with "
                              "--strip-outputs only (against its typed links)")
@@ -256,34 +250,3 @@ def evaluate_links(
             for t, s in by_level.items()
         ]
     return result
-
-
-def _stripped(suite: str, data: str | Path, embedder: TextEmbedder | None,
-              config: LinkConfig | None, threshold: float, split: str,
-              progress: Callable[[str, int, int], None] | None,
-              learn_from: str | None) -> dict[str, Any]:
-    """:func:`evaluate_links` with ``strip_outputs``: the stripped suite's silver scores, the
-    main ``precision``/``recall``/``f1`` being those over each task's tools."""
-    from hyperplan.eval.stripped import evaluate_stripped_links
-
-    if learn_from is not None:
-        raise HyperplanError("--learn-from and --strip-outputs do not combine")
-    started = time.perf_counter()
-    parts = load_suite(suite, data).parts
-    scores = evaluate_stripped_links(parts, embedder=embedder, config=config,
-                                     threshold=threshold, split=split, progress=progress)
-    main = scores["silver"]
-    return {
-        "suite": suite,
-        "strip_outputs": True,
-        "n_tasks": sum(len(split_tasks(tasks, split)) for _, tasks in parts),
-        "precision": main["precision"],
-        "recall": main["recall"],
-        "f1": main["f1"],
-        "seconds": round(time.perf_counter() - started, 2),
-        "split": split,
-        "n_tools": sum(len(catalog.tools) for catalog, _ in parts),
-        "threshold": threshold,
-        "embedder": getattr(embedder, "name", None),
-        **scores,
-    }

@@ -10,12 +10,22 @@ reference the stripped graph's links are scored against (``eval links --strip-ou
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from hyperplan.catalog import Catalog, ToolSpec
-from hyperplan.eval.links import LinkScores, predicted_ports, score_links, split_tasks
+from hyperplan.errors import HyperplanError
+from hyperplan.eval.links import (
+    DEFAULT_THRESHOLD,
+    LinkScores,
+    load_suite,
+    predicted_ports,
+    score_links,
+    split_tasks,
+)
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.links import LinkConfig, TextEmbedder
 from hyperplan.graph.model import Evidence, Hypergraph, NodeKind
@@ -168,3 +178,35 @@ def _gold(s: LinkScores) -> dict[str, Any] | None:
     return {"precision": round(s.precision, 4), "recall": round(s.recall, 4),
             "f1": round(s.f1, 4), "gold_links": s.gold_links,
             "predicted_links": s.predicted_links}
+
+
+def evaluate_stripped_suite(suite: str, data: str | Path, *, embedder: TextEmbedder | None,
+                            config: LinkConfig | None = None,
+                            threshold: float = DEFAULT_THRESHOLD, split: str = "all",
+                            progress: Callable[[str, int, int], None] | None = None,
+                            learn_from: str | None = None) -> dict[str, Any]:
+    """``hyperplan eval links --strip-outputs``: the suite's catalogs lose their declared
+    outputs, effects and preconditions, and the graph built from what is left is scored
+    against the typed graph's links (a silver reference, :func:`evaluate_stripped_links`);
+    the main ``precision``/``recall``/``f1`` are those over each task's tools."""
+    if learn_from is not None:
+        raise HyperplanError("--learn-from and --strip-outputs do not combine")
+    started = time.perf_counter()
+    parts = load_suite(suite, data).parts
+    scores = evaluate_stripped_links(parts, embedder=embedder, config=config,
+                                     threshold=threshold, split=split, progress=progress)
+    main = scores["silver"]
+    return {
+        "suite": suite,
+        "strip_outputs": True,
+        "n_tasks": sum(len(split_tasks(tasks, split)) for _, tasks in parts),
+        "precision": main["precision"],
+        "recall": main["recall"],
+        "f1": main["f1"],
+        "seconds": round(time.perf_counter() - started, 2),
+        "split": split,
+        "n_tools": sum(len(catalog.tools) for catalog, _ in parts),
+        "threshold": threshold,
+        "embedder": getattr(embedder, "name", None),
+        **scores,
+    }
