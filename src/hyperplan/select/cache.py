@@ -70,7 +70,7 @@ def load_catalogs(sources: Sequence[str | Catalog], *,
                   allow_unsafe_tools: bool = False) -> Catalog:
     """One catalog from several sources (``KIND:LOCATION`` strings or catalogs), merged in
     order; a name two sources define is one :class:`~hyperplan.errors.CatalogError`."""
-    from hyperplan.sources import load_source
+    from hyperplan.sources import load_source, tag_server
 
     if not sources:
         raise HyperplanError("no tool source given")
@@ -78,7 +78,10 @@ def load_catalogs(sources: Sequence[str | Catalog], *,
                 else load_source(s, allow_unsafe_tools=allow_unsafe_tools) for s in sources]
     labels = [s if isinstance(s, str) else (s.source or f"catalog {i + 1}")
               for i, s in enumerate(sources)]
-    return catalogs[0] if len(catalogs) == 1 else merge_catalogs(catalogs, labels=labels)
+    if len(catalogs) == 1:
+        return catalogs[0]
+    return merge_catalogs([tag_server(c, label) for c, label in zip(catalogs, labels, strict=True)],
+                          labels=labels)
 
 
 def annotations_digest(annotations: Annotations | None) -> str:
