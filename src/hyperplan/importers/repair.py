@@ -128,7 +128,7 @@ def _describe_group(key: str, group: list[Repair]) -> str:
             names = ", ".join(repr(t) for t in tools[:3]) + (", ..." if len(tools) > 3 else "")
             text += f" (in {_plural(len(tools), 'tool')}: {names})"
         shown.append(text)
-    more = f", and {len(by_field) - 3} more fields" if len(by_field) > 3 else ""
+    more = f", and {_plural(len(by_field) - 3, 'more field')}" if len(by_field) > 3 else ""
     return f"{key}: {', '.join(shown)}{more}"
 
 
