@@ -19,7 +19,7 @@ from hyperplan.importers.gold import GoldCall, GoldFlow, GoldTask
 
 TIMES = {"ms_p50", "ms_p99", "cpu_ms_p50", "cpu_ms_p99"}
 SELECT_METRICS = {"recall", "complete", "mean_tools", "tokens", "token_ratio", "ms_cold_p50",
-                  "ms_cold_p99", "cpu_ms_cold_p50", "cpu_ms_cold_p99", "unsafe", *TIMES}
+                  "ms_cold_p99", "cpu_ms_cold_p50", "cpu_ms_cold_p99", "unsafe", "must_not", *TIMES}
 REPLAY_METRICS = {"next_hit", "next_hit_first", "next_hit_later", "tasks_all_hit", "steps",
                   *TIMES}
 
@@ -100,7 +100,7 @@ def _check_select(doc: dict[str, Any], budgets: list[int]) -> None:
     for method, by_k in doc["methods"].items():
         assert set(by_k) == {str(k) for k in budgets}
         for k, scores in by_k.items():
-            doe = {"unsafe_chain"} if method == "context_graph_doe" else set()
+            doe = {"unsafe_chain", "must_not_chain"} if method == "context_graph_doe" else set()
             assert set(scores) == SELECT_METRICS | doe
             assert 0.0 <= scores["complete"] <= scores["recall"] <= 1.0
             assert 0 <= scores["ms_p50"] <= scores["ms_p99"]

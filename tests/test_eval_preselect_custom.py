@@ -101,6 +101,13 @@ def test_corpus_fixture_per_request_catalogs_and_splits() -> None:
     doc = _cli("--suite", "mcp-corpus", "--data", str(CORPUS), "--split", "dev",
                "--budget", "3")
     assert doc["n_tasks"] == 3 and doc["n_catalogs"] == 5
+    # c3 ("show me the notes I have") must not be offered create_note or delete_note: with
+    # every tool on offer it is the one task holding one
+    assert doc["methods"]["all_tools"]["3"]["must_not"] == 1
+    assert 0 <= doc["methods"]["context_graph_doe"]["3"]["must_not_chain"] <= 1
+    notes = next(p for p in suite.parts if len(p.catalog.tools) == 4
+                 and "c3" in {t.id for t in p.tasks})
+    assert notes.must_not["c3"] == ("delete_note", "create_note")
     assert doc["tools_per_task"] == pytest.approx((8 + 4 + 7) / 3, abs=0.1)
     held = _cli("--suite", "mcp-corpus", "--data", str(CORPUS), "--split", "heldout",
                 "--budget", "3", "--no-gtc")
@@ -118,7 +125,7 @@ def test_tasks_file_errors_name_file_task_and_field(tmp_path: Path) -> None:
                                                              tasks_file=file))
 
     bad([{"id": "a", "request": "find notes", "gold": ["list_note"]}],
-        r"tasks.json: task a: 'gold': gold tool 'list_note' is not in the catalog; "
+        r"tasks.json: task a: 'gold': tool 'list_note' is not in the catalog; "
         r"did you mean 'list_notes'")
     bad([{"id": "a", "request": "", "gold": ["list_notes"]}], "task a: 'request' must be")
     bad([{"id": "a", "request": "x", "gold": []}], "task a: 'gold' must be a non-empty")
@@ -126,6 +133,10 @@ def test_tasks_file_errors_name_file_task_and_field(tmp_path: Path) -> None:
     bad([{"id": "a", "request": "x", "gold": ["search"], "split": "test"}],
         "'split' must be dev or heldout")
     bad([{"id": "a", "request": "x", "gold": ["search"]}] * 2, "'id' is used twice")
+    bad([{"id": "a", "request": "x", "gold": ["search"], "must_not": ["drop_note"]}],
+        "task a: 'must_not': tool 'drop_note' is not in the catalog")
+    bad([{"id": "a", "request": "x", "gold": ["search"], "must_not": "delete_note"}],
+        "task a: 'must_not' must be a list of names")
     bad({"oops": 1}, "expected a list of tasks")  # type: ignore[arg-type]
     (tmp_path / "broken.jsonl").write_text('{"id": 1, "request": "x", "gold": ["a"]}\n{\n')
     with pytest.raises(TasksFileError, match=r"broken\.jsonl: line 2: malformed JSON"):

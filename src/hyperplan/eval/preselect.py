@@ -23,7 +23,9 @@ every slot filled), ``mean_tools``, ``tokens`` (mean definition tokens of the se
 OpenAI functions: the selector's ``tool_tokens`` for every method), ``token_ratio`` (all tools'
 tokens over that mean), ``unsafe`` (tasks whose selection holds a write or destructive tool
 that is none of their gold alternatives) and, for ``context_graph_doe``, ``unsafe_chain`` (tasks
-whose DOE chain, the producers it added, holds such a tool; listed per K in ``unsafe_chains``).
+whose DOE chain, the producers it added, holds such a tool; listed per K in ``unsafe_chains``);
+where the data lists tools a task must not be offered (the corpus' ``must_not``), ``must_not``
+and, for DOE, ``must_not_chain`` count the tasks whose selection or chain holds one.
 
 Latency: ``ms_p50`` / ``ms_p99`` (wall clock) and ``cpu_ms_p50`` / ``cpu_ms_p99`` (the selecting
 thread's CPU time, which other processes on shared cores do not inflate) exclude the query

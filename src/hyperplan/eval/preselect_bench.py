@@ -12,7 +12,9 @@ tools has one slot per tool.
 A tool is *unsafe* for a task when it writes (the graph's ``writing_tools``: a write verb, a
 write HTTP method, a declared state change) or is destructive by its MCP annotations
 (``metadata["destructive"]``: ``destructiveHint``, or ``readOnlyHint: false`` without one,
-the MCP default) and is none of the task's gold alternatives.
+the MCP default) and is none of the task's gold alternatives. Where the data lists a task's
+``must_not`` tools (writes the request does not ask for, read by a human), selecting one is
+counted apart (``must_not``).
 """
 
 from __future__ import annotations
@@ -53,13 +55,15 @@ class Part:
     the benchmark's data gives (τ²'s environment), else none (synthetic values are made);
     ``slots``: per task id, its gold slots where the data gives alternatives (else one slot
     per gold tool); ``splits``: per task id, ``dev`` or ``heldout`` where the data says
-    (else the every-5th-task rule of ``eval retrieval``)."""
+    (else the every-5th-task rule of ``eval retrieval``); ``must_not``: per task id, the
+    tools it must not be offered, where the data says."""
 
     catalog: Catalog
     tasks: tuple[GoldTask, ...]
     replays: Mapping[str, tuple[ReplayCall, ...]] = field(default_factory=dict)
     slots: Mapping[str, Slots] = field(default_factory=dict)
     splits: Mapping[str, str] = field(default_factory=dict)
+    must_not: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,8 @@ class Row(NamedTuple):
     cold_cpu_ms: float  # the process's CPU ms of that call (the model's threads included)
     unsafe: bool  # a write or destructive tool none of the gold alternatives
     unsafe_chain: bool | None  # DOE only: its chain's producers hold such a tool
+    must_not: bool  # a tool the task's must_not lists
+    must_not_chain: bool | None  # DOE only: its chain's producers hold one
 
 
 Timed = tuple[list[int], float, float]
@@ -125,7 +131,7 @@ def cold_timed(call: Callable[[], object]) -> tuple[float, float]:
 @dataclass
 class Tally(Generic[R]):
     """Rows per method and budget for all tasks and the subsets; ``unsafe_chains``: per
-    budget, the tasks whose DOE chain holds an unsafe tool, and those tools."""
+    budget, the tasks whose DOE chain holds an unsafe or a must-not tool, and those tools."""
 
     budgets: tuple[int, ...]
     rows: dict[str, dict[int, list[R]]] = field(default_factory=dict)
@@ -146,12 +152,13 @@ def _p(values: np.ndarray, q: int) -> float:
 EMPTY_SUMMARY = {"recall": 0.0, "complete": 0.0, "mean_tools": 0.0, "tokens": 0.0,
                  "token_ratio": 0.0, "ms_p50": 0.0, "ms_p99": 0.0, "cpu_ms_p50": 0.0,
                  "cpu_ms_p99": 0.0, "ms_cold_p50": 0.0, "ms_cold_p99": 0.0,
-                 "cpu_ms_cold_p50": 0.0, "cpu_ms_cold_p99": 0.0, "unsafe": 0}
+                 "cpu_ms_cold_p50": 0.0, "cpu_ms_cold_p99": 0.0, "unsafe": 0, "must_not": 0}
 
 
 def summary(rows: Sequence[Row], all_tokens: float) -> dict[str, float]:
     """Recall, complete, mean tools, tokens, token ratio, latency (warm and cold) and the
-    number of unsafe tasks of ``rows`` (and of unsafe DOE chains where rows have them)."""
+    number of unsafe and must-not tasks of ``rows`` (and of such DOE chains where rows have
+    them)."""
     if not rows:
         return dict(EMPTY_SUMMARY)
     arr = np.asarray([r[:8] for r in rows], dtype=np.float64)
@@ -167,9 +174,11 @@ def summary(rows: Sequence[Row], all_tokens: float) -> dict[str, float]:
         "ms_cold_p50": _p(arr[:, 6], 50), "ms_cold_p99": _p(arr[:, 6], 99),
         "cpu_ms_cold_p50": _p(arr[:, 7], 50), "cpu_ms_cold_p99": _p(arr[:, 7], 99),
         "unsafe": sum(r.unsafe for r in rows),
+        "must_not": sum(r.must_not for r in rows),
     }
     if any(r.unsafe_chain is not None for r in rows):
         out["unsafe_chain"] = sum(bool(r.unsafe_chain) for r in rows)
+        out["must_not_chain"] = sum(bool(r.must_not_chain) for r in rows)
     return out
 
 
@@ -256,10 +265,12 @@ class FastMCPRanker:
 
 @dataclass(frozen=True)
 class Gold:
-    """One task's gold as tool ids: its slots and every alternative of any slot."""
+    """One task's gold as tool ids: its slots, every alternative of any slot, and the tools
+    it must not be offered."""
 
     slots: tuple[frozenset[int], ...]
     alternatives: frozenset[int]
+    forbidden: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -323,7 +334,9 @@ class PartBench:
         index = self.graph.tool_index
         slots = tuple(frozenset(index[t] for t in slot) for slot in gold_slots(self.part, task)
                       if any(t in index for t in slot))
-        return Gold(slots, frozenset().union(*slots))
+        forbidden = frozenset(index[t] for t in self.part.must_not.get(task.id, ())
+                              if t in index)
+        return Gold(slots, frozenset().union(*slots), forbidden)
 
     def text_methods(self, text: str, vec: FloatMatrix, k: int) -> dict[str, Timed]:
         """Ranked tool ids and milliseconds of the text-only methods at budget ``k``."""
@@ -398,7 +411,9 @@ class PartBench:
         tokens = int(self.tokens[list(got)].sum()) if got else 0
         return Row(covered / len(gold.slots), covered == len(gold.slots), len(got), tokens,
                    ms, cpu_ms, *cold, bool(self.unsafe_of(gold, ids)),
-                   None if chain is None else bool(self.unsafe_of(gold, chain)))
+                   None if chain is None else bool(self.unsafe_of(gold, chain)),
+                   bool(gold.forbidden & got),
+                   None if chain is None else bool(gold.forbidden.intersection(chain)))
 
     def tick(self, done: int, total: int) -> None:
         if self.progress is not None:
@@ -437,6 +452,9 @@ class PartBench:
     def _note_unsafe_chain(self, tally: Tally[Row], task: GoldTask, gold: Gold, k: int,
                            chain: list[int] | None) -> None:
         bad = self.unsafe_of(gold, chain or [])
-        if bad:
+        banned = [t for t in chain or [] if t in gold.forbidden]
+        if bad or banned:
+            names = self.graph.tools
             tally.unsafe_chains.setdefault(k, []).append(
-                {"task": task.id, "tools": [self.graph.tools[t].name for t in bad]})
+                {"task": task.id, "tools": [names[t].name for t in bad],
+                 **({"must_not": [names[t].name for t in banned]} if banned else {})})

@@ -9,7 +9,8 @@ sources define is qualified as ``label__tool`` in both (:func:`union_catalog`).
 The tasks file is JSON (a list of tasks, or ``{"requests": [...]}`` / ``{"tasks": [...]}``) or
 JSONL (one task per line). A task is ``{"id", "request", "gold"}`` (``tools`` is read as
 ``gold``, the format of ``eval retrieval --suite custom``) with an optional ``split`` (``dev`` |
-``heldout``). ``gold`` is a list of tool names (each one slot) or of *slots*, lists of
+``heldout``) and ``must_not`` (tools the request must not be offered: a selection holding one
+is counted apart). ``gold`` is a list of tool names (each one slot) or of *slots*, lists of
 acceptable alternatives (``[["git_status", "git_diff_staged"], ["git_commit"]]``): a task is
 complete when every slot has one of its tools selected. A gold name is a catalog name, or
 ``label:tool`` / ``label__tool`` for a source's tool; a bare name two sources define stands
@@ -48,6 +49,7 @@ class RawTask:
     gold: tuple[tuple[str, ...], ...]
     split: str = ""
     servers: tuple[str, ...] = ()
+    must_not: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -122,10 +124,14 @@ def _task(file: Path, number: int, row: Any) -> RawTask:
     split = row.get("split", "")
     if split and split not in SPLITS:
         raise TasksFileError(f"{where}: 'split' must be dev or heldout, got {split!r}")
-    servers = row.get("servers", [])
-    if not isinstance(servers, list) or not all(isinstance(s, str) for s in servers):
-        raise TasksFileError(f"{where}: 'servers' must be a list of server slugs")
-    return RawTask(ident, request.strip(), tuple(slots), str(split), tuple(servers))
+    lists = {}
+    for name in ("servers", "must_not"):
+        value = row.get(name, [])
+        if not isinstance(value, list) or not all(isinstance(s, str) for s in value):
+            raise TasksFileError(f"{where}: '{name}' must be a list of names")
+        lists[name] = tuple(value)
+    return RawTask(ident, request.strip(), tuple(slots), str(split), lists["servers"],
+                   lists["must_not"])
 
 
 def source_label(spec: str) -> str:
@@ -183,7 +189,7 @@ def resolve(union: Union, name: str, where: str) -> tuple[str, ...]:
     if same:
         return same
     hint = did_you_mean(name, known)
-    raise TasksFileError(f"{where}: gold tool {name!r} is not in the catalog"
+    raise TasksFileError(f"{where}: tool {name!r} is not in the catalog"
                          + (f"; {hint}" if hint else ""))
 
 
@@ -192,6 +198,7 @@ def resolved_part(union: Union, tasks: Sequence[RawTask], file: str | Path) -> P
     gold: list[GoldTask] = []
     slots: dict[str, Slots] = {}
     splits: dict[str, str] = {}
+    must_not: dict[str, tuple[str, ...]] = {}
     for task in tasks:
         where = f"{file}: task {task.id}: 'gold'"
         resolved = tuple(unique(n for name in slot for n in resolve(union, name, where))
@@ -199,8 +206,12 @@ def resolved_part(union: Union, tasks: Sequence[RawTask], file: str | Path) -> P
         slots[task.id] = resolved
         if task.split:
             splits[task.id] = task.split
+        if task.must_not:
+            banned = f"{file}: task {task.id}: 'must_not'"
+            must_not[task.id] = unique(n for name in task.must_not
+                                       for n in resolve(union, name, banned))
         gold.append(GoldTask(task.id, task.request, unique(n for s in resolved for n in s), ()))
-    return Part(union.catalog, tuple(gold), slots=slots, splits=splits)
+    return Part(union.catalog, tuple(gold), slots=slots, splits=splits, must_not=must_not)
 
 
 def load_custom_suite(catalogs: Sequence[str], tasks_file: str | Path) -> PreselectSuite:
