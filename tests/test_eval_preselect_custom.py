@@ -203,7 +203,7 @@ def test_real_mcp_six() -> None:
         if os.environ.get("CI") == "true":
             pytest.fail(message)
         pytest.skip(message)
-    doc = _cli("--suite", "mcp-six", "--data", str(data), "--tools", str(tools),
+    doc = _cli("--suite", "mcp-six", "--data", str(data), "--tools-dir", str(tools),
                "--budget", "10", "--no-gtc")
     assert doc["n_tasks"] == 15 and doc["n_catalogs"] == 1 and doc["skipped_tasks"] == 0
     assert doc["methods"]["all_tools"]["10"]["complete"] == 1.0

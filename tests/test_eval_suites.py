@@ -236,7 +236,7 @@ def test_suite_table_matches_every_registry() -> None:
     assert set(registry.suites_of_kind("chains")) == {"nestools", "nestful", "sealtools", "tau2"}
     assert set(links.SUITES) == {"nestools", "nestful", "sealtools", "tau2"}
     assert set(preselect.SUITES) == {"appworld", "nestools", "nestful", "stabletoolbench",
-                                     "tau2", "sealtools"}
+                                     "tau2", "sealtools", "custom", "mcp-six", "mcp-corpus"}
     assert set(preselect.REPLAY_SUITES) == {"nestools", "nestful", "tau2", "sealtools"}
     assert replay_suite.REPLAY_SUITES == {"nestools": "nestools/test_data_dev.jsonl",
                                           "nestful": "nestful/data"}

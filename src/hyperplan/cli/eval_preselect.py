@@ -45,9 +45,10 @@ def preselect_cmd(
     tasks_file: Path = typer.Option(
         None, help='custom: JSON or JSONL of {"id", "request", "gold"}; gold = tool names or '
         "slots (lists of alternatives, one of each needed)"),
-    tools: Path = typer.Option(
-        None, help="mcp-six / mcp-corpus: the folder of the servers' tools/list files "
-        "(<slug>.json; default: tools beside the requests, else benchmarks/mcp-corpus/tools)"),
+    tools_dir: Path = typer.Option(
+        None, "--tools-dir", help="mcp-six / mcp-corpus: the folder of the servers' tools/list "
+        "files (<slug>.json; default: tools beside the requests, else "
+        "benchmarks/mcp-corpus/tools)"),
     strip_outputs: bool = typer.Option(
         False, "--strip-outputs", help="every catalog without its output schemas, effects "
         "and preconditions (a typed suite as most catalogs are)"),
@@ -96,7 +97,7 @@ def preselect_cmd(
         where = cache_dir if cache_dir is not None else default_cache_dir()
     if suite != "custom" and (catalog or tasks_file is not None):
         fail("--catalog and --tasks-file are for --suite custom")
-    origin = SuiteSource(source, tuple(catalog or ()), tasks_file, tools, strip_outputs)
+    origin = SuiteSource(source, tuple(catalog or ()), tasks_file, tools_dir, strip_outputs)
     with _progress() as progress:
         result = evaluate_preselect(
             suite, source, embedder=chosen, budgets=budgets, split=split, replay=replay,

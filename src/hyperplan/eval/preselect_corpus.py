@@ -9,7 +9,7 @@ complete when every slot has one selected: :mod:`hyperplan.eval.preselect_custom
 
 * ``mcp-six`` (``--data`` the folder holding ``requests.json``, e.g. ``../shared/data/mcp-six``):
   one catalog, the tools of the six servers git, fetch, time, filesystem, memory and everything;
-  gold names are the servers' own tool names. Its tools come from ``--tools DIR``, else a
+  gold names are the servers' own tool names. Its tools come from ``--tools-dir DIR``, else a
   ``tools`` folder beside the requests, else ``benchmarks/mcp-corpus/tools`` (of the working
   directory or of this source tree).
 * ``mcp-corpus`` (``--data`` the corpus folder, ``benchmarks/mcp-corpus``: ``requests.json`` and
@@ -98,7 +98,7 @@ def load_mcp_six(data: str | Path, tools: str | Path | None = None) -> Preselect
     if folder is None:
         raise TasksFileError(
             f"mcp-six needs the six servers' tools/list files ({', '.join(MCP_SIX)} .json): "
-            f"pass --tools DIR (benchmarks/mcp-corpus/tools, written by "
+            f"pass --tools-dir DIR (benchmarks/mcp-corpus/tools, written by "
             f"benchmarks/mcp-corpus/collect.py)")
     servers = ServerTools(folder)
     return PreselectSuite("mcp-six", (servers.part(MCP_SIX, read_tasks(file), file),))
