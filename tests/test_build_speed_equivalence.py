@@ -140,6 +140,9 @@ def _reference_links(graph: Hypergraph, embedder: QuarterEmbedder | None,
         space = 1.0 if same else 0.0 if is_credential(node_i.path) else cfg.cross_namespace
         if role is FieldRole.GENERIC and not (same and (key > 0 or names > 0)) and key < 1.0:
             space = 0.0
+        if role is FieldRole.GENERIC and "" not in (ins.servers[i], outs.servers[j]) \
+                and ins.servers[i] != outs.servers[j]:
+            space = 0.0
         scored.append((i, j, min(score, 1.0) * fit * space))
     return _reference_selection(scored, ins, outs, cfg)
 

@@ -143,3 +143,16 @@ def test_doe_proposes_a_write_as_producer_only_when_asked() -> None:
     asked = plan_chains(graph, [show], grounding, relevance, DOEConfig(),
                         asked=[show, create])
     assert asked.graphs[show] is not None and create in asked.graphs[show].tools
+
+
+def test_a_generic_word_never_links_two_servers() -> None:
+    memory = make_tool(name="delete_observations", input_schema=_obj(entity="string"),
+                       output_schema=_obj(message="string"), metadata={"server": "memory"})
+    git = make_tool(name="git_commit", input_schema=_obj(message="string", repo_path="string"),
+                    metadata={"server": "git"})
+    status = make_tool(name="git_status", input_schema=_obj(repo_path="string"),
+                       output_schema=_obj(repo_path="string", message="string"),
+                       metadata={"server": "git"})
+    pairs = _pairs(build_graph(build_catalog([memory, git, status])))
+    assert ("git_status:out:message", "git_commit:in:message") in pairs  # one server
+    assert not any(s.startswith("delete_observations") for s, _ in pairs)

@@ -7,8 +7,9 @@ paper ("Preliminaries") free of junk when they are inferred from names.
 * ``GENERIC``: words every API uses for different things (``message``, ``content``,
   ``query``, ``path``, ``name``, ``result``...). A shared generic word is no evidence of a
   data flow on its own: such an input is linked inside its own namespace (one server, app or
-  API resource) on a name match, across namespaces only to an output of the very same name
-  (``text`` <- ``text``), never on description similarity alone.
+  API resource) on a name match, across the apps of one catalog only to an output of the
+  very same name (``text`` <- ``text``), never between two servers (``message`` of a memory
+  server is no commit message), never on description similarity alone.
 * ``IDENTIFIER``: an identifier of a named resource (``tv_id``, ``ticket_ids``). It links
   only to the same resource's identifier: the canonical key must match (``movie.id`` ->
   ``movie_id``, never ``tv_id``).

@@ -168,6 +168,7 @@ class _Side:
     kinds: sp.csr_matrix = field(default_factory=lambda: sp.csr_matrix((0, 0)))
     # inputs: the name tokens that name an entity (not generic, not an identifier word)
     entities: sp.csr_matrix = field(default_factory=lambda: sp.csr_matrix((0, 0)))
+    servers: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=object))  # or ""
 
 
 class _Vocab:
@@ -214,6 +215,12 @@ def _namespace(graph: Hypergraph, node: SchemaNode) -> str:
         if isinstance(found, str) and found:
             return found
     return ""
+
+
+def _server(graph: Hypergraph, node: SchemaNode) -> str:
+    """The server (source) a node's tool came from when several were merged, else ``""``."""
+    server = graph.tools[node.tool].metadata.get("server")
+    return server if isinstance(server, str) else ""
 
 
 def _input_features(graph: Hypergraph, node: SchemaNode) -> tuple[dict[str, float], ...]:
@@ -296,6 +303,7 @@ def _side(graph: Hypergraph, nodes: list[SchemaNode], vocabs: tuple[_Vocab, ...]
         nameless=np.array([output and n.path in NAMELESS_OUTPUTS for n in nodes], dtype=bool),
         kinds=kinds_v.matrix([{leaf_key(n.path): 1.0} if output
                               else dict.fromkeys(role_suffixes(n.path), 1.0) for n in nodes]),
+        servers=np.array([_server(graph, n) for n in nodes], dtype=object),
     )
 
 
@@ -445,7 +453,9 @@ def _evidence(ins: _Side, outs: _Side, a: np.ndarray, b: np.ndarray, cfg: LinkCo
     key = np.where(key_only & (key < SPECIFIC_KEY), 0.0, key)
     key = np.where(kind, np.maximum(key, ROLE_KEY), key)
     named_here = same_space & ((key > 0) | (names > 0))
-    space = np.where(ins.generic[a] & ~named_here & (key < 1.0), 0.0, space)
+    s_a, s_b = ins.servers[a], outs.servers[b]
+    two_servers = (s_a != s_b) & (s_a != "") & (s_b != "")  # a server is no app: no word
+    space = np.where(ins.generic[a] & ((~named_here & (key < 1.0)) | two_servers), 0.0, space)
     return _Evidence(a, b, key, cfg.w_name * names, cfg.w_mention * mention, types, space,
                      key_only)
 

@@ -289,10 +289,13 @@ class QueryVectors:
 def embed_interpretation(interp: TaskInterpretation, embedder: Embedder,
                          request: str = "") -> QueryVectors:
     """z(d_op) and z(d_sch) phrase embeddings, and z(request) when ``request`` is given, in
-    one embedder call."""
+    one embedder call (each distinct text embedded once)."""
     ops = [interp.operation_text, *interp.operations]
     whole = [request] if request.strip() else []
-    vecs = l2_normalize(embedder.embed([*ops, *interp.schemas, *whole]))
+    texts = [*ops, *interp.schemas, *whole]
+    unique = list(dict.fromkeys(texts))  # a one-clause request is its own d_op and phrase
+    rows = {text: i for i, text in enumerate(unique)}
+    vecs = l2_normalize(embedder.embed(unique))[[rows[t] for t in texts]]
     n = len(ops) + len(interp.schemas)
     return QueryVectors(vecs[: len(ops)], vecs[len(ops):n], vecs[n:] if whole else None)
 
