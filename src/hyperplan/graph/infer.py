@@ -38,9 +38,10 @@ from hyperplan.graph.model import Evidence, NodeKind
 from hyperplan.graph.schema_paths import SchemaField
 from hyperplan.graph.text import path_segments
 
-#: Changes whenever a rule does: caches of built graphs (:mod:`hyperplan.select.cache`) are keyed
-#: by it, so a graph built under older rules is rebuilt.
-RULES_VERSION = 4
+#: Changes whenever a rule does, here or in link inference (:mod:`hyperplan.graph.links`,
+#: :mod:`hyperplan.graph.field_roles`): caches of built graphs (:mod:`hyperplan.select.cache`)
+#: are keyed by it, so a graph built under older rules is rebuilt.
+RULES_VERSION = 5
 
 
 def infer_nodes(tool: ToolSpec, inputs: Sequence[SchemaField],
