@@ -31,3 +31,16 @@ def shared_path(*parts: str) -> Path:
             pytest.fail(message)
         pytest.skip(message)
     return path
+
+
+@pytest.fixture(scope="session")
+def llm_server_url() -> str:
+    """The base URL of the real local LLM server (``HYPERPLAN_LLM_TEST_URL``, which
+    ``.ci/run`` starts); its tests fail when it is required in CI and missing, else skip."""
+    url = os.environ.get("HYPERPLAN_LLM_TEST_URL")
+    if not url:
+        message = "HYPERPLAN_LLM_TEST_URL is not set (start scripts/start-llm-server.sh PORT)"
+        if os.environ.get("CI") == "true" and os.environ.get("HYPERPLAN_LLM_TEST_REQUIRED") == "1":
+            pytest.fail(message)
+        pytest.skip(message)
+    return url

@@ -283,14 +283,8 @@ def test_the_core_does_not_import_the_llm_layer() -> None:
 
 # ----------------------------------------------------------------------------- real server
 @pytest.fixture(scope="module")
-def base_url() -> str:
-    url = os.environ.get("HYPERPLAN_LLM_TEST_URL")
-    if not url:
-        message = "HYPERPLAN_LLM_TEST_URL is not set (start scripts/start-llm-server.sh PORT)"
-        if os.environ.get("CI") == "true" and os.environ.get("HYPERPLAN_LLM_TEST_REQUIRED") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    return url
+def base_url(llm_server_url: str) -> str:
+    return llm_server_url
 
 
 def test_graph_annotate_end_to_end_with_the_local_server(base_url: str, tmp_path: Path) -> None:

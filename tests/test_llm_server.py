@@ -50,14 +50,8 @@ WEATHER = ToolSpec(
 
 
 @pytest.fixture(scope="module")
-def base_url() -> str:
-    url = os.environ.get("HYPERPLAN_LLM_TEST_URL")
-    if not url:
-        message = "HYPERPLAN_LLM_TEST_URL is not set (start scripts/start-llm-server.sh PORT)"
-        if os.environ.get("CI") == "true" and os.environ.get("HYPERPLAN_LLM_TEST_REQUIRED") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
-    return url
+def base_url(llm_server_url: str) -> str:
+    return llm_server_url
 
 
 @pytest.fixture
