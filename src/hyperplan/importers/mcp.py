@@ -23,10 +23,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
+from hyperplan.catalog import Catalog, ToolSpec, make_tool
 from hyperplan.errors import CatalogError
-from hyperplan.importers.common import UnknownKeys, unknown_keys, warn_unknown_keys
-from hyperplan.importers.repair import RepairLog, import_tools, short
+from hyperplan.importers.common import UnknownKeys, unknown_keys
+from hyperplan.importers.repair import RepairLog, lenient_catalog, short
 from hyperplan.importers.schema_refs import name_and_description, read_source, tool_schemas
 
 SOURCE = "mcp"
@@ -36,15 +36,7 @@ def load_mcp_tools(source: str | Path | dict[str, Any] | list[Any]) -> Catalog:
     """Load an MCP ``tools/list`` result from a JSON file path or parsed data (leniently:
     see :mod:`~hyperplan.importers.repair`)."""
     data, file = read_source(source, "<mcp-tools>")
-    entries = _entries(data, file)
-    log = RepairLog(file)
-    tools = import_tools(entries, lambda entry, index: _tool(entry, index, file, log), log,
-                         field="name")
-    catalog = build_catalog(tools, source=file, repairs=log.records)
-    log.warn()
-    warn_unknown_keys(file, ((tool.name, _unknown(entries[tool.metadata["index"]]))
-                             for tool in tools))
-    return catalog
+    return lenient_catalog(_entries(data, file), file, _tool, _unknown)
 
 
 #: The keys of an MCP ``Tool`` (2025-11-25 schema); anything else is ignored with a warning.

@@ -22,10 +22,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hyperplan.catalog import Catalog, ToolSpec, build_catalog, make_tool
+from hyperplan.catalog import Catalog, ToolSpec, make_tool
 from hyperplan.errors import CatalogError
-from hyperplan.importers.common import UnknownKeys, unknown_keys, warn_unknown_keys
-from hyperplan.importers.repair import RepairLog, import_tools
+from hyperplan.importers.common import UnknownKeys, unknown_keys
+from hyperplan.importers.repair import RepairLog, lenient_catalog
 from hyperplan.importers.schema_refs import (
     name_and_description,
     read_source,
@@ -39,15 +39,7 @@ SOURCE = "openai"
 def load_openai_functions(source: str | Path | list[Any] | dict[str, Any]) -> Catalog:
     """Load OpenAI-style function definitions from a JSON file path or parsed data."""
     data, file = read_source(source, "<openai-functions>")
-    entries = _entries(data, file)
-    log = RepairLog(file)
-    tools = import_tools(entries, lambda entry, index: _tool(entry, index, file, log), log,
-                         field="name")
-    catalog = build_catalog(tools, source=file, repairs=log.records)
-    log.warn()
-    warn_unknown_keys(file, ((tool.name, _unknown(entries[tool.metadata["index"]]))
-                             for tool in tools))
-    return catalog
+    return lenient_catalog(_entries(data, file), file, _tool, _unknown)
 
 
 def _entries(data: Any, file: str) -> list[Any]:

@@ -38,7 +38,14 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hyperplan.catalog import CatalogWarning, Repair, ToolSpec, normalize_type
+from hyperplan.catalog import (
+    Catalog,
+    CatalogWarning,
+    Repair,
+    ToolSpec,
+    build_catalog,
+    normalize_type,
+)
 from hyperplan.errors import CatalogError
 
 #: The type names of JSON Schema (``"any"`` is not one: it is dropped).
@@ -493,3 +500,21 @@ def _texts(schema: dict[str, Any], note: Note) -> None:
             raw = schema.pop(key)
             if raw is not None:  # a null description is no news
                 note(key, f"{short(raw)} is not a string: dropped")
+
+
+def lenient_catalog(entries: Sequence[Any], file: str,
+                    build: Callable[[Any, int, str, RepairLog], ToolSpec],
+                    unknown: Callable[[Any], list[Any]]) -> Catalog:
+    """The catalog of tool ``entries`` read from ``file``, leniently (:func:`import_tools`
+    with ``build(entry, index, file, log)``): the repairs recorded on it and warned once, and
+    the keys ``unknown(entry)`` finds in each kept tool's entry warned about."""
+    from hyperplan.importers.common import warn_unknown_keys
+
+    log = RepairLog(file)
+    tools = import_tools(entries, lambda entry, index: build(entry, index, file, log), log,
+                         field="name")
+    catalog = build_catalog(tools, source=file, repairs=log.records)
+    log.warn()
+    warn_unknown_keys(file, ((tool.name, unknown(entries[tool.metadata["index"]]))
+                             for tool in tools))
+    return catalog
