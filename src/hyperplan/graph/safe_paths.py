@@ -142,3 +142,20 @@ def read_regular(path: str | Path, limit: Callable[[int], str | None], *, what: 
         except OSError as exc:
             raise error(f"{p}: cannot read {what} ({exc.strerror})") from None
     return data
+
+
+def make_private_dirs(path: Path, mode: int = 0o700) -> None:
+    """Create ``path`` and its missing parents with exactly ``mode`` whatever the umask
+    (directories that exist are left as they are): where caches keep what a user's tools
+    said."""
+    missing: list[Path] = []
+    probe = path
+    while not probe.exists() and probe.parent != probe:
+        missing.append(probe)
+        probe = probe.parent
+    for directory in reversed(missing):
+        try:
+            directory.mkdir(mode=mode)
+        except FileExistsError:
+            continue  # made meanwhile by a concurrent writer
+        os.chmod(directory, mode)

@@ -36,6 +36,7 @@ from hyperplan.catalog import Catalog, ToolSpec
 from hyperplan.errors import CatalogError, HyperplanError
 from hyperplan.graph.annotations import InferredNode, parse_nodes
 from hyperplan.graph.model import Evidence
+from hyperplan.graph.safe_paths import make_private_dirs
 from hyperplan.llm.budget import BudgetExceeded
 from hyperplan.llm.structured import reask_message
 from hyperplan.llm.types import (
@@ -385,23 +386,9 @@ def _write_cached(where: Path | None, tool: ToolSpec, model: str,
 
 
 def _private_dir(where: Path) -> None:
-    """Create ``where`` and its missing parents with mode 0700 (the default location's own
-    directories are tightened too; a directory the user named is not changed), as the
-    selection cache does (:mod:`hyperplan.select.cache`, which this layer does not import:
-    the core imports the executor, which uses this layer)."""
-    missing: list[Path] = []
-    probe = where
-    while not probe.exists() and probe.parent != probe:
-        missing.append(probe)
-        probe = probe.parent
-    for directory in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            directory.mkdir(mode=0o700)
-            os.chmod(directory, 0o700)
-    if where == default_annotation_dir():
-        for own in (where, where.parent):
-            if own.stat().st_mode & 0o777 != 0o700:
-                os.chmod(own, 0o700)
+    """Create ``where`` and its missing parents with mode 0700, as the selection cache does
+    (:func:`hyperplan.graph.safe_paths.make_private_dirs`)."""
+    make_private_dirs(where, 0o700)
 
 
 # ----------------------------------------------------------------------------- client

@@ -215,17 +215,9 @@ def private_dirs(path: Path, default: Path | None = None) -> None:
     """Create ``path`` and its missing parents with mode 0700; of those that exist, only the
     default location's own directories are tightened (module doc; ``default``: that
     location, :func:`default_cache_dir` unless given)."""
-    missing: list[Path] = []
-    probe = path
-    while not probe.exists() and probe.parent != probe:
-        missing.append(probe)
-        probe = probe.parent
-    for directory in reversed(missing):
-        try:
-            directory.mkdir(mode=DIR_MODE)
-        except FileExistsError:
-            continue  # made meanwhile by a concurrent writer
-        os.chmod(directory, DIR_MODE)  # exactly 0700 whatever the umask
+    from hyperplan.graph.safe_paths import make_private_dirs
+
+    make_private_dirs(path, DIR_MODE)
     default = default or default_cache_dir()
     if path == default:
         for own in (default, default.parent):
