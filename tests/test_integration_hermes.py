@@ -155,10 +155,29 @@ def run_hermes(home: Path) -> dict[str, Any]:
                 "agent_tools": [t["function"]["name"] for t in agent.tools],
                 "final": result.get("final_response"), "selections": selections,
                 "second": second.get("final_response"),
+                "hermes_search": hermes_tool_search_seen(agent.tools),
                 "modules": sorted(m for m in sys.modules if m.split(".")[0] in
                                   ("mcp", "hyperplan"))}
     finally:
         server.shutdown()
+
+
+def hermes_tool_search_seen(tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """Hermes' own tool search switched on (its ``assemble_tool_defs``, config ``enabled:
+    on``) over the same tools: what a fresh plugin makes of the request that results."""
+    from tools.tool_search import ToolSearchConfig, assemble_tool_defs
+
+    from hyperplan.integrations.hermes import HermesPlugin
+
+    assembled = assemble_tool_defs(list(tools),
+                                   config=ToolSearchConfig.from_raw({"enabled": "on"}))
+    fresh = HermesPlugin(budget=6)
+    request = {"model": "m", "tools": assembled.tool_defs,
+               "messages": [{"role": "user", "content": REQUEST}]}
+    answer = fresh.on_llm_request(request=request, api_mode="chat_completions", session_id="s")
+    return {"activated": assembled.activated, "deferred": assembled.deferred_count,
+            "seen": fresh.hermes_deferred, "changed": answer is not None,
+            "names": [t["function"]["name"] for t in assembled.tool_defs]}
 
 
 def other_formats(tools: list[dict[str, Any]]) -> dict[str, Any]:
@@ -192,6 +211,45 @@ def other_formats(tools: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 # -- the pytest side ----------------------------------------------------------------------
+
+
+def _bridge(deferred: int) -> list[dict[str, Any]]:
+    """Hermes 0.19.0's bridge tools as its ``tools/tool_search.bridge_tool_schemas`` writes them
+    (descriptions cut to what the plugin reads)."""
+    text = {"tool_search": f"Search {deferred} additional tools that are loaded on demand. "
+                           "Returns up to ``limit`` matches with name and description.",
+            "tool_describe": "Load the full parameter schema of a tool found by tool_search.",
+            "tool_call": "Invoke a tool found by tool_search."}
+    return [{"type": "function", "function": {"name": n, "description": d,
+                                              "parameters": {"type": "object"}}}
+            for n, d in text.items()]
+
+
+def test_hermes_own_tool_search_is_reported_once(caplog: Any) -> None:
+    """Hermes' tool search (``tools.tool_search``, "auto" by default) already replaced the MCP
+    and plugin tools by its bridge: the plugin has nothing to narrow, and says so once, naming
+    the setting; a user tool that is merely called ``tool_search`` is not taken for it."""
+    import logging
+
+    from hyperplan.integrations.hermes import HermesPlugin, hermes_deferred_count
+
+    plugin = HermesPlugin(budget=3, keep="bridges,todo")
+    todo = {"type": "function", "function": {"name": "todo", "description": "Track tasks.",
+                                             "parameters": {"type": "object"}}}
+    request = {"model": "m", "tools": [todo, *_bridge(480)],
+               "messages": [{"role": "user", "content": REQUEST}]}
+    with caplog.at_level(logging.WARNING, logger="hyperplan.integrations.hermes"):
+        for _ in range(3):
+            assert plugin.on_llm_request(request=request, session_id="s") is None
+    warned = [r.getMessage() for r in caplog.records if "tool search" in r.getMessage()]
+    assert len(warned) == 1, warned
+    assert "tools.tool_search.enabled" in warned[0] and "480" in warned[0]
+    assert "'off'" in warned[0]
+    assert plugin.hermes_deferred == 480
+    own = [{"name": "tool_search", "description": "Search my tools.", "parameters": {}}]
+    assert hermes_deferred_count(own) is None
+    assert hermes_deferred_count([todo]) is None
+
 
 
 def _hermes_run(tmp_path: Path) -> dict[str, Any]:
@@ -255,6 +313,12 @@ def test_hermes_agent_loop_sends_the_model_only_the_selected_tools(tmp_path: Pat
     assert run["formats"]["anthropic_messages"]["keys"] == ["description", "input_schema", "name"]
     assert "parameters" in run["formats"]["codex_responses"]["keys"]
     assert run["formats"]["bedrock_converse"]["keys"] == ["toolSpec"]
+    # with Hermes' own tool search on, the workspace tools hide behind its bridge: the plugin
+    # has nothing to narrow and says so, with the number Hermes deferred
+    search = run["hermes_search"]
+    assert search["activated"] and {"tool_search", "tool_call"} <= set(search["names"])
+    assert search["seen"] == search["deferred"] >= len(WORKSPACE), search
+    assert not search["changed"]
     # the plugin pulled in neither hyperplan's MCP gateway nor the mcp package
     assert not [m for m in run["modules"] if m.split(".")[0] == "mcp" or "mcp_gateway" in m]
 

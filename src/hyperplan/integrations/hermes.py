@@ -41,6 +41,13 @@ Settings, from the environment or the ``hyperplan:`` section of Hermes' ``config
 * ``HYPERPLAN_HERMES_EMBEDDER`` / ``embedder``: hyperplan's embedder (default ``auto``);
   the graph cache lives under ``$HYPERPLAN_CACHE_DIR``.
 
+Hermes' own tool search (``tools/tool_search.py``, config ``tools.tool_search.enabled``:
+``auto`` by default, which activates once the MCP and plugin tools pass ``threshold_pct``, 10%,
+of the context) replaces those tools with its ``tool_search`` bridge before any middleware
+runs, so the plugin would see nothing left to narrow. The plugin detects the bridge in a request
+and logs one warning naming the setting (:data:`TOOL_SEARCH_WARNING`); ``tools: {tool_search:
+{enabled: 'off'}}`` in config.yaml lets hyperplan narrow the tools instead.
+
 The plugin imports neither Hermes, nor hyperplan's MCP gateway, nor the ``mcp`` package (Hermes
 pins its own ``mcp``); hyperplan's selection code loads on the first request, so Hermes' start is
 not slowed. A failure inside the plugin is logged and leaves the request as Hermes built it.
@@ -51,6 +58,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+import re
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -63,6 +71,12 @@ logger = logging.getLogger("hyperplan.integrations.hermes")
 #: Hermes' tool-search bridge (``tools/tool_search.py``): the model's way to reach the rest.
 BRIDGE_TOOLS = frozenset({"tool_search", "tool_describe", "tool_call"})
 DEFAULT_KEEP = "core,bridges"
+#: Logged once when a request shows Hermes' own tool search already deferred the tools.
+TOOL_SEARCH_WARNING = (
+    "hyperplan: Hermes' own tool search is active (config.yaml tools.tool_search.enabled, "
+    "'auto' by default): %s MCP/plugin tools were deferred behind its tool_search bridge "
+    "before this plugin saw the request, so hyperplan has nothing to narrow. Set "
+    "tools.tool_search.enabled: 'off' in $HERMES_HOME/config.yaml to let hyperplan select them.")
 
 
 def hermes_core_tools() -> frozenset[str]:
@@ -129,6 +143,8 @@ class HermesPlugin:
         self._conversations: Conversations | None = None
         self._lock = threading.Lock()
         self.last: Narrowed | None = None
+        #: How many tools Hermes' own tool search had deferred when first seen (None: never).
+        self.hermes_deferred: int | None = None
 
     # -- Hermes' plugin API ------------------------------------------------------------
 
@@ -220,6 +236,7 @@ class HermesPlugin:
         tools, put = _tools_of(request)
         if not tools:
             return None
+        self._check_hermes_tool_search(tools)
         defs: list[ToolDef] = []
         for entry in tools:
             found = provider_tool(entry)
@@ -240,6 +257,36 @@ class HermesPlugin:
             return None
         _move_cache_marker(tools, kept)
         return put(kept)
+
+    def _check_hermes_tool_search(self, tools: list[Any]) -> None:
+        """Warn once when Hermes' tool-search bridge stands in for deferred tools."""
+        if self.hermes_deferred is not None:
+            return
+        deferred = hermes_deferred_count(tools)
+        if deferred is not None:
+            self.hermes_deferred = deferred
+            logger.warning(TOOL_SEARCH_WARNING, deferred if deferred >= 0 else "its")
+
+
+def hermes_deferred_count(tools: list[Any]) -> int | None:
+    """How many tools Hermes' ``tool_search`` bridge in ``tools`` stands for (read from its
+    description, "Search N additional tools that are loaded on demand"), -1 when the bridge is
+    there but the count cannot be read, None when Hermes' tool search is not active."""
+    from hyperplan.integrations._catalog import provider_tool
+
+    for entry in tools:
+        found = provider_tool(entry)
+        if found is None or found.name != "tool_search":
+            continue
+        names = {d.name for d in map(provider_tool, tools) if d is not None}
+        if not {"tool_describe", "tool_call"} <= names:
+            return None  # a tool of the user's own called tool_search
+        match = _DEFERRED.search(found.description)
+        return int(match.group(1)) if match else -1
+    return None
+
+
+_DEFERRED = re.compile(r"Search (\d+) additional tools")
 
 
 def _offered(entry: Any, narrowed: Narrowed) -> bool:
