@@ -67,7 +67,7 @@ def test_function_tools_are_enabled_only_while_selected(tmp_path: Path) -> None:
     assert len(sent[0]) <= 6 < len(WORKSPACE)
     assert "update_ticket_status" in sent[1]
     # the hooks recorded both calls for the conversation, and the next turn saw them
-    recorded = selection.conversations.calls(REQUEST)
+    recorded = selection.conversations.calls(selection.conversation(result.context_wrapper))
     assert [c.tool for c in recorded] == ["find_ticket", "update_ticket_status"]
     assert recorded[0].arguments == {"title": "Login page broken"}
     last = selection.narrower.last
@@ -152,6 +152,6 @@ def test_mcp_tool_filter_narrows_a_real_stdio_server(tmp_path: Path) -> None:
     assert {"find_ticket", "update_ticket_status"} <= set(sent[0])
     assert len(sent[0]) <= 6
     assert set(sent[0]) <= WORKSPACE
-    recorded = selection.conversations.calls(REQUEST)
+    recorded = selection.conversations.calls(selection.conversation(result.context_wrapper))
     assert [c.tool for c in recorded] == ["find_ticket", "update_ticket_status"]
 

@@ -328,32 +328,20 @@ class Conversations:
             self._calls.pop(key, None)
 
 
-def session_of(selector: Selector, request: str, calls: Iterable[Call]) -> Session:
-    """A session over ``selector`` that has seen ``calls`` (the state of Definition 4). A
-    tool with no output schema of its own (:data:`GUESSED_OUTPUT`) tells the session nothing
-    by its one untyped output, so the top-level fields of its result with a value are taken
-    as held, by name, as the arguments of a call are."""
+def session_of(selector: Selector, request: str, calls: Iterable[Call],
+               earlier: Iterable[Call] = ()) -> Session:
+    """A session over ``selector`` that has seen ``earlier`` (the calls of the conversation's
+    earlier user turns), then a new turn for ``request``, then ``calls`` (this turn's): the
+    state of Definition 4, re-conditioned on the request (:meth:`Session.new_turn`)."""
     session = selector.session(request)
+    before = list(earlier)
+    for call in before:
+        session.observe(call.tool, call.arguments, parse_result(call.result), ok=call.ok)
+    if before:
+        session.new_turn(request)
     for call in calls:
-        result = parse_result(call.result)
-        session.observe(call.tool, call.arguments, result, ok=call.ok)
-        if call.ok and _guessed(selector, call.tool):
-            session.held.update(_fields(result))
+        session.observe(call.tool, call.arguments, parse_result(call.result), ok=call.ok)
     return session
-
-
-def _guessed(selector: Selector, tool: str) -> bool:
-    try:
-        return selector.tool(tool).output_schema == GUESSED_OUTPUT
-    except KeyError:
-        return False
-
-
-def _fields(result: Any) -> list[str]:
-    """The names of the fields of a result (an object, or a list of objects) with values."""
-    rows = result if isinstance(result, list) else [result]
-    return [str(k) for row in rows[:50] if isinstance(row, Mapping)
-            for k, v in row.items() if v is not None and v != "" and isinstance(k, str)]
 
 
 @dataclass(frozen=True)
@@ -397,9 +385,12 @@ class Narrower:
         self.last: Narrowed | None = None
 
     def narrow(self, tools: Sequence[ToolDef], request: str, calls: Iterable[Call] = (), *,
-               also_keep: Collection[str] = ()) -> Narrowed | None:
+               also_keep: Collection[str] = (), earlier: Iterable[Call] = ()
+               ) -> Narrowed | None:
         """The tools to offer, None when the list stays as it is (see the class doc);
-        ``also_keep``: names kept this time only (e.g. the tool a ``tool_choice`` forces)."""
+        ``calls``: this user turn's calls, ``earlier``: the calls of the conversation's
+        earlier turns (:func:`session_of`); ``also_keep``: names kept this time only (e.g.
+        the tool a ``tool_choice`` forces)."""
         request = request.strip()
         names = [t.name for t in tools]
 
@@ -413,7 +404,8 @@ class Narrower:
         if got is None:
             return None
         selector, covered = got
-        selection = session_of(selector, request, calls).select(budget=self.budget)
+        selection = session_of(selector, request, calls, earlier).select(
+            budget=self.budget)
         chosen = set(selection.names)
         kept = tuple(n for n in names if keeps(n) or n not in covered)
         offered = tuple(dict.fromkeys(n for n in names if n in chosen or n in kept))

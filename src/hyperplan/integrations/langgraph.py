@@ -12,10 +12,13 @@ hyperplan's selection for the model's query, the producers the selected tools ne
                            retrieve_tools_function=retrieve_tools_function(registry),
                            retrieve_tools_coroutine=retrieve_tools_coroutine(registry))
 
-A plain agent (``langgraph.prebuilt.create_react_agent``, or your own graph around a
-``ToolNode``): :class:`ToolNarrower` binds, per model call, only the tools selected for the
+LangChain 1.x ``langchain.agents.create_agent``: ``middleware=[narrower.middleware()]``
+(:meth:`ToolNarrower.middleware`, a ``wrap_model_call`` middleware). A plain agent
+(``langgraph.prebuilt.create_react_agent``, or your own graph around a ``ToolNode``):
+:class:`ToolNarrower` binds, per model call, only the tools selected for the
 conversation so far (the last human message is the request; the tool calls and tool messages
-of the history are the state, so producers whose values are held drop out):
+of the current user turn are the state, so producers whose values are held drop out; those
+of earlier turns re-condition on the new request, :meth:`hyperplan.select.Session.new_turn`):
 
     narrower = ToolNarrower(tools, budget=10)
     agent = create_react_agent(narrower.dynamic_model(llm), tools)     # all tools in ToolNode
@@ -96,6 +99,21 @@ def calls_of(messages: Sequence[BaseMessage]) -> list[Call]:
     return done
 
 
+def turns_of(messages: Sequence[BaseMessage]) -> tuple[list[Call], list[Call]]:
+    """The calls of the current user turn (after the last human message) and of the earlier
+    turns (:meth:`hyperplan.select.Session.new_turn` re-conditions on the new request)."""
+    start = _last_human(messages)
+    return calls_of(messages[start:]), calls_of(messages[:start])
+
+
+def _last_human(messages: Sequence[BaseMessage]) -> int:
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, HumanMessage) and request_of([message]):
+            return index
+    return 0
+
+
 def request_of(messages: Sequence[BaseMessage]) -> str:
     """The text of the last human message."""
     for message in reversed(messages):
@@ -138,8 +156,9 @@ class ToolNarrower:
     def select(self, messages: Sequence[BaseMessage]) -> list[BaseTool]:
         """The tools for the conversation ``messages`` (all of them when nothing is narrowed:
         no human message yet, or no more tools than the budget)."""
-        decided = self.narrower.narrow(self.definitions, request_of(messages),
-                                       calls_of(messages))
+        calls, earlier = turns_of(messages)
+        decided = self.narrower.narrow(self.definitions, request_of(messages), calls,
+                                       earlier=earlier)
         self.last = decided
         if decided is None:
             return list(self.tools)
@@ -159,6 +178,41 @@ class ToolNarrower:
             return self.bind(model, _messages(state), **kwargs)
 
         return select_model
+
+    def middleware(self) -> Any:
+        """A middleware for LangChain 1.x ``langchain.agents.create_agent``: per model call
+        (``wrap_model_call``), the request's tools narrowed to the selection for its
+        messages (tools given as provider dicts are kept)::
+
+            agent = create_agent(llm, tools, middleware=[narrower.middleware()])
+        """
+        try:
+            from langchain.agents.middleware import AgentMiddleware
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError("ToolNarrower.middleware needs LangChain 1.x: "
+                              "pip install 'langchain>=1'") from exc
+        narrower = self
+
+        class HyperplanToolSelection(AgentMiddleware):  # type: ignore[misc, unused-ignore]
+            """hyperplan's per-call tool narrowing (:class:`ToolNarrower`)."""
+
+            def wrap_model_call(self, request: Any, handler: Any) -> Any:
+                return handler(narrower.narrowed_request(request))
+
+            async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+                return await handler(await asyncio.to_thread(narrower.narrowed_request,
+                                                             request))
+
+        return HyperplanToolSelection()
+
+    def narrowed_request(self, request: Any) -> Any:
+        """A ``create_agent`` ``ModelRequest`` with its tools narrowed (:meth:`middleware`)."""
+        tools = list(request.tools or ())
+        if not any(isinstance(t, BaseTool) for t in tools):
+            return request
+        chosen = {t.name for t in self.select(request.messages)}
+        kept = [t for t in tools if not isinstance(t, BaseTool) or t.name in chosen]
+        return request.override(tools=kept)
 
 
 class _Retriever:
@@ -229,4 +283,4 @@ def retrieve_tools_coroutine(registry: Mapping[str, ToolLike], *, budget: int = 
 
 
 __all__ = ["ToolNarrower", "as_tool", "calls_of", "request_of", "retrieve_tools_coroutine",
-           "retrieve_tools_function", "tool_def"]
+           "retrieve_tools_function", "tool_def", "turns_of"]

@@ -20,12 +20,14 @@ only the tools hyperplan selects for the conversation so far, with no LLM on the
   :meth:`ToolSelection.record` from your own hooks). Calls already in the run's input (a
   conversation continued with ``result.to_input_list()``) are read from it.
 
-The request is the last user message of the run's input (``RunContextWrapper.turn_input``). A
-conversation's recorded calls are found again by that request and the run's ``context``
-object, so runs that share both share state.
+The request is the last user message of the run's input (``RunContextWrapper.turn_input``);
+the calls before it in the input are the conversation's earlier turns, which a new request
+re-conditions (:meth:`hyperplan.select.Session.new_turn`). The calls recorded by the hooks
+are kept per run (two runs never share them, whether or not they pass a ``context``).
 
-Several MCP servers are each narrowed over their own listing (with the function tools as
-possible producers); function tools over themselves plus every MCP tool listed so far.
+One budget covers the agent's MCP servers and function tools together: each server's filter
+answers from one selection over every server's listing (a server not listed yet in this run
+is asked for its listing once) plus the function tools.
 """
 
 from __future__ import annotations
@@ -103,15 +105,20 @@ class ToolSelection:
         self._pending: dict[Hashable, asyncio.Future[Narrowed | None]] = {}
         self._lock = threading.Lock()
         self._listing: tuple[ToolFilterContext | None, Narrowed | None] = (None, None)
+        self._runs: OrderedDict[int, object] = OrderedDict()  # pins the ids of run keys
 
     # -- conversations --------------------------------------------------------------
 
-    @staticmethod
-    def conversation(run_context: RunContextWrapper[Any]) -> str:
-        """The key a run's recorded calls are kept under (module doc)."""
-        request = last_user_text(run_context.turn_input)
-        user = run_context.context
-        return request if user is None else f"{id(user)}\x00{request}"
+    def conversation(self, run_context: RunContextWrapper[Any]) -> str:
+        """The key a run's recorded calls are kept under: the run's own ``usage`` object,
+        which the SDK makes per run and shares with every tool context of it (module doc)."""
+        run = run_context.usage
+        with self._lock:
+            self._runs[id(run)] = run
+            self._runs.move_to_end(id(run))
+            while len(self._runs) > MAX_DECISIONS:
+                self._runs.popitem(last=False)
+        return f"run:{id(run)}"
 
     def record(self, run_context: RunContextWrapper[Any], tool: str, arguments: Any,
                result: Any, *, ok: bool = True) -> None:
@@ -119,14 +126,18 @@ class ToolSelection:
         self.conversations.record(self.conversation(run_context),
                                   Call(tool, parse_arguments(arguments), result, ok))
 
-    def _state(self, run_context: RunContextWrapper[Any]) -> tuple[str, list[Call]]:
-        request = last_user_text(run_context.turn_input)
-        calls = calls_in(run_context.turn_input) + \
-            self.conversations.calls(self.conversation(run_context))
-        return request, calls
+    def _state(self, run_context: RunContextWrapper[Any]
+               ) -> tuple[str, list[Call], list[Call]]:
+        """The request, this turn's calls and the earlier turns' calls of a run."""
+        items = run_context.turn_input
+        request = last_user_text(items)
+        start = _last_user_index(items)
+        earlier = calls_in(items[:start]) if start else []
+        calls = calls_in(items[start:]) + self.conversations.calls(self.conversation(run_context))
+        return request, calls, earlier
 
     async def _decide(self, key: Hashable, tools: Callable[[], list[ToolDef]], request: str,
-                      calls: list[Call]) -> Narrowed | None:
+                      calls: list[Call], earlier: list[Call]) -> Narrowed | None:
         """One selection per key, however many tools ask at once."""
         with self._lock:
             if key in self._decided:
@@ -139,7 +150,8 @@ class ToolSelection:
             with self._lock:
                 self._pending[key] = pending
             try:
-                decided = await asyncio.to_thread(self.narrower.narrow, tools(), request, calls)
+                decided = await asyncio.to_thread(self.narrower.narrow, tools(), request,
+                                                  calls, earlier=earlier)
             except BaseException as exc:
                 with self._lock:
                     self._pending.pop(key, None)
@@ -166,21 +178,23 @@ class ToolSelection:
         return decided is None or decided.allows(str(tool.name))
 
     async def _listing_decision(self, context: ToolFilterContext) -> Narrowed | None:
-        server = next((s for s in getattr(context.agent, "mcp_servers", ())
-                       if s.name == context.server_name), None)
-        listed = server.cached_tools if server is not None else None
-        if not listed:
+        servers = list(getattr(context.agent, "mcp_servers", ()))
+        server = next((s for s in servers if s.name == context.server_name), None)
+        if server is None or not server.cached_tools:
             return None  # no listing to select from: nothing is narrowed
-        mcp_defs = [_mcp_def(t) for t in listed]
+        listings = [await _listing(s) if s is not server else list(server.cached_tools)
+                    for s in servers]
+        mcp_defs = [_mcp_def(t) for listed in listings for t in listed]
         functions = [_function_def(t) for t in getattr(context.agent, "tools", ())
                      if isinstance(t, FunctionTool)]
-        request, calls = self._state(context.run_context)
-        key = ("mcp", context.server_name, id(context.run_context), request, len(calls),
-               tuple(d.name for d in mcp_defs))
-        decided = await self._decide(key, lambda: mcp_defs + functions, request, calls)
+        request, calls, earlier = self._state(context.run_context)
+        key = ("agent", id(context.agent), self.conversation(context.run_context), request,
+               len(calls), tuple(d.name for d in mcp_defs))
+        decided = await self._decide(key, lambda: mcp_defs + functions, request, calls, earlier)
         if decided is None:
             return None
-        offered = {d.name for d in mcp_defs if decided.allows(d.name)}
+        own = {str(t.name) for t in server.cached_tools}
+        offered = {d.name for d in mcp_defs if d.name in own and decided.allows(d.name)}
         return dataclasses.replace(decided, names=tuple(sorted(offered)))
 
     # -- function tools -------------------------------------------------------------
@@ -217,15 +231,41 @@ class ToolSelection:
     async def _function_decision(self, run_context: RunContextWrapper[Any],
                                  agent: AgentBase[Any]) -> Narrowed | None:
         tools = [t for t in getattr(agent, "tools", ()) if isinstance(t, FunctionTool)]
-        request, calls = self._state(run_context)
-        key = ("functions", id(run_context), id(agent), request, len(calls), len(tools))
+        request, calls, earlier = self._state(run_context)
+        listed = [_mcp_def(t) for s in getattr(agent, "mcp_servers", ())
+                  for t in (s.cached_tools or ())]
+        defs = [_function_def(t) for t in tools]
+        if listed:  # the same selection as the servers' filters (one budget)
+            key: Hashable = ("agent", id(agent), self.conversation(run_context), request,
+                             len(calls), tuple(d.name for d in listed))
+            return await self._decide(key, lambda: listed + defs, request, calls, earlier)
+        key = ("functions", self.conversation(run_context), id(agent), request, len(calls),
+               len(tools))
+        return await self._decide(key, lambda: defs, request, calls, earlier)
 
-        def defs() -> list[ToolDef]:
-            listed = [_mcp_def(t) for s in getattr(agent, "mcp_servers", ())
-                      for t in (s.cached_tools or ())]
-            return [_function_def(t) for t in tools] + listed
 
-        return await self._decide(key, defs, request, calls)
+async def _listing(server: Any) -> list[Any]:
+    """An MCP server's tools: its cached listing, else its session's own (unfiltered)
+    listing, else none."""
+    if server.cached_tools:
+        return list(server.cached_tools)
+    session = getattr(server, "session", None)
+    if session is None:
+        return []
+    try:
+        return list((await session.list_tools()).tools)
+    except Exception:  # a server that cannot list now offers nothing to this selection
+        return []
+
+
+def _last_user_index(items: Any) -> int:
+    """The index of the last user message with text in a run's input items (0 if none)."""
+    if not isinstance(items, (list, tuple)):
+        return 0
+    for index in range(len(items) - 1, -1, -1):
+        if last_user_text([items[index]]):
+            return index
+    return 0
 
 
 class _RecordingHooks(RunHooks[Any]):

@@ -11,7 +11,9 @@ tools are narrowed to hyperplan's selection for the conversation so far, with no
 takes it as the ``PrepareTools`` capability (:meth:`ToolPreselection.capability`) or on a
 toolset (``toolset.prepared(preselect)``, :func:`narrowed`). It reads the request (the last user
 prompt) and the calls made so far (tool calls and their returns in ``ctx.messages``), so
-producers whose values are held drop out and what the new deficit needs comes in.
+producers whose values are held drop out and what the new deficit needs comes in; a new user
+prompt re-conditions that state (:meth:`hyperplan.select.Session.new_turn`): the calls of
+earlier turns no longer hold a producer back from a new value.
 
 A tool definition's ``return_schema`` (pydantic-ai derives it from the function's return
 annotation) is the tool's output schema, which gives the links from one tool's output to another's
@@ -98,6 +100,20 @@ def calls_of(messages: Sequence[Any]) -> list[Call]:
     return done
 
 
+def turns_of(messages: Sequence[Any]) -> tuple[list[Call], list[Call]]:
+    """The calls of the current user turn (from the last user prompt on) and of the earlier
+    turns (:meth:`hyperplan.select.Session.new_turn` re-conditions on the new request)."""
+    start = 0
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, ModelRequest) and any(
+                isinstance(p, UserPromptPart) and text_of(p.content).strip()
+                for p in message.parts):
+            start = index
+            break
+    return calls_of(messages[start:]), calls_of(messages[:start])
+
+
 def _returns(tools: Iterable[Any]) -> dict[str, dict[str, Any]]:
     """Output schemas by tool name from functions or ``pydantic_ai.Tool`` objects."""
     out: dict[str, dict[str, Any]] = {}
@@ -135,9 +151,10 @@ class ToolPreselection:
     def narrow(self, ctx: RunContext[Any], tool_defs: list[ToolDefinition]
                ) -> list[ToolDefinition]:
         """The tool definitions to send for this step (synchronously)."""
+        calls, earlier = turns_of(ctx.messages)
         decided = self.narrower.narrow(self._defs(tool_defs),
-                                       request_of(ctx.messages, ctx.prompt),
-                                       calls_of(ctx.messages))
+                                       request_of(ctx.messages, ctx.prompt), calls,
+                                       earlier=earlier)
         self.last = decided
         if decided is None:
             return tool_defs

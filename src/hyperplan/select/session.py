@@ -8,6 +8,15 @@ has). The next :meth:`Session.select` grounds those, so the context graph and DO
 proposing producers of values already known and turn to what the new deficit needs; the best
 consumer of the results goes first, the tools already called last.
 
+A conversation has several user requests. :meth:`Session.new_turn` re-conditions the state
+on a new one: the values held so far stay in the state (:attr:`Session.earlier`, usable by
+the agent) but no longer ground the selection, so a producer the new request needs for a new
+value (turn 2 asks about another ticket by title) is offered again; the effects achieved
+stay, as they describe the world, not the request. A result that is JSON text is parsed
+before it grounds anything, and the top-level fields of a result of a tool that declares no
+named outputs are held by name (as the arguments of a call are), so such a tool is not
+offered again for the value it just returned.
+
 The session also records the data flows it observes, a value returned by one call and passed
 as an argument to a later one (:class:`~hyperplan.graph.overrides.ObservedFlow`), which
 :func:`~hyperplan.graph.overrides.strengthen_from_traces` turns into stronger links.
@@ -22,11 +31,13 @@ from typing import TYPE_CHECKING, Any
 from hyperplan.graph.overrides import ObservedFlow
 from hyperplan.select.flows import FlowRecorder
 from hyperplan.select.model import Selection
-from hyperplan.select.observed import observe_result
+from hyperplan.select.observed import needs_outputs, observe_result, structured
 
 if TYPE_CHECKING:
     from hyperplan.select.selector import Selector
 
+#: Rows of a list result whose field names are held (a tool with no named outputs).
+MAX_ROWS = 50
 
 
 @dataclass(frozen=True)
@@ -45,19 +56,33 @@ class Session:
                  known: Collection[str] = ()) -> None:
         self.selector = selector
         self.request = request
+        self.given: frozenset[str] = frozenset(known)  # held in every turn
         self.held: set[str] = set(known)
+        self.earlier: set[str] = set()  # held in earlier turns: usable, not grounding
         self.effects: set[str] = set()
         self.calls: list[Observation] = []
+        self.turn_start = 0  # index in ``calls`` of the current turn's first call
         self.recorder = FlowRecorder(selector.graph)
         self.last: Selection | None = None
 
     def select(self, request: str | None = None, *, budget: int | None = None) -> Selection:
-        """The selection for ``request`` (or the session's request) given the state."""
+        """The selection for ``request`` (or the session's request) given the state of the
+        current turn (a changed ``request`` alone does not start a new turn: an agent's own
+        queries change within one; see :meth:`new_turn`)."""
         if request:
             self.request = request
         self.last = self.selector.select(self.request, known=self.held, effects=self.effects,
-                                         budget=budget, called=self.called)
+                                         budget=budget, called=self.turn_called)
         return self.last
+
+    def new_turn(self, request: str) -> None:
+        """Re-condition the state on a new user request (Definition 4, module doc): the
+        values held move to :attr:`earlier`, the calls made so far stop counting as this
+        turn's, and ``request`` is the request from now on."""
+        self.earlier.update(self.held)
+        self.held = set(self.given)
+        self.turn_start = len(self.calls)
+        self.request = request
 
     def observe(self, tool: str, arguments: Mapping[str, Any] | None, result: Any = None, *,
                 ok: bool = True) -> None:
@@ -68,17 +93,30 @@ class Session:
         (:func:`~hyperplan.select.observed.observe_result`)."""
         args = dict(arguments or {})
         if ok:
-            result = observe_result(self.selector, tool, result)
+            result = structured(observe_result(self.selector, tool, result))
         self.calls.append(Observation(tool, tuple(sorted(args)), ok))
         self.held.update(name for name, value in args.items() if value is not None)
         held, effects = self.recorder.observe(tool, args, result, ok=ok)
         self.held.update(held)
         self.effects.update(effects)
+        if ok and self._nameless(tool):
+            self.held.update(fields_of(result))
+
+    def _nameless(self, tool: str) -> bool:
+        try:
+            return needs_outputs(self.selector.tool(tool))
+        except KeyError:
+            return False
 
     @property
     def called(self) -> list[str]:
         """The tools called successfully so far, in order."""
         return [c.tool for c in self.calls if c.ok]
+
+    @property
+    def turn_called(self) -> list[str]:
+        """The tools called successfully in the current turn, in order."""
+        return [c.tool for c in self.calls[self.turn_start:] if c.ok]
 
     @property
     def flows(self) -> list[ObservedFlow]:
@@ -88,9 +126,18 @@ class Session:
     def state(self) -> dict[str, Any]:
         """The state as JSON-ready data (for a gateway's or plugin's own store)."""
         return {"request": self.request, "held": sorted(self.held),
+                "earlier": sorted(self.earlier - self.held), "turn_start": self.turn_start,
                 "effects": sorted(self.effects),
                 "calls": [{"tool": c.tool, "arguments": list(c.arguments), "ok": c.ok}
                           for c in self.calls],
                 "flows": [{"producer": f.producer, "output": f.output_path,
                            "consumer": f.consumer, "input": f.input_param}
                           for f in self.flows]}
+
+
+def fields_of(result: Any) -> list[str]:
+    """The names of the top-level fields with a value of a result (an object, or a list of
+    objects)."""
+    rows = result if isinstance(result, list) else [result]
+    return [k for row in rows[:MAX_ROWS] if isinstance(row, Mapping)
+            for k, v in row.items() if isinstance(k, str) and v is not None and v != ""]

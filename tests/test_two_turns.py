@@ -1,0 +1,261 @@
+"""Conversations of two user turns (issue 38, items 6 and 8): a new user request re-conditions
+the session state (:meth:`hyperplan.select.Session.new_turn`, HyperAgent Definition 4), and a
+tool's JSON text result grounds its fields.
+
+The suite: 24 two-turn conversations over the workspace catalog of the adapters' tests (56
+tools, input schemas only, each producer saying what it returns). Turn 1 resolves one record by
+title and acts on it; turn 2 asks for another record of the same kind by title, so it needs the
+producer turn 1 already called, with other arguments, then the action. At each step of turn 2
+the next gold tool must be among the tools offered at budget 10, through the Session and
+through each adapter's own reading of its framework's message history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hyperplan.catalog import build_catalog, make_tool
+from hyperplan.integrations._catalog import Call, Narrower, ToolDef
+from hyperplan.select import build_selector
+from test_integration_catalog import ENTITIES, workspace_functions
+
+BUDGET = 10
+TURN_ONE = ("Set the status of the {what} titled 'Quarterly review' to closed.",
+            "update_{e}_status", {"status": "closed"})
+TURN_TWO = [("Now delete the {what} called 'Kickoff notes' as well.", "delete_{e}", {}),
+            ("Add the comment 'checked' to the {what} named 'Kickoff notes'.",
+             "comment_on_{e}", {"text": "checked"}),
+            ("Show me the change history of the {what} 'Kickoff notes'.",
+             "list_{e}_history", {})]
+
+
+def conversations() -> list[dict[str, Any]]:
+    """24 conversations: each kind of record × each second-turn action."""
+    out = []
+    for e, what in ENTITIES.items():
+        for request, action, extra in TURN_TWO:
+            first = [Call(f"find_{e}", {"title": "Quarterly review"},
+                          json.dumps({f"{e}_id": f"{e[:2].upper()}-1"})),
+                     Call(TURN_ONE[1].format(e=e), {f"{e}_id": f"{e[:2].upper()}-1",
+                                                     **TURN_ONE[2]}, '{"ok": true}')]
+            second = [Call(f"find_{e}", {"title": "Kickoff notes"},
+                           json.dumps({f"{e}_id": f"{e[:2].upper()}-2"})),
+                      Call(action.format(e=e), {f"{e}_id": f"{e[:2].upper()}-2", **extra},
+                           '{"ok": true}')]
+            out.append({"turn1": TURN_ONE[0].format(what=what), "calls1": first,
+                        "turn2": request.format(what=what), "calls2": second})
+    return out
+
+
+DEFS = [ToolDef(f["name"], f["description"], f["parameters"]) for f in workspace_functions()]
+
+# An adapter's view: (turn-1 request, turn-1 calls, turn-2 request, turn-2 calls so far) ->
+# the names offered.
+Offer = Callable[[str, list[Call], str, list[Call]], tuple[str, ...]]
+
+
+def session_offer(cache: Path) -> Offer:
+    narrower = Narrower(budget=BUDGET, cache_dir=cache)
+
+    def offer(r1: str, c1: list[Call], r2: str, c2: list[Call]) -> tuple[str, ...]:
+        decided = narrower.narrow(DEFS, r2, c2, earlier=c1)
+        assert decided is not None
+        return decided.names
+
+    return offer
+
+
+def langgraph_offer(cache: Path) -> Offer:
+    pytest.importorskip("langchain_core")
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langchain_core.tools import StructuredTool
+
+    from hyperplan.integrations.langgraph import ToolNarrower
+
+    def noop(**kwargs: Any) -> str:
+        return ""
+
+    tools = [StructuredTool.from_function(noop, name=d.name, description=d.description,
+                                          args_schema=dict(d.parameters or {}))
+             for d in DEFS]
+    narrower = ToolNarrower(tools, budget=BUDGET, cache_dir=cache)
+
+    def history(request: str, calls: list[Call], turn: int) -> list[Any]:
+        out: list[Any] = [HumanMessage(request)]
+        for i, call in enumerate(calls):
+            cid = f"t{turn}c{i}"
+            out.append(AIMessage("", tool_calls=[{"name": call.tool, "args": dict(call.arguments),
+                                                  "id": cid}]))
+            out.append(ToolMessage(str(call.result), tool_call_id=cid))
+        return out
+
+    def offer(r1: str, c1: list[Call], r2: str, c2: list[Call]) -> tuple[str, ...]:
+        messages = [*history(r1, c1, 1), AIMessage("Done."), *history(r2, c2, 2)]
+        return tuple(t.name for t in narrower.select(messages))
+
+    return offer
+
+
+def pydantic_ai_offer(cache: Path) -> Offer:
+    pytest.importorskip("pydantic_ai")
+    from pydantic_ai import RunContext
+    from pydantic_ai.messages import (
+        ModelRequest,
+        ModelResponse,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+    from pydantic_ai.models.test import TestModel
+    from pydantic_ai.tools import ToolDefinition
+    from pydantic_ai.usage import RunUsage
+
+    from hyperplan.integrations.pydantic_ai import ToolPreselection
+
+    preselect = ToolPreselection(budget=BUDGET, cache_dir=cache)
+    tool_defs = [ToolDefinition(name=d.name, description=d.description,
+                                parameters_json_schema=dict(d.parameters or {})) for d in DEFS]
+
+    def history(request: str, calls: list[Call], turn: int) -> list[Any]:
+        out: list[Any] = [ModelRequest(parts=[UserPromptPart(request)])]
+        for i, call in enumerate(calls):
+            cid = f"t{turn}c{i}"
+            out.append(ModelResponse(parts=[ToolCallPart(call.tool, dict(call.arguments),
+                                                         tool_call_id=cid)]))
+            out.append(ModelRequest(parts=[ToolReturnPart(call.tool, call.result,
+                                                          tool_call_id=cid)]))
+        return out
+
+    def offer(r1: str, c1: list[Call], r2: str, c2: list[Call]) -> tuple[str, ...]:
+        messages = [*history(r1, c1, 1), ModelResponse(parts=[TextPart("Done.")]),
+                    *history(r2, c2, 2)]
+        ctx = RunContext(deps=None, model=TestModel(), usage=RunUsage(), messages=messages,
+                         prompt=r2)
+        return tuple(t.name for t in preselect.narrow(ctx, tool_defs))
+
+    return offer
+
+
+def openai_agents_offer(cache: Path) -> Offer:
+    pytest.importorskip("agents")
+    from agents import Agent, FunctionTool, RunContextWrapper
+
+    from hyperplan.integrations.openai_agents import ToolSelection
+
+    async def invoke(ctx: Any, arguments: str) -> str:
+        return ""
+
+    selection = ToolSelection(budget=BUDGET, cache_dir=cache)
+    tools = selection.narrow([FunctionTool(name=d.name, description=d.description,
+                                           params_json_schema=dict(d.parameters or {}),
+                                           on_invoke_tool=invoke, strict_json_schema=False)
+                              for d in DEFS])
+    agent = Agent(name="desk", tools=tools)
+
+    def items(request: str, calls: list[Call], turn: int) -> list[Any]:
+        out: list[Any] = [{"role": "user", "content": request}]
+        for i, call in enumerate(calls):
+            cid = f"t{turn}c{i}"
+            out.append({"type": "function_call", "call_id": cid, "name": call.tool,
+                        "arguments": json.dumps(dict(call.arguments))})
+            out.append({"type": "function_call_output", "call_id": cid,
+                        "output": str(call.result)})
+        return out
+
+    async def enabled(wrapper: Any) -> tuple[str, ...]:
+        flags = [await t.is_enabled(wrapper, agent) for t in tools  # type: ignore[misc]
+                 if isinstance(t, FunctionTool) and callable(t.is_enabled)]
+        return tuple(t.name for t, on in zip(tools, flags, strict=True) if on)
+
+    def offer(r1: str, c1: list[Call], r2: str, c2: list[Call]) -> tuple[str, ...]:
+        history = [*items(r1, c1, 1), {"role": "assistant", "content": "Done."}, *items(r2, c2, 2)]
+        wrapper = RunContextWrapper(context=None, turn_input=history)
+        return asyncio.run(enabled(wrapper))
+
+    return offer
+
+
+ADAPTERS: dict[str, Callable[[Path], Offer]] = {
+    "session": session_offer, "langgraph": langgraph_offer, "pydantic_ai": pydantic_ai_offer,
+    "openai_agents": openai_agents_offer}
+
+
+def next_gold_hit(offer: Offer) -> tuple[int, int]:
+    """(hits, steps): turn 2's steps whose next gold tool is offered."""
+    hits = steps = 0
+    for conv in conversations():
+        for step, gold in enumerate(conv["calls2"]):
+            offered = offer(conv["turn1"], conv["calls1"], conv["turn2"], conv["calls2"][:step])
+            hits += gold.tool in offered
+            steps += 1
+    return hits, steps
+
+
+@pytest.mark.parametrize("adapter", sorted(ADAPTERS))
+def test_two_turn_suite_next_gold_tool_at_budget_10(adapter: str, tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    hits, steps = next_gold_hit(ADAPTERS[adapter](tmp_path))
+    with capsys.disabled():
+        print(f"\ntwo-turn suite, {adapter}: next-gold-tool hit@{BUDGET} "
+              f"{hits}/{steps} = {hits / steps:.3f} ({len(conversations())} conversations)")
+    assert steps == 2 * len(conversations()) >= 40
+    assert hits / steps >= 0.95
+
+
+# -- the session itself ----------------------------------------------------------------------
+
+def _tickets() -> Any:
+    """find_ticket declares no output schema (its result is JSON text)."""
+    ticket = {"type": "object", "properties": {"ticket_id": {"type": "string"}},
+              "required": ["ticket_id"]}
+    tools = [make_tool(name="find_ticket", description="Find a support ticket by its title.",
+                       input_schema={"type": "object", "properties": {"title": {"type": "string"}},
+                                     "required": ["title"]}),
+             make_tool(name="delete_ticket", description="Delete a support ticket.",
+                       input_schema=ticket),
+             make_tool(name="close_ticket", description="Close a support ticket.",
+                       input_schema=ticket),
+             make_tool(name="list_invoices", description="List the invoices of a customer.",
+                       input_schema={"type": "object",
+                                     "properties": {"customer": {"type": "string"}}})]
+    return build_selector([build_catalog(tools, source="test")], embedder="hashing",
+                          cache_dir=None)
+
+
+def test_json_text_result_grounds_its_fields() -> None:
+    selector = _tickets()
+    session = selector.session("Close the ticket titled 'Login broken'.")
+    session.observe("find_ticket", {"title": "Login broken"}, '{"ticket_id": "T-17"}')
+    assert "ticket_id" in session.held
+    chosen = session.select(budget=3)
+    assert "ticket_id" in chosen.held
+    steps = {s.tool: s for s in chosen.chain}
+    assert all(producer != "find_ticket" for s in steps.values() for _, producer, _ in s.reads)
+
+
+def test_a_new_turn_offers_the_producer_again() -> None:
+    selector = _tickets()
+    session = selector.session("Close the ticket titled 'Login broken'.")
+    session.observe("find_ticket", {"title": "Login broken"}, '{"ticket_id": "T-17"}')
+    session.observe("close_ticket", {"ticket_id": "T-17"}, {"ok": True})
+    session.new_turn("Delete the ticket titled 'Checkout fails'.")
+    assert "ticket_id" in session.earlier and "ticket_id" not in session.held
+    assert session.turn_called == [] and session.called == ["find_ticket", "close_ticket"]
+    chosen = session.select(budget=3)
+    assert "ticket_id" not in chosen.held
+    steps = {s.tool: s for s in chosen.chain}
+    assert ("ticket_id", "find_ticket", "ticket_id") in steps["delete_ticket"].reads or \
+        any(producer == "find_ticket" for _, producer, _ in steps["delete_ticket"].reads)
+    assert "find_ticket" in chosen.names
+    state = session.state()
+    assert "ticket_id" in state["earlier"] and state["turn_start"] == 2
+    # this turn's lookup holds the new value again
+    session.observe("find_ticket", {"title": "Checkout fails"}, '{"ticket_id": "T-9"}')
+    assert "ticket_id" in session.held and session.turn_called == ["find_ticket"]
