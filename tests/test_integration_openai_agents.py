@@ -6,6 +6,7 @@ tools narrowed through ``is_enabled``, and the tools of a real stdio MCP server 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import sys
 import textwrap
@@ -155,3 +156,69 @@ def test_mcp_tool_filter_narrows_a_real_stdio_server(tmp_path: Path) -> None:
     recorded = selection.conversations.calls(selection.conversation(result.context_wrapper))
     assert [c.tool for c in recorded] == ["find_ticket", "update_ticket_status"]
 
+
+
+TURN_TWO = "Now delete the support ticket titled 'Checkout fails'."
+
+
+def test_two_runs_share_no_state_and_a_second_turn_is_reconditioned(tmp_path: Path) -> None:
+    """Two separate runs of the same request without ``context`` each start from nothing
+    (item 7); a conversation continued with ``to_input_list()`` and a new request is offered
+    the producer again for the new ticket (item 6)."""
+    calls: list[str] = []
+    selection = ToolSelection(budget=6, cache_dir=tmp_path)
+    tools = selection.narrow(_function_tools(calls))
+    first_sent: list[list[str]] = []
+    result: Any = None
+    for _ in range(2):
+        model = _script()
+        agent = Agent(name="desk", model=model, tools=tools)
+        result = asyncio.run(Runner.run(agent, REQUEST, hooks=selection.hooks))
+        assert result.final_output == "Done: T-17 is resolved."
+        first_sent.append(_sent(model)[0])
+    assert calls == ["find_ticket", "update_ticket_status"] * 2
+    assert "find_ticket" in first_sent[1] and first_sent[0] == first_sent[1]
+    model = ScriptedModel([
+        [function_call("find_ticket", {"title": "Checkout fails"}, call_id="c3")],
+        [function_call("delete_ticket", {"ticket_id": "T-17"}, call_id="c4")],
+        [assistant_message("Deleted.")],
+    ])
+    agent = Agent(name="desk", model=model, tools=tools)
+    follow = [*result.to_input_list(), {"role": "user", "content": TURN_TWO}]
+    second = asyncio.run(Runner.run(agent, follow, hooks=selection.hooks))
+    assert second.final_output == "Deleted."
+    sent = _sent(model)
+    assert {"find_ticket", "delete_ticket"} <= set(sent[0])
+    assert len(sent[0]) <= 6
+    assert "delete_ticket" in sent[1]
+
+
+def test_one_budget_across_mcp_servers(tmp_path: Path) -> None:
+    """Three real stdio MCP servers at budget 5: the model is sent at most 5 of their tools
+    in all, not 5 per server (item 7)."""
+    pytest.importorskip("mcp")
+    from agents.mcp import MCPServerStdio
+
+    script = tmp_path / "workspace_server.py"
+    script.write_text(MCP_SERVER)
+    functions = workspace_functions()
+    groups = [functions[i::3] for i in range(3)]
+    selection = ToolSelection(budget=5, cache_dir=tmp_path / "cache")
+    model = _script()
+
+    async def run() -> Any:
+        servers = [MCPServerStdio(
+            params={"command": sys.executable, "args": [str(script), json.dumps(group)]},
+            tool_filter=selection.tool_filter, name=f"workspace{i}",
+            client_session_timeout_seconds=60) for i, group in enumerate(groups)]
+        async with contextlib.AsyncExitStack() as stack:
+            for server in servers:
+                await stack.enter_async_context(server)
+            agent = Agent(name="desk", model=model, mcp_servers=list(servers))
+            return await Runner.run(agent, REQUEST, hooks=selection.hooks)
+
+    result = asyncio.run(run())
+    assert result.final_output == "Done: T-17 is resolved."
+    sent = _sent(model)
+    assert {"find_ticket", "update_ticket_status"} <= set(sent[0])
+    assert all(len(names) <= 5 for names in sent), sent

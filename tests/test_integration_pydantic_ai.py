@@ -16,13 +16,19 @@ require("pydantic_ai", "pydantic-ai")
 
 from pydantic import BaseModel  # noqa: E402
 from pydantic_ai import Agent, Tool  # noqa: E402
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart  # noqa: E402
+from pydantic_ai.messages import (  # noqa: E402
+    ModelMessage,
+    ModelResponse,
+    ModelResponsePart,
+    TextPart,
+    ToolCallPart,
+)
 from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
 from pydantic_ai.toolsets import FunctionToolset  # noqa: E402
 
 from hyperplan.integrations.pydantic_ai import ToolPreselection, narrowed  # noqa: E402
 
-SCRIPT = [
+SCRIPT: list[ModelResponsePart] = [
     ToolCallPart("find_ticket", {"title": "Login page broken"}, tool_call_id="c1"),
     ToolCallPart("update_ticket_status", {"ticket_id": "T-17", "status": "resolved"},
                  tool_call_id="c2"),
@@ -135,3 +141,37 @@ def test_return_annotations_give_the_links(tmp_path: Path) -> None:
     # producers fill the places the context graph leaves, so at budget 6 it may be cut)
     steps = {s.tool: s for s in first[0].selection.chain}
     assert ("ticket_id", "lookup_ticket", "ticket_id") in steps["update_ticket_status"].reads
+
+
+TWO_TURNS: list[ModelResponsePart] = [
+    *SCRIPT,
+    ToolCallPart("find_ticket", {"title": "Checkout fails"}, tool_call_id="c3"),
+    ToolCallPart("delete_ticket", {"ticket_id": "T-17"}, tool_call_id="c4"),
+    TextPart("Deleted."),
+]
+
+
+def test_a_second_user_turn_is_offered_the_producer_again(tmp_path: Path) -> None:
+    """Turn 2 asks about another ticket by title: the new prompt re-conditions the state, so
+    find_ticket is offered again although turn 1 holds a ticket id (issue 38, item 6)."""
+    sent: list[list[str]] = []
+    calls: list[str] = []
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        sent.append([t.name for t in info.function_tools])
+        return ModelResponse(parts=[TWO_TURNS[min(len(sent), len(TWO_TURNS)) - 1]])
+
+    preselect = ToolPreselection(budget=6, cache_dir=tmp_path)
+    agent = Agent(FunctionModel(respond), tools=workspace_tools(calls),
+                  capabilities=[preselect.capability()])
+    first = agent.run_sync(REQUEST)
+    assert first.output == "T-17 is resolved."
+    second = agent.run_sync("Now delete the support ticket titled 'Checkout fails'.",
+                            message_history=first.all_messages())
+    assert second.output == "Deleted."
+    assert calls == ["find_ticket", "update_ticket_status", "find_ticket", "delete_ticket"]
+    assert len(sent) == 6
+    assert {"find_ticket", "delete_ticket"} <= set(sent[3])
+    assert len(sent[3]) <= 6 < len(WORKSPACE)
+    assert "delete_ticket" in sent[4]
+    assert preselect.last is not None and "ticket_id" in preselect.last.selection.held
