@@ -259,3 +259,21 @@ def test_a_new_turn_offers_the_producer_again() -> None:
     # this turn's lookup holds the new value again
     session.observe("find_ticket", {"title": "Checkout fails"}, '{"ticket_id": "T-9"}')
     assert "ticket_id" in session.held and session.turn_called == ["find_ticket"]
+
+
+def test_turns_in_splits_a_provider_history_at_the_last_user_message() -> None:
+    from hyperplan.integrations._catalog import turns_in
+
+    def call(cid: str, name: str) -> list[dict[str, Any]]:
+        return [{"role": "assistant", "tool_calls": [
+                    {"id": cid, "type": "function",
+                     "function": {"name": name, "arguments": "{}"}}]},
+                {"role": "tool", "tool_call_id": cid, "content": '{"ok": true}'}]
+
+    history = [{"role": "user", "content": "first"}, *call("a", "find_ticket"),
+               {"role": "assistant", "content": "done"}, {"role": "user", "content": "second"},
+               *call("b", "delete_ticket")]
+    now, before = turns_in(history)
+    assert [c.tool for c in now] == ["delete_ticket"]
+    assert [c.tool for c in before] == ["find_ticket"]
+    assert turns_in([{"role": "user", "content": "only"}]) == ([], [])

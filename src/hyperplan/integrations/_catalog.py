@@ -451,6 +451,17 @@ def last_user_text(messages: Any) -> str:
     return ""
 
 
+def turns_in(messages: Any) -> tuple[list[Call], list[Call]]:
+    """The calls of a provider request's message list (as :func:`calls_in` reads them) split
+    at its last user message with text: this turn's calls and the earlier turns' (for
+    :meth:`Narrower.narrow`'s ``earlier``, which re-conditions on the new request)."""
+    if not isinstance(messages, (list, tuple)):
+        return [], []
+    start = next((i for i in range(len(messages) - 1, -1, -1)
+                  if last_user_text([messages[i]])), 0)
+    return calls_in(messages[start:]), calls_in(messages[:start]) if start else []
+
+
 def calls_in(messages: Any) -> list[Call]:
     """The tool calls of a provider request's message list with their results, in order: OpenAI
     chat ``tool_calls`` + ``tool`` messages, Responses API ``function_call`` +

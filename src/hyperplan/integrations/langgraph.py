@@ -32,6 +32,7 @@ function (``@tool``) gives its output schema through the function's return annot
 from __future__ import annotations
 
 import asyncio
+import importlib
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -186,14 +187,14 @@ class ToolNarrower:
 
             agent = create_agent(llm, tools, middleware=[narrower.middleware()])
         """
-        try:
-            from langchain.agents.middleware import AgentMiddleware
+        try:  # typed as Any either way: LangChain is an optional extra
+            middleware: Any = importlib.import_module("langchain.agents.middleware")
         except ImportError as exc:  # pragma: no cover - depends on the environment
             raise ImportError("ToolNarrower.middleware needs LangChain 1.x: "
-                              "pip install 'langchain>=1'") from exc
+                              "pip install 'langchain>=1,<2'") from exc
         narrower = self
 
-        class HyperplanToolSelection(AgentMiddleware):  # type: ignore[misc, unused-ignore]
+        class HyperplanToolSelection(middleware.AgentMiddleware):  # type: ignore[misc]
             """hyperplan's per-call tool narrowing (:class:`ToolNarrower`)."""
 
             def wrap_model_call(self, request: Any, handler: Any) -> Any:

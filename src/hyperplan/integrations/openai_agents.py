@@ -58,9 +58,9 @@ from hyperplan.integrations._catalog import (
     Narrowed,
     Narrower,
     ToolDef,
-    calls_in,
     last_user_text,
     parse_arguments,
+    turns_in,
 )
 
 if TYPE_CHECKING:
@@ -129,12 +129,9 @@ class ToolSelection:
     def _state(self, run_context: RunContextWrapper[Any]
                ) -> tuple[str, list[Call], list[Call]]:
         """The request, this turn's calls and the earlier turns' calls of a run."""
-        items = run_context.turn_input
-        request = last_user_text(items)
-        start = _last_user_index(items)
-        earlier = calls_in(items[:start]) if start else []
-        calls = calls_in(items[start:]) + self.conversations.calls(self.conversation(run_context))
-        return request, calls, earlier
+        request = last_user_text(run_context.turn_input)
+        calls, earlier = turns_in(run_context.turn_input)
+        return request, calls + self.conversations.calls(self.conversation(run_context)), earlier
 
     async def _decide(self, key: Hashable, tools: Callable[[], list[ToolDef]], request: str,
                       calls: list[Call], earlier: list[Call]) -> Narrowed | None:
@@ -256,16 +253,6 @@ async def _listing(server: Any) -> list[Any]:
         return list((await session.list_tools()).tools)
     except Exception:  # a server that cannot list now offers nothing to this selection
         return []
-
-
-def _last_user_index(items: Any) -> int:
-    """The index of the last user message with text in a run's input items (0 if none)."""
-    if not isinstance(items, (list, tuple)):
-        return 0
-    for index in range(len(items) - 1, -1, -1):
-        if last_user_text([items[index]]):
-            return index
-    return 0
 
 
 class _RecordingHooks(RunHooks[Any]):
