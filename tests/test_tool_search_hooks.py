@@ -244,3 +244,36 @@ def test_pydantic_ai_tool_search_strategy_in_its_agent_loop(tmp_path: Any) -> No
     returned = [m for m in stub.requests[2]["body"]["messages"] if m["role"] == "tool"]
     assert "no" in returned[-1]["content"].lower() and "match" in returned[-1]["content"].lower()
     assert strategy.last is not None and not strategy.last.matched
+
+
+def test_readme_tool_search_examples_run(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """README's *hyperplan as the host's tool search* examples, run with the names they
+    assume (the workspace tools, a model's ``tool_use`` and ``tool_search_call``)."""
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+    section = readme[readme.index("### hyperplan as the host's tool search"):]
+    section = section[:section.index("\n## ")]
+    core, pydantic_block = (b.split("```")[0] for b in section.split("```python")[1:3])
+    monkeypatch.setenv("HYPERPLAN_CACHE_DIR", str(tmp_path))
+    names: dict[str, Any] = {
+        "tools": workspace_functions(), "input_items": [],
+        "tool_use": {"type": "tool_use", "id": "tu_1", "name": "tool_search",
+                     "input": {"query": REQUEST}},
+        "tool_search_call": {"type": "tool_search_call", "call_id": "c_1",
+                             "execution": "client", "arguments": {"query": UNRELATED}}}
+    exec(compile(core, "README.md", "exec"), names)
+    referenced = {b["tool_name"] for b in names["result_block"]["content"]}
+    assert {"update_ticket_status", "find_ticket"} <= referenced
+    assert [i["type"] for i in names["input_items"]] == ["tool_search_output", "message"]
+    pydantic_ai = require("pydantic_ai", "pydantic-ai")
+    from pydantic_ai.models.test import TestModel
+
+    deferred = [pydantic_ai.Tool.from_schema(lambda **kw: "{}", name=f["name"],
+                                             description=f["description"],
+                                             json_schema=f["parameters"])
+                for f in workspace_functions()[:3]]
+    run: dict[str, Any] = {"Agent": pydantic_ai.Agent, "model": TestModel(),
+                           "deferred_tools": deferred}
+    exec(compile(pydantic_block, "README.md", "exec"), run)
+    assert isinstance(run["agent"], pydantic_ai.Agent)
