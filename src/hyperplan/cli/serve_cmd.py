@@ -1,4 +1,5 @@
-"""``hyperplan serve SOURCE...``: the MCP gateway (:mod:`hyperplan.integrations.mcp_gateway`).
+"""``hyperplan serve [SOURCE...] [--config FILE]``: the MCP gateway
+(:mod:`hyperplan.integrations.mcp_gateway`).
 
 Only the option types are imported here; the gateway and the MCP SDK load when the command
 runs, so ``hyperplan --help`` does not pay for them.
@@ -30,11 +31,13 @@ from hyperplan.integrations.mcp_gateway.config import (
     CallLimits,
     ConversationLimits,
     Mode,
+    Namespace,
 )
 
 if TYPE_CHECKING:
     from hyperplan.graph.annotations import Annotations
     from hyperplan.integrations.mcp_gateway.config import HttpSecurity
+    from hyperplan.integrations.mcp_gateway.mcp_config import ServerEntry
 
 _MAX_RESPONSE_BYTES = 10 * 1024 * 1024
 
@@ -48,10 +51,18 @@ class Sandbox(StrEnum):
 
 
 def serve_cmd(
-    sources: list[str] = typer.Argument(..., metavar="SOURCE", help="Tool sources, as "
-                                        "`graph build` takes them: python:MOD, openapi:FILE, "
-                                        "openai:FILE, 'mcp-server:CMD' (one or many, "
-                                        "merged)."),
+    sources: list[str] = typer.Argument(None, metavar="[SOURCE]...", help="Tool sources, "
+                                        "as `graph build` takes them: python:MOD, "
+                                        "openapi:FILE, openai:FILE, 'mcp-server:CMD' (one or "
+                                        "many, merged)."),
+    config_file: Path = typer.Option(None, "--config", metavar="FILE", help="An mcpServers "
+                                     "JSON file, as Claude Desktop, Cursor, VS Code and Hermes "
+                                     "use (command, args, env, cwd; url, headers); ${VAR} "
+                                     "taken from the environment. Its servers are served with "
+                                     "the SOURCEs."),
+    namespace: Namespace = typer.Option(Namespace.COLLISIONS, help="collisions: serve a tool "
+                                        "name two upstreams both define as server__tool; "
+                                        "always: prefix every tool so."),
     mode: Mode = typer.Option(Mode.SEARCH, help="search: two tools, find_tools and "
                               "call_tool; narrow: find_tools plus the selected tools, the "
                               "list changing with the session state (list_changed)."),
@@ -142,6 +153,7 @@ def serve_cmd(
     if no_cache and cache_dir is not None:
         raise HyperplanError("give --cache-dir or --no-cache, not both")
     try:
+        servers = _servers(config_file)
         address = parse_http_address(http, allow_remote=allow_remote) if http else None
         security = _security(address is not None, auth_token_env, auth_token_file,
                              allow_origin, sessions_per_client, session_idle_timeout)
@@ -162,12 +174,24 @@ def serve_cmd(
                               sandbox=sandbox.value, base_url=base_url,
                               headers=_headers(header),
                               max_response_bytes=max_response_bytes,
-                              idempotency_header=idempotency_key_header)
+                              idempotency_header=idempotency_key_header,
+                              namespace=namespace)
     try:
-        serve(sources, config, options, http=address, security=security,
-              announce=lambda line: print(line, file=sys.stderr, flush=True))
+        serve(sources or [], config, options, http=address, security=security,
+              announce=lambda line: print(line, file=sys.stderr, flush=True),
+              servers=servers)
     except HyperplanError as exc:
         _fail(exc)
+
+
+def _servers(path: Path | None) -> list[ServerEntry]:
+    """The servers of ``--config FILE`` (:mod:`hyperplan.integrations.mcp_gateway.
+    mcp_config`), ``${VAR}`` resolved; none without it."""
+    if path is None:
+        return []
+    from hyperplan.integrations.mcp_gateway.mcp_config import load_mcp_config
+
+    return load_mcp_config(path)
 
 
 def _annotations(path: Path | None) -> Annotations | None:

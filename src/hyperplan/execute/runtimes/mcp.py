@@ -122,16 +122,21 @@ def require_mcp() -> None:
 
 
 class MCPRuntime(ClosingRuntime):
-    """Executes tools on one stdio MCP server (``command *args``), one session for all calls."""
+    """Executes tools on one stdio MCP server (``command *args``, started with ``env`` over
+    the safe default environment, in ``cwd``) or, given ``url``, on a remote streamable-HTTP
+    server (``headers`` on every request); one session for all calls."""
 
     def __init__(self, command: str, args: Sequence[str] = (), env: Mapping[str, str] | None = None,
                  cwd: str | Path | None = None, *, timeout: float = DEFAULT_TIMEOUT,
                  tool_names: Iterable[str] | None = None,
-                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES) -> None:
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+                 url: str | None = None, headers: Mapping[str, str] | None = None) -> None:
         require_mcp()
         if max_response_bytes < 1:
             raise ValueError("max_response_bytes must be at least 1")
         self.command = command
+        self.url = url  # a remote server (streamable HTTP) instead of ``command``
+        self.headers = dict(headers) if headers is not None else None
         self.args = list(args)
         self.env = dict(env) if env is not None else None
         self.cwd = cwd
@@ -224,8 +229,9 @@ class MCPRuntime(ClosingRuntime):
                 current = None
             if current is None:
                 handshake = self.timeout if limit is None else min(limit, self.timeout)
-                link = {"command": self.command, "args": self.args, "env": self.env,
-                        "cwd": self.cwd, "max_line_bytes": self.max_response_bytes}
+                link = ({"url": self.url, "headers": self.headers} if self.url else
+                        {"command": self.command, "args": self.args, "env": self.env,
+                         "cwd": self.cwd, "max_line_bytes": self.max_response_bytes})
                 current = Connection.start(link, self.timeout, handshake, _broken_message)
                 self._connection = current
             current.users += 1

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from hyperplan.execute.runtimes.mcp_transport import (
     CallState,
+    HttpLink,
     Oversize,
     StdioLink,
     kill_group,
@@ -62,7 +63,7 @@ class ConnectFailed(Exception):
 class Connection:
     """A connected ``mcp.Client`` on a loop thread of its own (module doc)."""
 
-    def __init__(self, link: StdioLink, stderr: Any, timeout: float,
+    def __init__(self, link: StdioLink | HttpLink, stderr: Any, timeout: float,
                  handshake: float, on_break: Callable[[Exception], str]) -> None:
         self.link = link
         self.users = 0  # calls using the connection now (guarded by the runtime's lock)
@@ -87,9 +88,12 @@ class Connection:
     @classmethod
     def start(cls, link_args: dict[str, Any], timeout: float, handshake: float,
               on_break: Callable[[Exception], str]) -> Connection:
-        """Start a server (:class:`StdioLink` keywords but ``stderr_fd``) and connect."""
+        """Start a server (:class:`StdioLink` keywords but ``stderr_fd``) and connect; with
+        a ``url`` key, connect to a remote server (:class:`HttpLink` keywords) instead."""
         stderr = tempfile.TemporaryFile(prefix="hyperplan-mcp-")  # noqa: SIM115 (kept open)
-        link = StdioLink(stderr_fd=stderr.fileno(), **link_args)
+        link: StdioLink | HttpLink = (
+            HttpLink(url=link_args["url"], headers=link_args.get("headers"))
+            if link_args.get("url") else StdioLink(stderr_fd=stderr.fileno(), **link_args))
         try:
             return cls(link, stderr, timeout, handshake, on_break)
         except ConnectFailed:

@@ -266,7 +266,8 @@ class StdioLink:
         from mcp.client.stdio import get_default_environment
 
         process = await anyio.open_process(
-            [self.command, *self.args], env=get_default_environment() | dict(self.env or {}),
+            [self.command, *self.args], env=server_environment(get_default_environment(),
+                                                               self.env),
             stderr=self.stderr_fd, cwd=self.cwd, start_new_session=True)
         self._process, self.pid = process, process.pid
         send, receive = anyio.create_memory_object_stream[Any](0)
@@ -348,6 +349,53 @@ class StdioLink:
         with contextlib.suppress(OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             if process.stdout is not None:
                 await process.stdout.aclose()
+
+
+#: Passed on to stdio servers besides the SDK's safe default (HOME, PATH, USER ...): where
+#: the CA certificates are (without them ``uvx`` / ``npx`` cannot download a server behind a
+#: TLS-inspecting proxy), the locale and the temporary directory. None of them is a secret.
+PASSED_ENV_VARS = ("SSL_CERT_FILE", "SSL_CERT_DIR", "REQUESTS_CA_BUNDLE", "NODE_EXTRA_CA_CERTS",
+                   "LANG", "LC_ALL", "LC_CTYPE", "TMPDIR", "TZ")
+
+
+def server_environment(base: Mapping[str, str],
+                       extra: Mapping[str, str] | None) -> dict[str, str]:
+    """A stdio server's environment: ``base`` (the SDK's safe default), the
+    :data:`PASSED_ENV_VARS` that are set, then the server's own ``extra`` over them."""
+    passed = {k: os.environ[k] for k in PASSED_ENV_VARS if os.environ.get(k)}
+    return {**base, **passed, **dict(extra or {})}
+
+
+@dataclass
+class HttpLink:
+    """A remote MCP server over streamable HTTP (the official SDK's client transport, with
+    ``headers`` on every request); the same surface as :class:`StdioLink` for
+    :class:`~hyperplan.execute.runtimes.mcp_connection.Connection` (no process: ``pid`` stays
+    None, nothing to signal)."""
+
+    url: str
+    headers: Mapping[str, str] | None
+    pid: int | None = None
+    fast_stop: bool = False
+    fault: str | None = None
+    oversize: dict[RequestId, Oversize] = field(default_factory=dict)
+    closed: bool = False
+
+    def alive(self) -> bool:
+        return not self.closed
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[Any]:
+        """Connect; yield the SDK transport's (read, write) streams; disconnect on exit."""
+        from mcp.client.streamable_http import streamable_http_client
+        from mcp.shared._httpx_utils import create_mcp_http_client
+
+        async with create_mcp_http_client(headers=dict(self.headers or {})) as client, \
+                streamable_http_client(self.url, http_client=client) as streams:
+            try:
+                yield streams
+            finally:
+                self.closed = True
 
 
 def kill_group(pid: int, sig: int) -> bool:

@@ -5,15 +5,17 @@ Definition 4: :mod:`hyperplan.select`) in front of any MCP client.
     hyperplan serve python:hyperplan.examples.bookstore             # stdio, search mode
     hyperplan serve --mode narrow "mcp-server:uvx mcp-server-git" openapi:api.yaml
     hyperplan serve --http 8765 python:hyperplan.examples.bookstore  # streamable HTTP
+    hyperplan serve --config ~/.cursor/mcp.json                      # an mcpServers file
 
-Modules: :mod:`.upstream` (sources and the hardened runtimes every call is forwarded
-through), :mod:`.selection` (the selector built in the background, a BM25 fallback until it
-is ready, one state-conditioned session per conversation), :mod:`.modes` (search and narrow
-mode, free of SDK types), :mod:`.server` (the MCP server on the official SDK's low-level
-``Server``: stdio, streamable HTTP, list-changed for both protocol generations),
-:mod:`.http` (streamable HTTP's protections: Host and Origin checks, the bearer token,
-sessions bounded per client) and :mod:`.bench` (its added latency). Importing this package
-does not import the MCP SDK.
+Modules: :mod:`.upstream` (sources and the hardened runtimes every call is forwarded through,
+MCP upstreams started together, colliding names namespaced), :mod:`.mcp_config` (the
+``mcpServers`` file of ``--config``), :mod:`.selection` (the selector built in the background,
+a BM25 fallback until it is ready, one state-conditioned session per conversation),
+:mod:`.modes` (search and narrow mode, free of SDK types), :mod:`.server` (the MCP server on
+the official SDK's low-level ``Server``: stdio, streamable HTTP, list-changed for both protocol
+generations), :mod:`.http` (streamable HTTP's protections: Host and Origin checks, the bearer
+token, sessions bounded per client) and :mod:`.bench` (its added latency). Importing this
+package does not import the MCP SDK.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from hyperplan.catalog import Catalog
 from hyperplan.integrations.mcp_gateway.config import (
@@ -39,16 +42,23 @@ from hyperplan.integrations.mcp_gateway.upstream import (
     load_upstream,
 )
 
+if TYPE_CHECKING:
+    from hyperplan.integrations.mcp_gateway.mcp_config import ServerEntry
+
 __all__ = ["Gateway", "GatewayConfig", "HttpAddress", "HttpSecurity", "Mode",
            "UpstreamOptions", "build_gateway", "check_sources", "serve"]
 
 
 def build_gateway(sources: Sequence[str], config: GatewayConfig | None = None,
-                  options: UpstreamOptions | None = None) -> Gateway:
-    """Load the upstream tools of ``sources`` (starting MCP upstreams) and the selection
-    over them; the graph is not built until ``gateway.service.start()``."""
+                  options: UpstreamOptions | None = None, *,
+                  servers: Sequence[ServerEntry] = (),
+                  report: Callable[[str], None] | None = None) -> Gateway:
+    """Load the upstream tools of ``sources`` and ``servers`` (an ``mcpServers`` file's,
+    :mod:`.mcp_config`; MCP upstreams started together, one that fails told to ``report``)
+    and the selection over them; the graph is not built until ``gateway.service.start()``."""
     cfg = config or GatewayConfig()
-    upstream = load_upstream(sources, options or UpstreamOptions(call_timeout=cfg.call_timeout))
+    upstream = load_upstream(sources, options or UpstreamOptions(call_timeout=cfg.call_timeout),
+                             servers=servers, report=report)
     service = SelectionService(_redacted(upstream.catalog), embedder=cfg.embedder,
                                cache_dir=cfg.cache_dir, budget=cfg.budget,
                                annotations=cfg.annotations, llm=cfg.llm_annotate)
@@ -69,7 +79,8 @@ def serve(sources: Sequence[str], config: GatewayConfig | None = None,
           options: UpstreamOptions | None = None, *, http: HttpAddress | None = None,
           security: HttpSecurity | None = None,
           announce: Callable[[str], None] | None = None,
-          on_failure: Callable[[str], None] | None = None) -> None:
+          on_failure: Callable[[str], None] | None = None,
+          servers: Sequence[ServerEntry] = ()) -> None:
     """Run the gateway until the client disconnects (stdio) or it is interrupted (HTTP).
 
     Over HTTP, ``security`` (default: Host and Origin checked on loopback, no token) is
@@ -81,12 +92,14 @@ def serve(sources: Sequence[str], config: GatewayConfig | None = None,
     answers the handshake while the upstream tools load in the background, and the graph is
     built after them, also in the background. ``announce`` gets one line once the gateway
     serves (never on stdout); ``on_failure`` the one-line reason when a source fails while
-    loading (default: printed, exit status 1)."""
+    loading (default: printed, exit status 1). ``servers``: those of an ``mcpServers`` file
+    (:func:`~.mcp_config.load_mcp_config`), served with ``sources``; an MCP upstream that
+    does not start is reported on stderr and the others are served."""
     cfg = config or GatewayConfig()
     opts = options or UpstreamOptions(call_timeout=cfg.call_timeout)
     security = security or HttpSecurity()
     exposure = check_exposure(http, security) if http is not None else None
-    check_sources(sources, opts)
+    check_sources(sources, opts, servers=servers)
 
     import anyio
 
@@ -95,10 +108,10 @@ def serve(sources: Sequence[str], config: GatewayConfig | None = None,
 
     def load() -> Gateway:
         with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's (stdio)
-            return build_gateway(sources, cfg, opts)
+            return build_gateway(sources, cfg, opts, servers=servers)
 
     server = GatewayServer(cfg, load, version=__version__, on_failure=on_failure)
-    head = f"hyperplan serve: {len(sources)} source(s), {cfg.mode.value} mode"
+    head = f"hyperplan serve: {len(sources) + len(servers)} source(s), {cfg.mode.value} mode"
     auth = ", bearer token required" if security.token is not None else ""
     try:
         if http is not None:

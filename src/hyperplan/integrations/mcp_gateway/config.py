@@ -37,6 +37,19 @@ class Mode(StrEnum):
     NARROW = "narrow"
 
 
+class Namespace(StrEnum):
+    """``--namespace``: when an upstream tool is served as ``server__tool``. ``collisions``:
+    only the names two upstreams both define (each side prefixed with its server's name);
+    ``always``: every tool."""
+
+    COLLISIONS = "collisions"
+    ALWAYS = "always"
+
+
+#: Between a server's name and a tool's name in a namespaced tool name.
+NAMESPACE_SEPARATOR = "__"
+
+
 @dataclass(frozen=True)
 class CallLimits:
     """How many tool calls run at once, per upstream source and per client

@@ -18,7 +18,20 @@ Sources are the ``KIND:LOCATION`` strings ``hyperplan graph build`` takes:
   ``base_url`` / ``headers``; header values are registered as secrets);
 * ``demo-world``: the shipped demo world, in memory;
 * any other catalog source (``openai:FILE``, ``appworld:DIR`` ...): selectable, but with no
-  runtime: a call is an error saying so.
+  runtime: a call is an error saying so;
+* the servers of an ``mcpServers`` file (:mod:`.mcp_config`, ``--config``): stdio servers
+  started with their own ``env`` and ``cwd``, remote ones over streamable HTTP; each is named
+  by its key in the file.
+
+MCP upstreams start together (one thread each, each bounded by its own handshake and listing
+deadline, ``call_timeout`` each): the first ``tools/list`` waits for the slowest, not for the
+sum. One that fails to start is reported (one line naming it and why, redacted) and the others
+are served; loading fails only when none started. A failing source of another kind (a file
+that does not parse, a refused module) is a configuration error and fails the load.
+
+Names two upstreams both define are served as ``server__tool`` (each side prefixed with its
+server's name; ``--namespace always``: every tool), and calls under that name reach the right
+upstream under the tool's own name.
 
 Every call goes through :meth:`Upstream.call`: the arguments are checked against the tool's
 input schema first (:func:`~hyperplan.execute.runtimes.validate_arguments`: a violation is
@@ -34,14 +47,20 @@ state the old one held is gone).
 from __future__ import annotations
 
 import functools
+import re
 import shlex
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+import sys
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hyperplan.catalog import Catalog, ToolSpec, merge_catalogs
 from hyperplan.errors import HyperplanError
 from hyperplan.execute.results import ErrorKind, ToolResult, ToolRuntime
+from hyperplan.integrations.mcp_gateway.config import NAMESPACE_SEPARATOR, Namespace
+from hyperplan.integrations.mcp_gateway.mcp_config import ServerEntry, ServerKind
 from hyperplan.secrets import redact_cut, redact_value
 from hyperplan.sources import tag_server
 
@@ -68,6 +87,7 @@ class UpstreamOptions:
     headers: Mapping[str, str] | None = None
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     idempotency_header: str | None = None
+    namespace: Namespace = Namespace.COLLISIONS
 
 
 class _NoRuntime:
@@ -96,13 +116,15 @@ class _Source:
     runtime: ToolRuntime
     definitions: dict[str, dict[str, Any]]  # the MCP definitions an MCP upstream listed
     slots: int | None = None  # calls it serves at once, when it has its own bound
+    label: str | None = None  # its name in an mcpServers file
+    originals: dict[str, ToolSpec] = field(default_factory=dict)  # namespaced -> upstream's
 
     @functools.cached_property
     def name(self) -> str:
-        """What clients and caches are told of this source: its kind and a server or module
-        name, never an MCP server's command line (which may carry paths, options or
-        credentials)."""
-        return server_name(self.spec)
+        """What clients and caches are told of this source: its name in the ``mcpServers``
+        file, else its kind and a server or module name, never an MCP server's command line
+        (which may carry paths, options or credentials)."""
+        return self.label or server_name(self.spec)
 
 
 _LAUNCHERS = frozenset({"uvx", "uv", "npx", "pnpx", "bunx", "pipx", "python", "python3",
@@ -139,7 +161,7 @@ class Upstream:
 
     def __init__(self, sources: Sequence[_Source], options: UpstreamOptions) -> None:
         self.options = options
-        self._sources = list(sources)
+        self._sources = namespaced(sources, options.namespace)
         self.catalog = (self._sources[0].catalog if len(self._sources) == 1 else
                         merge_catalogs([tag_server(s.catalog, s.name) for s in self._sources],
                                        labels=[s.name for s in self._sources]))
@@ -207,13 +229,16 @@ class Upstream:
         if problem is not None:
             return ToolResult.failure(name, arguments, ErrorKind.INVALID_ARGUMENTS, problem)
         owner = self._owner[name]
+        original = owner.originals.get(name, tool)  # the upstream's own name for it
         try:
             limit = self.options.call_timeout if timeout is None else \
                 min(timeout, self.options.call_timeout)
-            result = owner.runtime.call(tool, arguments, timeout=limit)
+            result = owner.runtime.call(original, arguments, timeout=limit)
         except Exception as exc:  # a runtime must not raise; if one does, it is this call's error
             return ToolResult.failure(name, arguments, ErrorKind.TRANSPORT,
                                       f"{name}: the runtime failed: {type(exc).__name__}: {exc}")
+        if result.tool != name:
+            result = replace(result, tool=name)
         return _explain_lost_upstream(result, owner.spec)
 
     def close(self) -> None:
@@ -234,6 +259,44 @@ def _definition(tool: ToolSpec) -> dict[str, Any]:
     return out
 
 
+def namespaced(sources: Sequence[_Source], policy: Namespace) -> list[_Source]:
+    """``sources`` with the names to prefix served as ``server__tool`` (module doc): with
+    :attr:`Namespace.ALWAYS` every tool, else the names two sources both define. Each
+    renamed tool keeps its upstream definition (``name`` changed) and its original spec in
+    ``originals``, which the call is sent with."""
+    counts = Counter(t.name for s in sources for t in s.catalog.tools)
+    prefixes = _unique_prefixes(sources)
+    out: list[_Source] = []
+    for source, prefix in zip(sources, prefixes, strict=True):
+        renamed = {t.name: f"{prefix}{NAMESPACE_SEPARATOR}{t.name}"
+                   for t in source.catalog.tools
+                   if policy is Namespace.ALWAYS or counts[t.name] > 1}
+        if not renamed:
+            out.append(source)
+            continue
+        tools = tuple(t.model_copy(update={"name": renamed[t.name]}) if t.name in renamed
+                      else t for t in source.catalog.tools)
+        definitions = {renamed.get(n, n): ({**d, "name": renamed[n]} if n in renamed else d)
+                       for n, d in source.definitions.items()}
+        originals = {renamed[t.name]: t for t in source.catalog.tools if t.name in renamed}
+        out.append(replace(source, catalog=source.catalog.model_copy(update={"tools": tools}),
+                           definitions=definitions, originals=originals))
+    return out
+
+
+def _unique_prefixes(sources: Sequence[_Source]) -> list[str]:
+    """Each source's namespace prefix: its name without the kind, as a tool-name-safe word
+    (``mcp-server:mcp-server-git`` -> ``mcp-server-git``); a repeated one gets ``_2`` ..."""
+    seen: Counter[str] = Counter()
+    out: list[str] = []
+    for source in sources:
+        base = source.label or source.name.partition(":")[2] or source.name
+        word = re.sub(r"[^A-Za-z0-9_-]+", "_", base).strip("_") or "server"
+        seen[word] += 1
+        out.append(word if seen[word] == 1 else f"{word}_{seen[word]}")
+    return out
+
+
 def _explain_lost_upstream(result: ToolResult, spec: str) -> ToolResult:
     """An MCP upstream that exited or dropped the connection: say so in the error."""
     if result.ok or not spec.startswith(MCP_SERVER) or "MCP server failure" not in result.error:
@@ -247,7 +310,8 @@ def _explain_lost_upstream(result: ToolResult, spec: str) -> ToolResult:
                               ErrorKind.TRANSPORT, " ".join(message.split()), result.seconds)
 
 
-def check_sources(sources: Sequence[str], options: UpstreamOptions | None = None) -> None:
+def check_sources(sources: Sequence[str], options: UpstreamOptions | None = None, *,
+                  servers: Sequence[ServerEntry] = ()) -> None:
     """The checks that need no import and no process, done before the gateway serves: each
     source has a known kind, an ``mcp-server:`` command exists (on ``PATH`` or as a file),
     a file source's file exists, a ``python:`` module is found and is not host-acting
@@ -261,7 +325,7 @@ def check_sources(sources: Sequence[str], options: UpstreamOptions | None = None
     from hyperplan.sources import LOADERS
 
     opts = options or UpstreamOptions()
-    _check_choice(sources, opts)
+    _check_choice(sources, servers)
     for spec in sources:
         kind, sep, location = spec.partition(":")
         if spec in ("demo", "demo-world"):
@@ -299,29 +363,70 @@ def check_sources(sources: Sequence[str], options: UpstreamOptions | None = None
             raise HyperplanError(f"{spec}: no such file {location!r}")
 
 
-def _check_choice(sources: Sequence[str], opts: UpstreamOptions) -> None:
+def _check_choice(sources: Sequence[str], servers: Sequence[ServerEntry]) -> None:
     """At least one source."""
-    if not sources:
+    if not sources and not servers:
         raise HyperplanError("give at least one tool source (e.g. "
-                             "python:hyperplan.examples.bookstore or 'mcp-server:CMD')")
+                             "python:hyperplan.examples.bookstore or 'mcp-server:CMD') or "
+                             "--config FILE (an mcpServers file)")
 
 
-def load_upstream(sources: Sequence[str], options: UpstreamOptions | None = None) -> Upstream:
-    """Load every source and build its runtime (module doc). A source that cannot be loaded
-    (an MCP server command that does not start, a file that does not parse, a host-acting
-    module without ``allow_unsafe_tools``) is a :class:`~hyperplan.errors.HyperplanError`
-    naming it; runtimes already started are stopped first."""
+def load_upstream(sources: Sequence[str], options: UpstreamOptions | None = None, *,
+                  servers: Sequence[ServerEntry] = (),
+                  report: Callable[[str], None] | None = None) -> Upstream:
+    """Load every source and every server of an ``mcpServers`` file, MCP upstreams together
+    (module doc). An MCP upstream that does not start is told to ``report`` (default: a line
+    on stderr) and left out; a :class:`~hyperplan.errors.HyperplanError` when none started,
+    or when a source of another kind cannot be loaded (a file that does not parse, a
+    host-acting module without ``allow_unsafe_tools``); runtimes already started are then
+    stopped."""
     opts = options or UpstreamOptions()
-    _check_choice(sources, opts)
-    loaded: list[_Source] = []
+    _check_choice(sources, servers)
+    tell = report or _stderr
+    jobs: list[tuple[str, Callable[[], _Source]]] = [
+        *((spec, functools.partial(_load, spec, opts)) for spec in sources),
+        *((f"server {e.name!r}", functools.partial(_load_entry, e, opts)) for e in servers)]
+    mcp = [i for i, (what, _) in enumerate(jobs)
+           if i >= len(sources) or sources[i].startswith(MCP_SERVER)]
+    loaded: dict[int, _Source] = {}
+    failures: list[HyperplanError] = []
+    with ThreadPoolExecutor(max_workers=max(1, len(mcp)),
+                            thread_name_prefix="hyperplan-upstream-start") as pool:
+        started: dict[int, Future[_Source]] = {i: pool.submit(jobs[i][1]) for i in mcp}
+        problem: BaseException | None = None
+        for i, (_, job) in enumerate(jobs):  # the other kinds here, meanwhile
+            if i not in started and problem is None:
+                try:
+                    loaded[i] = job()
+                except BaseException as exc:
+                    problem = exc
+        for i, future in started.items():
+            try:
+                loaded[i] = future.result()
+            except HyperplanError as exc:
+                failures.append(exc)
+            except BaseException as exc:
+                problem = problem or exc
+    if problem is None and not loaded and failures:
+        problem = failures[0] if len(failures) == 1 else HyperplanError(
+            "no upstream started: " + "; ".join(str(f) for f in failures))
+    if problem is not None:
+        for source in loaded.values():
+            source.runtime.close()
+        raise problem
+    for failure in failures:
+        tell(f"hyperplan serve: warning: {redact_cut(' '.join(str(failure).split()), 600)} "
+             "(serving the other upstreams without it)")
     try:
-        for spec in sources:
-            loaded.append(_load(spec, opts))
-        return Upstream(loaded, opts)
+        return Upstream([loaded[i] for i in sorted(loaded)], opts)
     except BaseException:
-        for source in loaded:
+        for source in loaded.values():
             source.runtime.close()
         raise
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def _load(spec: str, opts: UpstreamOptions) -> _Source:
@@ -363,7 +468,6 @@ def _load(spec: str, opts: UpstreamOptions) -> _Source:
 
 def _load_mcp_server(spec: str, opts: UpstreamOptions) -> _Source:
     from hyperplan.execute.runtimes import MCPRuntime
-    from hyperplan.importers.mcp import load_mcp_tools
 
     command = spec[len(MCP_SERVER):]
     try:
@@ -374,17 +478,51 @@ def _load_mcp_server(spec: str, opts: UpstreamOptions) -> _Source:
         raise HyperplanError(f"{spec}: no server command")
     runtime = MCPRuntime(parts[0], parts[1:], timeout=opts.call_timeout,
                          max_response_bytes=opts.max_response_bytes)
+    return _started(runtime, spec, spec, None)
+
+
+def _load_entry(entry: ServerEntry, opts: UpstreamOptions) -> _Source:
+    """Start (stdio) or connect to (HTTP) one server of an ``mcpServers`` file."""
+    import os
+    import shutil
+    from pathlib import Path
+
+    from hyperplan.execute.runtimes import MCPRuntime
+
+    where = f"server {entry.name!r}"
+    if entry.kind is ServerKind.STDIO:
+        command = entry.command
+        if not (shutil.which(command) or (os.sep in command and os.access(command, os.X_OK)
+                                          and Path(command).is_file())):
+            raise HyperplanError(f"{where}: cannot start it: no command {command!r} (not on "
+                                 "PATH, not an executable file)")
+        if entry.cwd is not None and not Path(entry.cwd).is_dir():
+            raise HyperplanError(f"{where}: cannot start it: its cwd {entry.cwd!r} is not a "
+                                 "directory")
+    runtime = MCPRuntime(entry.command, entry.args, env=dict(entry.env), cwd=entry.cwd,
+                         timeout=opts.call_timeout, max_response_bytes=opts.max_response_bytes,
+                         url=entry.url or None, headers=dict(entry.headers) or None)
+    return _started(runtime, f"{MCP_SERVER}{entry.name}", where, entry.name)
+
+
+def _started(runtime: Any, spec: str, where: str, label: str | None) -> _Source:
+    """The source of an MCP ``runtime`` once it listed its tools (its handshake and
+    listing each bounded by the runtime's timeout); stopped, and a
+    :class:`~hyperplan.errors.HyperplanError` naming ``where``, when it cannot."""
+    from hyperplan.importers.mcp import load_mcp_tools
+
     try:
         listed = runtime.list_tools()
         catalog = load_mcp_tools({"tools": listed})
     except HyperplanError as exc:
         runtime.close()
         reason = " ".join(str(exc).split())
-        raise HyperplanError(f"{spec}: cannot start the upstream MCP server: "
+        raise HyperplanError(f"{where}: cannot start the upstream MCP server: "
                              f"{redact_cut(reason, 600)}") from None
     except BaseException:
         runtime.close()
         raise
     definitions = {str(t["name"]): t for t in listed if isinstance(t.get("name"), str)}
-    return _Source(spec, catalog.model_copy(update={"source": server_name(spec)}), runtime,
-                   definitions)
+    name = label or server_name(spec)
+    return _Source(spec, catalog.model_copy(update={"source": name}), runtime, definitions,
+                   label=label)
