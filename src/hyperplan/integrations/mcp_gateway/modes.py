@@ -18,6 +18,12 @@ module turns these plain dicts into protocol objects).
   changed. A call of a tool that was never selected for the conversation (listed, or returned
   by ``find_tools``) is refused, not forwarded.
 
+Every tool ``find_tools`` returns carries its ``hints``: the MCP annotations the upstream
+declared (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``, ``openWorldHint``) and its
+``title`` (for a tool that is not an MCP upstream's, what its catalog entry says: read-only,
+destructive), so a client in search mode, where every call goes through ``call_tool``, can
+still ask for approval per tool. In narrow mode the listed tools keep their annotations.
+
 Each answer is for one conversation (:mod:`.conversations`), or for none: a request that names
 no conversation the gateway holds is served stateless (a call is forwarded and nothing is
 remembered; in narrow mode any upstream tool may then be called by name).
@@ -47,6 +53,7 @@ FIND_TOOLS = "find_tools"
 CALL_TOOL = "call_tool"
 CONVERSATION = "conversation"  # the argument of find_tools / call_tool that carries the token
 _META_NAME = CONVERSATION_META
+HINT_KEYS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 _CONTENT_TYPES = frozenset({"text", "image", "audio", "resource", "resource_link"})
 
 FIND_TOOLS_DEFINITION: dict[str, Any] = {
@@ -229,6 +236,8 @@ class Gateway:
             data["tools"] = [{**self.upstream.definition(t["name"]), **t,
                               "server": self.upstream.server_of(t["name"])}
                              for t in data["tools"]]
+        for tool in data["tools"]:
+            tool["hints"] = self.hints(tool["name"])
         if self.mode is Mode.SEARCH:
             data["next"] = (f"Call these with {CALL_TOOL}(name, arguments), in the order of "
                             "'chain' when one is given; each result is remembered, so "
@@ -252,6 +261,24 @@ class Gateway:
                 "it may; results of calls are not remembered")
         data = redact_value(data)
         return Reply(json.dumps(data, ensure_ascii=False), data, list_changed=changed)
+
+    def hints(self, name: str) -> dict[str, Any]:
+        """Tool ``name``'s annotations as the client should weigh them (module doc): the
+        declared hints and title; empty when the tool declares none."""
+        definition = self.upstream.definition(name)
+        annotations = definition.get("annotations")
+        declared = annotations if isinstance(annotations, dict) else {}
+        hints: dict[str, Any] = {k: declared[k] for k in HINT_KEYS
+                                 if isinstance(declared.get(k), bool)}
+        spec = self.upstream.tool(name)
+        metadata = spec.metadata if spec is not None else {}
+        for key, field in (("readOnlyHint", "read_only"), ("destructiveHint", "destructive")):
+            if key not in hints and isinstance(metadata.get(field), bool):
+                hints[key] = metadata[field]
+        title = definition.get("title") or declared.get("title")
+        if isinstance(title, str) and title:
+            hints["title"] = title
+        return hints
 
     def _relist(self, conv: Conversation, found: Found) -> bool:
         """Narrow mode: the conversation's list becomes the selection, in a stable order (the

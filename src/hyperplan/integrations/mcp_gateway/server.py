@@ -36,6 +36,15 @@ one its token names (the ``conversation`` argument or ``_meta``), ``find_tools``
 known token starts a new one, and anything else without one is served stateless. No client
 can name, read, change or evict another's conversation.
 
+Resources, resource templates and prompts (:mod:`.passthrough`): ``resources/list``,
+``resources/templates/list`` and ``prompts/list`` are the union of the upstreams' lists (an
+upstream that fails is left out and named in the result's ``_meta``), ``resources/read`` and
+``prompts/get`` go to the upstream that owns the URI or name, each upstream request under the
+same slots, deadline, size bound and redaction as a tool call. The ``resources`` and
+``prompts`` capabilities are advertised only when some upstream has them (known once the
+sources loaded; a client that initializes earlier is told what the sources may offer: any
+``mcp-server:`` source may have them, when the gateway was told its sources).
+
 Calls (:mod:`.limits`): each tool call waits for a slot of its client and of its upstream,
 inside its deadline (``busy``, never sent, when none comes free); selection runs on threads of
 its own, so it never waits behind tool calls.
@@ -50,7 +59,7 @@ import os
 import sys
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import anyio
@@ -59,6 +68,7 @@ import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
+from mcp.server.runner import serve_dual_era_loop
 from mcp.server.session import ServerSession
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
 from mcp.shared.exceptions import MCPError
@@ -82,6 +92,12 @@ from hyperplan.integrations.mcp_gateway.modes import (
     Reply,
     error_reply,
 )
+from hyperplan.integrations.mcp_gateway.passthrough import (
+    Kind,
+    McpSession,
+    Passthrough,
+    PassthroughError,
+)
 from hyperplan.integrations.mcp_gateway.selection import Conversation
 
 _T = TypeVar("_T")
@@ -89,6 +105,13 @@ _V = TypeVar("_V")
 BACKSTOP_MARGIN = 15.0  # seconds past the call deadline before the gateway stops waiting
 _MAX_HINTS = 10_000  # conversations remembered for announcing (a hint, not state)
 _BLOCK = TypeAdapter(types.ContentBlock)
+PASSTHROUGH_ERRORS = "io.hyperplan/upstream-errors"  # _meta key: upstreams left out of a list
+_LIST_RESULTS: dict[Kind, tuple[type[Any], type[Any], str]] = {
+    Kind.RESOURCES: (types.ListResourcesResult, types.Resource, "resources"),
+    Kind.TEMPLATES: (types.ListResourceTemplatesResult, types.ResourceTemplate,
+                     "resource_templates"),
+    Kind.PROMPTS: (types.ListPromptsResult, types.Prompt, "prompts"),
+}
 
 INSTRUCTIONS = {
     Mode.SEARCH: ("This gateway fronts many tools. Call find_tools with what you want to do: "
@@ -105,9 +128,26 @@ class _GatewayServer(Server[Any]):
     clients in narrow mode on every transport (the streamable-HTTP manager builds its
     initialization options itself, without arguments)."""
 
-    def __init__(self, *args: Any, tools_changed: bool = False, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, tools_changed: bool = False,
+                 offers: Callable[[str], bool] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.tools_changed = tools_changed
+        self.offers = offers
+
+    def get_capabilities(self, notification_options: NotificationOptions | None = None,
+                         experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+                         extensions: dict[str, dict[str, Any]] | None = None, *,
+                         protocol_version: str | None = None) -> types.ServerCapabilities:
+        """The SDK's capabilities, with ``resources`` / ``prompts`` only when ``offers``
+        says an upstream has them (no subscriptions, no list-changed: not passed on)."""
+        caps = super().get_capabilities(notification_options, experimental_capabilities,
+                                        extensions, protocol_version=protocol_version)
+        offers = self.offers or (lambda _capability: False)
+        return caps.model_copy(update={
+            "resources": types.ResourcesCapability(subscribe=False, list_changed=False)
+            if offers("resources") else None,
+            "prompts": types.PromptsCapability(list_changed=False)
+            if offers("prompts") else None})
 
     def create_initialization_options(
             self, notification_options: NotificationOptions | None = None,
@@ -125,7 +165,8 @@ class GatewayServer:
 
     def __init__(self, config: GatewayConfig, load: Callable[[], Gateway], *,
                  name: str = "hyperplan-gateway", version: str = "",
-                 on_failure: Callable[[str], None] | None = None) -> None:
+                 on_failure: Callable[[str], None] | None = None,
+                 sources: Sequence[str] | None = None) -> None:
         self.config = config
         self.narrow = config.mode is Mode.NARROW
         self.gateway: Gateway | None = None
@@ -148,11 +189,19 @@ class GatewayServer:
         self._bound: OrderedDict[str, str] = OrderedDict()
         self._slots: CallSlots | None = None
         self._tools: dict[str, types.Tool] = {}
+        self.passthrough: Passthrough | None = None
+        # before the sources loaded: whether they may offer resources and prompts
+        self._may_pass = sources is None or any(
+            s.startswith("mcp-server:") for s in sources)
         self.server = _GatewayServer(
             name, version=version, instructions=INSTRUCTIONS[config.mode],
             on_list_tools=self._list_tools, on_call_tool=self._call_tool,
+            on_list_resources=self._list_resources,
+            on_list_resource_templates=self._list_resource_templates,
+            on_read_resource=self._read_resource, on_list_prompts=self._list_prompts,
+            on_get_prompt=self._get_prompt,
             on_subscriptions_listen=self._listen if self.narrow else None,
-            tools_changed=self.narrow)
+            tools_changed=self.narrow, offers=self.offers)
         self.deadline = config.call_timeout + BACKSTOP_MARGIN
 
     # loading ----------------------------------------------------------------------------
@@ -173,6 +222,9 @@ class GatewayServer:
         try:
             gateway = self._load()
             gateway.service.on_ready = self.on_graph_ready
+            passthrough = Passthrough(gateway.upstream, self.config)
+            passthrough.warm()
+            self.passthrough = passthrough
             self.gateway = gateway
             gateway.service.start()
         except BaseException as exc:
@@ -190,6 +242,15 @@ class GatewayServer:
             raise MCPError(INTERNAL_ERROR, f"the upstream tools could not be loaded: "
                                            f"{self.failure}")
         return self.gateway
+
+    def offers(self, capability: str) -> bool:
+        """Whether the gateway advertises ``capability`` (``resources`` / ``prompts``): some
+        upstream has it; before the sources loaded, whether they may (module doc)."""
+        if not self._loaded.is_set():
+            return self._may_pass
+        passthrough = self.passthrough
+        known = passthrough.known_offers(capability) if passthrough is not None else False
+        return self._may_pass if known is None else known
 
     # handlers ---------------------------------------------------------------------------
 
@@ -255,6 +316,120 @@ class GatewayServer:
                     forwarded=False)
             return await self._in_thread(slots.call_threads, functools.partial(
                 gateway.call, conv, name, args, timeout=left))
+
+    # resources and prompts --------------------------------------------------------------
+
+    async def _list_resources(self, ctx: ServerRequestContext[Any],
+                              params: types.PaginatedRequestParams | None
+                              ) -> types.ListResourcesResult:
+        result: types.ListResourcesResult = await self._pass_list(ctx, Kind.RESOURCES)
+        return result
+
+    async def _list_resource_templates(self, ctx: ServerRequestContext[Any],
+                                       params: types.PaginatedRequestParams | None
+                                       ) -> types.ListResourceTemplatesResult:
+        result: types.ListResourceTemplatesResult = await self._pass_list(ctx, Kind.TEMPLATES)
+        return result
+
+    async def _list_prompts(self, ctx: ServerRequestContext[Any],
+                            params: types.PaginatedRequestParams | None
+                            ) -> types.ListPromptsResult:
+        result: types.ListPromptsResult = await self._pass_list(ctx, Kind.PROMPTS)
+        return result
+
+    async def _read_resource(self, ctx: ServerRequestContext[Any],
+                             params: types.ReadResourceRequestParams
+                             ) -> types.ReadResourceResult:
+        gateway, passthrough = await self._passthrough()
+        uri = str(params.uri)
+        if not passthrough.listed(Kind.RESOURCES):  # the routes come from the lists
+            await self._pass_list(ctx, Kind.RESOURCES)
+            await self._pass_list(ctx, Kind.TEMPLATES)
+        session, upstream_uri = await self._pass_call(
+            gateway, functools.partial(passthrough.route_uri, uri))
+        data = await self._pass_on(ctx, gateway, session, f"resources/read {uri!r}",
+                                   lambda left: passthrough.read(session, upstream_uri, left))
+        return types.ReadResourceResult.model_validate(data)
+
+    async def _get_prompt(self, ctx: ServerRequestContext[Any],
+                          params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        gateway, passthrough = await self._passthrough()
+        if not passthrough.listed(Kind.PROMPTS):
+            await self._pass_list(ctx, Kind.PROMPTS)
+        session, name = await self._pass_call(
+            gateway, functools.partial(passthrough.route_prompt, params.name))
+        arguments = dict(params.arguments) if params.arguments is not None else None
+        data = await self._pass_on(
+            ctx, gateway, session, f"prompts/get {params.name!r}",
+            lambda left: passthrough.get_prompt(session, name, arguments, left))
+        return types.GetPromptResult.model_validate(data)
+
+    async def _passthrough(self) -> tuple[Gateway, Passthrough]:
+        gateway = await self._gateway()
+        passthrough = self.passthrough
+        if passthrough is None:  # loaded by a test's own loader; built on first use
+            passthrough = self.passthrough = Passthrough(gateway.upstream, self.config)
+        return gateway, passthrough
+
+    async def _pass_list(self, ctx: ServerRequestContext[Any], kind: Kind) -> Any:
+        """The union of the upstreams' lists of ``kind`` (:meth:`.Passthrough.merge`): each
+        upstream asked at once, under its slots; one that fails is left out and named in
+        the result's ``_meta``."""
+        gateway, passthrough = await self._passthrough()
+        sessions = await self._pass_call(gateway, functools.partial(passthrough.offering, kind))
+        lists: list[tuple[McpSession, list[dict[str, Any]]] | str] = [""] * len(sessions)
+
+        async def ask(i: int, session: McpSession) -> None:
+            try:
+                lists[i] = (session, await self._pass_on(
+                    ctx, gateway, session, kind.value,
+                    lambda left: passthrough.list_from(session, kind, left)))
+            except MCPError as exc:
+                lists[i] = exc.error.message
+
+        async with anyio.create_task_group() as group:
+            for i, session in enumerate(sessions):
+                group.start_soon(ask, i, session)
+        merged = passthrough.merge(kind, [x for x in lists if not isinstance(x, str)])
+        result_type, item_type, field = _LIST_RESULTS[kind]
+        items = []
+        for item in merged:
+            try:
+                items.append(item_type.model_validate(item))
+            except ValidationError:  # an odd upstream entry: left out, not the whole list
+                continue
+        errors = [x for x in lists if isinstance(x, str)]
+        meta = {PASSTHROUGH_ERRORS: errors} if errors else None
+        return result_type(**{field: items}, meta=meta)
+
+    async def _pass_call(self, gateway: Gateway, func: Callable[[], _T], *,
+                         call: bool = False) -> _T:
+        """``func`` in a worker thread (a routing step, which may ask an upstream for its
+        capabilities, or with ``call`` an upstream request holding its slots); a
+        :class:`PassthroughError` becomes the JSON-RPC error."""
+        slots = self._limits(gateway)
+        try:
+            result = await self._in_thread(
+                slots.call_threads if call else slots.selection_threads, func)
+        except PassthroughError as exc:
+            raise MCPError(exc.code, str(exc)) from None
+        if result is None:
+            raise MCPError(INTERNAL_ERROR, f"no answer within {self.deadline:g} s")
+        return result
+
+    async def _pass_on(self, ctx: ServerRequestContext[Any], gateway: Gateway,
+                       session: McpSession, what: str, request: Callable[[float], _T]) -> _T:
+        """``request(seconds left)`` on ``session`` once it holds a slot of its client and
+        of its upstream, inside the call deadline, as a tool call (:meth:`_forward`)."""
+        slots = self._limits(gateway)
+        async with slots.slot(session.index, _client_of(ctx), self.config.call_timeout) as left:
+            if left is None:
+                raise MCPError(INTERNAL_ERROR, (
+                    f"{what}: not sent: this server's calls (or yours) are all in progress "
+                    f"and none finished within the {self.config.call_timeout:g} s deadline; "
+                    "try again later"))
+            seconds = left
+            return await self._pass_call(gateway, lambda: request(seconds), call=True)
 
     def _limits(self, gateway: Gateway) -> CallSlots:
         if self._slots is None:
@@ -380,8 +555,10 @@ class GatewayServer:
 
             if threading.current_thread() is threading.main_thread():
                 group.start_soon(stop_on_sigterm)
-            await self.server.run(read_stream, write_stream,
-                                  self.server.create_initialization_options())
+            # the initialize answer is built when it comes (capabilities known by then)
+            async with self.server.lifespan(self.server) as state:
+                await serve_dual_era_loop(self.server, read_stream, write_stream,
+                                          lifespan_state=state, init_options=None)
             group.cancel_scope.cancel()
 
     def serve_http(self, address: HttpAddress, *, ready: Callable[[str], None] | None = None,
