@@ -245,13 +245,14 @@ def test_http_passthrough_and_capabilities_only_when_an_upstream_has_them() -> N
 
 
 def _everything_command() -> str | None:
-    """``mcp-server-everything`` on PATH or under ``$HYPERPLAN_NPM_PREFIX/bin`` (npm install
-    --prefix DIR @modelcontextprotocol/server-everything@2026.8.31), when ``npx`` exists."""
+    """``mcp-server-everything`` on PATH or installed under ``$HYPERPLAN_NPM_PREFIX`` (``npm
+    install --prefix DIR @modelcontextprotocol/server-everything@2026.8.31``, as
+    benchmarks/mcp-corpus/servers.json pins it), when ``npx`` exists."""
     if shutil.which("npx") is None:
         return None
     prefix = os.environ.get("HYPERPLAN_NPM_PREFIX")
-    if prefix:
-        candidate = Path(prefix) / "bin" / "mcp-server-everything"
+    for folder in ("node_modules/.bin", "bin") if prefix else ():
+        candidate = Path(prefix or ".") / folder / "mcp-server-everything"
         if candidate.is_file():
             return str(candidate)
     return shutil.which("mcp-server-everything")
