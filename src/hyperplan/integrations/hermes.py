@@ -2,7 +2,8 @@
 tools Hermes would send are narrowed to hyperplan's selection for the conversation so far, with
 no LLM on the path.
 
-Installed with ``pip install 'hyperplan[hermes]'`` into Hermes' environment, the plugin is found
+Installed into Hermes' environment from a checkout or a built wheel with ``--no-deps`` (README,
+"Installing for an agent": Hermes pins ``openai==2.24.0``), the plugin is found
 through the entry-point group ``hermes_agent.plugins`` under the name ``hyperplan`` and, like
 every pip plugin, is opt-in: ``hermes plugins enable hyperplan``. :meth:`HermesPlugin.register`
 then adds
