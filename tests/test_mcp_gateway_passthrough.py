@@ -24,7 +24,9 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
 from gateway_helpers import free_port, result_data, run_bounded
+from hyperplan.integrations.mcp_gateway.config import GatewayConfig, Mode
 from hyperplan.integrations.mcp_gateway.passthrough import server_label, template_pattern
+from hyperplan.integrations.mcp_gateway.server import GatewayServer
 
 SERVER = Path(__file__).parent / "data" / "gateway" / "passthrough_server.py"
 SECRET = "pt-secret-value-0123456789"
@@ -67,6 +69,17 @@ def test_labels_and_template_patterns() -> None:
     assert template_pattern("file:///{+path}").match("file:///a/b/c.txt")
     assert template_pattern("search://q{?query,limit}").match("search://q?query=x&limit=2")
     assert not template_pattern("notes://note/{id}").match("other://note/1")
+
+
+def test_a_definition_with_an_odd_field_keeps_title_and_hints() -> None:
+    """Narrow mode lists upstream definitions; one the SDK's model refuses (here a bad
+    outputSchema) is listed without the odd field but with its title and annotations."""
+    server = GatewayServer(GatewayConfig(mode=Mode.NARROW), lambda: None)  # type: ignore[arg-type, return-value]
+    tool = server._tool({"name": "wipe", "inputSchema": {"type": "object"},
+                         "outputSchema": "not a schema", "title": "Wipe",
+                         "annotations": {"destructiveHint": True}})
+    assert tool.title == "Wipe" and tool.output_schema is None
+    assert tool.annotations is not None and tool.annotations.destructive_hint is True
 
 
 # two clashing upstreams over stdio ------------------------------------------------------------

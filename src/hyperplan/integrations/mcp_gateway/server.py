@@ -528,6 +528,13 @@ class GatewayServer:
                 tool = types.Tool.model_validate(
                     {k: definition[k] for k in ("name", "description", "inputSchema")
                      if k in definition})
+                for key in ("title", "annotations"):  # and the hints, when they are valid
+                    try:
+                        tool = types.Tool.model_validate(
+                            {**tool.model_dump(by_alias=True, exclude_none=True),
+                             key: definition[key]}) if key in definition else tool
+                    except ValidationError:
+                        continue
             self._tools[name] = tool
         return tool
 
