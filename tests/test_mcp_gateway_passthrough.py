@@ -39,9 +39,9 @@ def _source(label: str, *flags: str) -> str:
     return f"mcp-server:{sys.executable} {SERVER} {label} {SECRET} {' '.join(flags)}".strip()
 
 
-def _gateway_args(*sources: str, extra: tuple[str, ...] = ()) -> list[str]:
+def _gateway_args(*sources: str, extra: tuple[str, ...] = (), timeout: int = 30) -> list[str]:
     return ["-m", "hyperplan", "serve", "--embedder", "hashing", "--no-cache",
-            "--call-timeout", "30", *extra, *sources]
+            "--call-timeout", str(timeout), *extra, *sources]
 
 
 def _env() -> dict[str, str]:
@@ -49,9 +49,10 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PASSTHROUGH_SECRET": SECRET}
 
 
-def _stdio(*sources: str, extra: tuple[str, ...] = ()) -> StdioServerParameters:
+def _stdio(*sources: str, extra: tuple[str, ...] = (), timeout: int = 30
+           ) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=_gateway_args(
-        *sources, extra=extra), env=_env())
+        *sources, extra=extra, timeout=timeout), env=_env())
 
 
 def _text(result: Any) -> str:
@@ -100,8 +101,8 @@ def test_clashing_upstreams_are_prefixed_consistently(mode: str) -> None:
             assert client.server_capabilities.prompts is not None
             resources = (await client.list_resources()).resources
             uris = [r.uri for r in resources]
-            assert uris == [f"{A}+notes://readme", f"{A}+notes://config", f"{A}+notes://big",
-                            f"{B}+notes://readme", f"{B}+notes://config", f"{B}+notes://big"]
+            assert uris == [f"{x}+notes://{name}" for x in (A, B)
+                            for name in ("readme", "config", "big", "slow")]
             assert resources[0].name == f"{A}__readme"
             assert resources[0].mime_type == "text/plain"
             templates = (await client.list_resource_templates()).resource_templates
@@ -147,7 +148,7 @@ def test_one_upstream_unprefixed_with_template_routing_and_limits() -> None:
             "--max-response-bytes", "20000", "--max-argument-bytes", "200"))
         async with Client(params, read_timeout_seconds=TIMEOUT) as client:
             uris = [r.uri for r in (await client.list_resources()).resources]
-            assert uris == ["notes://readme", "notes://config", "notes://big"]
+            assert uris == ["notes://readme", "notes://config", "notes://big", "notes://slow"]
             assert _text(await client.read_resource("notes://note/42")) == "note 42 of solo"
             with pytest.raises(MCPError) as big:
                 await client.read_resource("notes://big")
@@ -162,6 +163,22 @@ def test_one_upstream_unprefixed_with_template_routing_and_limits() -> None:
             assert got.messages[0].content.text == "Summarize note 9 (solo)."  # type: ignore[union-attr]
 
     run_bounded(scenario, TIMEOUT * 2)
+
+
+def test_a_read_past_the_deadline_is_an_error_and_the_upstream_is_replaced() -> None:
+    """A resource that takes a minute, with --call-timeout 2: the read is an error within the
+    deadline (not a hang), and the next read is served by a fresh upstream."""
+    async def scenario() -> None:
+        async with Client(_stdio(_source("slowpoke"), timeout=2),
+                          read_timeout_seconds=TIMEOUT) as client:
+            started = time.monotonic()
+            with pytest.raises(MCPError) as late:
+                await client.read_resource("notes://slow")
+            assert time.monotonic() - started < 15
+            assert "no answer within" in late.value.error.message
+            assert _text(await client.read_resource("notes://readme")) == "readme of slowpoke"
+
+    run_bounded(scenario, TIMEOUT)
 
 
 def test_find_tools_shows_hints_and_narrow_list_keeps_annotations() -> None:

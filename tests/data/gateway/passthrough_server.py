@@ -4,12 +4,14 @@ for tests/test_mcp_gateway_passthrough.py (mcp 2.x ``MCPServer``, the SDK's Fast
 Run as ``python passthrough_server.py [LABEL [SECRET [--no-tools]]]``: LABEL (default
 ``notes``) goes into every text, so two copies of the server with the same URIs and prompt
 names can be told apart; the resource ``notes://config`` shows SECRET (to check redaction);
-``notes://big`` is 50,000 characters long (to check the gateway's response bound). With
+``notes://big`` is 50,000 characters long (to check the gateway's response bound),
+``notes://slow`` takes a minute (its deadline). With
 ``--no-tools`` it serves no tools (two copies then clash only on resources and prompts)."""
 
 from __future__ import annotations
 
 import sys
+import time
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
@@ -33,6 +35,12 @@ def config() -> str:
 @server.resource("notes://big", name="big", mime_type="text/plain")
 def big() -> str:
     return "x" * 50_000
+
+
+@server.resource("notes://slow", name="slow", mime_type="text/plain")
+def slow() -> str:
+    time.sleep(60)
+    return "late"
 
 
 @server.resource("notes://note/{note_id}", name="note", mime_type="text/plain")
