@@ -90,6 +90,9 @@ def test_substituted_values_and_headers_are_secrets() -> None:
                           "Authorization": "Bearer ${H6_SECRET_HDR}"}}}}, "f.json", environ)
     for value in ("env-secret-value-987", "hdr-secret-value-654", "literal-key-value-321"):
         assert redact_text(f"said {value}") == "said ***"
+    parse_mcp_config({"mcpServers": {"m": {"command": "x", "env": {
+        "MEMORY_FILE_PATH": "${HOME}/memory.json"}}}}, "f.json", {"HOME": "/home/h6-user"})
+    assert redact_text("/home/h6-user/x") == "/home/h6-user/x"  # a place, not a credential
 
 
 @pytest.mark.parametrize(("data", "message"), [
@@ -307,6 +310,25 @@ def test_slow_servers_start_together() -> None:
         assert upstream.names == ["slow1__wait", "slow2__wait"]
         assert seconds < 3.5, f"first tools/list after {seconds:.2f} s"
         assert _value(upstream.call("slow2__wait", {})) == "done"
+    finally:
+        upstream.close()
+
+
+def test_a_hung_server_costs_its_own_deadline_only() -> None:
+    """A server that never answers is given up at its own start deadline (the call timeout)
+    and reported; the quick one is served meanwhile, not after it."""
+    hung = {"command": sys.executable, "args": [SLOW], "env": {"TINY_START_DELAY": "60"}}
+    quick = {"command": sys.executable, "args": [SLOW]}
+    servers = parse_mcp_config({"mcpServers": {"hung": hung, "quick": quick}}, "f.json")
+    told: list[str] = []
+    started = time.monotonic()
+    upstream = load_upstream([], UpstreamOptions(call_timeout=2), servers=servers,
+                             report=told.append)
+    try:
+        seconds = time.monotonic() - started
+        assert upstream.names == ["wait"] and upstream.server_of("wait") == "quick"
+        assert seconds < 8, f"gave up after {seconds:.2f} s"
+        assert len(told) == 1 and "server 'hung'" in told[0], told
     finally:
         upstream.close()
 

@@ -13,7 +13,8 @@ streamable-HTTP one (``url``, ``headers``); ``type`` (``stdio``, ``http``, also
 ``streamable-http``) may say which, and must agree with the fields. An entry with
 ``"disabled": true`` is left out. ``${VAR}`` (or VS Code's ``${env:VAR}``) in ``args``, ``env``,
 ``cwd``, ``url`` and ``headers`` is replaced by that environment variable; every value so
-substituted, and every header value, is registered as a secret
+substituted (but in ``cwd``, and but ``${HOME}``, ``${USER}``, ``${TMPDIR}`` and the like,
+which say where things are), and every header value, is registered as a secret
 (:func:`hyperplan.secrets.register_secret`: redacted wherever hyperplan prints). A missing
 variable, an unknown field or a wrong type is one :class:`~hyperplan.errors.HyperplanError`
 naming the file, the server and the field. The entry's key is the upstream's name: the
@@ -36,6 +37,10 @@ from hyperplan.errors import HyperplanError
 
 _REFERENCE = re.compile(r"\$\{(?:env:)?([A-Za-z_][A-Za-z0-9_]*)\}")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+#: Variables whose values say where things are, not credentials: substituted, not registered
+#: as secrets (``${HOME}`` would otherwise blank every path in every message).
+_PLAIN_VARIABLES = frozenset({"HOME", "USER", "LOGNAME", "PWD", "TMPDIR", "TMP", "TEMP",
+                              "PATH", "SHELL", "LANG", "USERPROFILE", "APPDATA"})
 _STDIO_FIELDS = frozenset({"command", "args", "env", "cwd"})
 _HTTP_FIELDS = frozenset({"url", "headers"})
 # accepted and ignored: what hosts add for their own use (Cursor, VS Code, Claude, Hermes)
@@ -124,7 +129,7 @@ def _entry(name: str, raw: Any, where: str, env: Mapping[str, str]) -> ServerEnt
                              "cwd for a stdio server; url, headers for an HTTP one)")
     kind = _kind(raw, at)
     if kind is ServerKind.HTTP:
-        return ServerEntry(name, kind, url=_text(raw.get("url"), at, "url", env, secret=False),
+        return ServerEntry(name, kind, url=_text(raw.get("url"), at, "url", env),
                            headers=_strings(raw.get("headers"), at, "headers", env,
                                             secret_all=True))
     cwd = raw.get("cwd")
@@ -165,7 +170,7 @@ def _resolve(value: str, at: str, what: str, env: Mapping[str, str], *,
         if found is None:
             raise HyperplanError(f"{at}: field {what}: the environment variable {variable} is "
                                  "not set")
-        if secret:
+        if secret and variable not in _PLAIN_VARIABLES and not variable.startswith("XDG_"):
             register_secret(found)
         return found
 
