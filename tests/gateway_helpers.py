@@ -37,3 +37,20 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def wait_listening(process: Any, port: int, limit: float = 30.0) -> None:
+    """Return once ``port`` on loopback accepts connections; fail with the stderr of
+    ``process`` (a ``subprocess.Popen`` with text stderr) if it exits first, or after
+    ``limit`` seconds."""
+    import time
+
+    deadline = time.monotonic() + limit
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            assert process.poll() is None, process.communicate()[1]
+            assert time.monotonic() < deadline, f"nothing listened on port {port}"
+            time.sleep(0.1)

@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,7 +22,7 @@ from typing import Any
 import pytest
 from mcp import Client, MCPError, StdioServerParameters
 
-from gateway_helpers import free_port, result_data, run_bounded
+from gateway_helpers import free_port, result_data, run_bounded, wait_listening
 from hyperplan.integrations.mcp_gateway.config import GatewayConfig, Mode
 from hyperplan.integrations.mcp_gateway.passthrough import server_label, template_pattern
 from hyperplan.integrations.mcp_gateway.server import GatewayServer
@@ -222,15 +221,7 @@ def _http_gateway(*sources: str) -> Iterator[str]:
         *sources, extra=("--http", str(port)))], env=_env(), stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                with socket.create_connection(("127.0.0.1", port), timeout=1):
-                    break
-            except OSError:
-                assert process.poll() is None, process.communicate()[1]
-                assert time.monotonic() < deadline, "the gateway did not listen"
-                time.sleep(0.1)
+        wait_listening(process, port)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         if process.poll() is None:
