@@ -1,15 +1,17 @@
-"""A real MCP server behind the gateway, two clients at once, a planted secret (issue 36).
+"""A real MCP server behind the gateway, two clients at once, a planted secret (issues 36, 38).
 
-    python scripts/dev/gateway_secret_check.py
+    python scripts/dev/gateway_secret_check.py [--config]
 
 Needs ``mcp-server-git`` (PyPI) in this environment. Makes a git repository in a temporary
 folder whose commit message holds a secret, sets it as ``MY_SERVICE_TOKEN`` (a
 credential-named variable) in the gateway's environment, starts ``hyperplan serve --http``
-in front of ``python -m mcp_server_git``, and runs two default SDK clients at once: each
-``find_tools`` (until the graph is ready), a tool, and ``git_show`` with the secret as its
-revision. Prints each client's first tools and held values, whether any 6 consecutive
-characters of the secret reached a client, the gateway's stdout/stderr, the selection cache
-or the gateway's ``TMPDIR``, and any cache file that is not 0600. Stops the gateway by PID.
+in front of ``python -m mcp_server_git`` (with ``--config``: from an ``mcpServers`` file
+whose ``env`` passes the secret as ``${MY_SERVICE_TOKEN}``), and runs two default SDK
+clients at once: each ``find_tools`` (until the graph is ready), a tool, and ``git_show``
+with the secret as its revision. Prints each client's first tools and held values, whether
+any 6 consecutive characters of the secret reached a client, the gateway's stdout/stderr,
+the selection cache or the gateway's ``TMPDIR``, and any cache file that is not 0600.
+Stops the gateway by PID.
 """
 
 from __future__ import annotations
@@ -65,6 +67,18 @@ def _pieces(text: str) -> list[str]:
     return [SECRET[i:i + 6] for i in range(len(SECRET) - 5) if SECRET[i:i + 6] in text]
 
 
+def _sources(root: Path, repo: Path) -> list[str]:
+    """The gateway's source: an ``mcp-server:`` string, or with ``--config`` an ``mcpServers``
+    file passing the secret to the server through ``${MY_SERVICE_TOKEN}`` in its ``env``."""
+    if "--config" not in sys.argv[1:]:
+        return [f"mcp-server:{sys.executable} -m mcp_server_git --repository {repo}"]
+    config = root / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {"git": {
+        "command": sys.executable, "args": ["-m", "mcp_server_git", "--repository", str(repo)],
+        "env": {"GIT_SERVICE_TOKEN": "${MY_SERVICE_TOKEN}"}}}}))
+    return ["--config", str(config)]
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -77,7 +91,7 @@ def main() -> None:
                "TMPDIR": str(gateway_tmp)}
         gateway = subprocess.Popen(
             [sys.executable, "-m", "hyperplan", "serve", "--http", str(port), "--embedder",
-             "hashing", f"mcp-server:{sys.executable} -m mcp_server_git --repository {repo}"],
+             "hashing", *_sources(root, repo)],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         seen: list[str] = []
         try:
