@@ -22,8 +22,8 @@ gateway (issue 38, item 4). Selection is about tools only; these pass unchanged.
   no conversation state is read or written, so isolation between clients is unchanged.
 
 The upstream sessions are reached through each source's MCP runtime
-(:class:`~hyperplan.execute.runtimes.MCPRuntime`); :func:`mcp_sessions` is the one place that
-knows how (``Upstream`` has no public hook for it yet).
+(:class:`~hyperplan.execute.runtimes.MCPRuntime`), as :meth:`Upstream.mcp_runtimes` lists
+them (:func:`mcp_sessions`).
 """
 
 from __future__ import annotations
@@ -31,14 +31,13 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hyperplan.integrations.mcp_gateway.config import GatewayConfig
-from hyperplan.integrations.mcp_gateway.upstream import Upstream
+from hyperplan.integrations.mcp_gateway.upstream import Upstream, prefix_word
 from hyperplan.secrets import redact_cut, redact_value
 
 if TYPE_CHECKING:
@@ -88,27 +87,14 @@ class McpSession:
 
 
 def mcp_sessions(upstream: Upstream) -> list[McpSession]:
-    """The upstream sources that are MCP server sessions (the hook ``Upstream`` lacks: it
-    keeps its sources private), with a unique label each."""
-    sessions: list[McpSession] = []
-    seen: Counter[str] = Counter()
-    for index, source in enumerate(getattr(upstream, "_sources", ())):
-        server = str(getattr(source, "name", "") or f"server{index}")
-        base = server_label(getattr(source, "label", None) or server)
-        seen[base] += 1  # every source counts, as for the tools' prefixes
-        runtime = getattr(source, "runtime", None)
-        if hasattr(runtime, "_acquire") and hasattr(runtime, "_release"):
-            label = base if seen[base] == 1 else f"{base}_{seen[base]}"
-            sessions.append(McpSession(index, server, label, runtime))
-    return sessions
+    """The upstream sources that are MCP server sessions, each with the label that prefixes
+    its clashing entries (the prefix of its clashing tools)."""
+    return [McpSession(index, name, label, runtime)
+            for index, name, label, runtime in upstream.mcp_runtimes()]
 
 
-def server_label(server: str) -> str:
-    """The prefix of a server's clashing entries, the same word that prefixes its clashing
-    tools (``server__tool``): ``mcp-server:server-filesystem`` -> ``server-filesystem``
-    (letters, digits, ``_`` and ``-``); a repeated one gets ``_2`` ..."""
-    tail = server.partition(":")[2] if ":" in server else server
-    return re.sub(r"[^A-Za-z0-9_-]+", "_", tail).strip("_") or "server"
+#: The prefix word of a server's name (``mcp-server:server-filesystem`` -> ``server-filesystem``).
+server_label = prefix_word
 
 
 def template_pattern(template: str) -> re.Pattern[str]:

@@ -171,6 +171,15 @@ class Upstream:
         self._specs = {t.name: t for t in self.catalog.tools}
         self._definitions: dict[str, dict[str, Any]] = {}
 
+    def mcp_runtimes(self) -> list[tuple[int, str, str, ToolRuntime]]:
+        """The MCP server sources, each as (source index, name clients are told, prefix of its
+        clashing entries, runtime), for what passes through besides tools (resources,
+        prompts)."""
+        return [(index, source.name, prefix, source.runtime)
+                for index, (source, prefix) in enumerate(
+                    zip(self._sources, _unique_prefixes(self._sources), strict=True))
+                if hasattr(source.runtime, "_acquire") and hasattr(source.runtime, "_release")]
+
     @property
     def names(self) -> list[str]:
         return self.catalog.names()
@@ -284,14 +293,21 @@ def namespaced(sources: Sequence[_Source], policy: Namespace) -> list[_Source]:
     return out
 
 
+def prefix_word(name: str) -> str:
+    """The word a source's name gives its clashing tools, resources and prompts (``word__x``):
+    the name without its kind, letters, digits, ``_`` and ``-`` only
+    (``mcp-server:server-filesystem`` -> ``server-filesystem``)."""
+    tail = name.partition(":")[2] if ":" in name else name
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", tail).strip("_") or "server"
+
+
 def _unique_prefixes(sources: Sequence[_Source]) -> list[str]:
-    """Each source's namespace prefix: its name without the kind, as a tool-name-safe word
-    (``mcp-server:mcp-server-git`` -> ``mcp-server-git``); a repeated one gets ``_2`` ..."""
+    """Each source's namespace prefix, :func:`prefix_word` of its name; a repeated one gets
+    ``_2`` ..."""
     seen: Counter[str] = Counter()
     out: list[str] = []
     for source in sources:
-        base = source.label or source.name.partition(":")[2] or source.name
-        word = re.sub(r"[^A-Za-z0-9_-]+", "_", base).strip("_") or "server"
+        word = prefix_word(source.label or source.name)
         seen[word] += 1
         out.append(word if seen[word] == 1 else f"{word}_{seen[word]}")
     return out
