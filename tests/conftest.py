@@ -10,9 +10,13 @@ import pytest
 
 
 def _shared_data_dir() -> Path:
-    env = os.environ.get("HYPERPLAN_SHARED_DATA")
+    """``$HYPERPLAN_DATA`` (the old ``$HYPERPLAN_SHARED_DATA`` with a warning), else
+    ``shared/data`` beside the checkout, else ``/work/shared/data``."""
+    from hyperplan.eval.suite_api import data_variable
+
+    env = data_variable()
     if env:
-        return Path(env)
+        return env
     beside = Path(__file__).resolve().parents[1].parent / "shared" / "data"
     if beside.exists():
         return beside

@@ -70,7 +70,8 @@ def load_appworld_eval_tasks(directory: Path) -> list[EvalTask]:
     path = directory / "tasks_train.jsonl"
     if not path.exists():
         raise HyperplanError(f"appworld: no tasks file at {path} (pass --data DIR holding "
-                             "tasks_train.jsonl and api_docs/, or set HYPERPLAN_DATA)")
+                             "tasks_train.jsonl and api_docs/, or set HYPERPLAN_DATA; "
+                             "see docs/data.md)")
     out = []
     for row in read_jsonl(path):
         calls = row.get("gold_calls")

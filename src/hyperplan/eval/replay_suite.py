@@ -238,7 +238,7 @@ def load_gold_suite(suite: str, data: str | Path | None) -> tuple[Catalog, list[
     path = Path(data) if data else default_data_path(suite)
     if not path.exists():
         raise HyperplanError(f"{suite}: data not found at {path} (pass --data PATH or set "
-                             "HYPERPLAN_DATA)")
+                             "HYPERPLAN_DATA; see docs/data.md)")
     parts = load_suite(suite, path).parts
     tools = {t.name: t for catalog, _ in parts for t in catalog.tools}
     tasks = [t for _, part_tasks in parts for t in part_tasks]

@@ -7,7 +7,9 @@ class implements which suite is written in :mod:`hyperplan.eval.registry`.
 
 from __future__ import annotations
 
+import functools
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -19,13 +21,37 @@ from hyperplan.execute.results import ToolRuntime
 from hyperplan.graph.model import Hypergraph
 from hyperplan.retrieve.context_graph import GraphIndex
 
-__all__ = ["AgentSuite", "EvalTask", "SuiteSession", "data_root"]
+__all__ = ["AgentSuite", "EvalTask", "SuiteSession", "data_root", "data_variable"]
+
+
+DATA_VARIABLE = "HYPERPLAN_DATA"
+OLD_DATA_VARIABLE = "HYPERPLAN_SHARED_DATA"  # deprecated: read when DATA_VARIABLE is unset
 
 
 def data_root() -> Path:
     """Where suites read benchmark data by default: ``$HYPERPLAN_DATA``, else
     ``../shared/data`` (relative to the working directory)."""
-    return Path(os.environ.get("HYPERPLAN_DATA", "../shared/data"))
+    return data_variable() or Path("../shared/data")
+
+
+def data_variable() -> Path | None:
+    """The benchmark data folder the environment names: ``$HYPERPLAN_DATA``; the old
+    ``$HYPERPLAN_SHARED_DATA`` still works when it is unset, with one ``warning: ... is
+    deprecated`` line on stderr (docs/data.md)."""
+    value = os.environ.get(DATA_VARIABLE)
+    if value:
+        return Path(value)
+    old = os.environ.get(OLD_DATA_VARIABLE)
+    if not old:
+        return None
+    _warn_old_variable()
+    return Path(old)
+
+
+@functools.cache
+def _warn_old_variable() -> None:
+    print(f"warning: {OLD_DATA_VARIABLE} is deprecated; use {DATA_VARIABLE}", file=sys.stderr,
+          flush=True)
 
 
 @dataclass(frozen=True)
