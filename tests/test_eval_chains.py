@@ -13,8 +13,8 @@ from hyperplan.eval.chains import (
     OPEN_WORLD,
     backward_closure,
     chain_links,
-    doe_tools,
     evaluate_chains,
+    plan_terminals,
 )
 from hyperplan.graph.build import structure_from_catalog
 from hyperplan.graph.links import LinkConfig
@@ -73,9 +73,10 @@ def test_independent_terminals_do_not_lend_each_other_relevance() -> None:
     relevance = np.array([0.7, 0.9, 0.5])  # t, p, q
     cfg = DOEConfig(open_world_weight=OPEN_WORLD)
     state = empty_grounding(graph)
-    apart, ok = doe_tools(graph, ["t", "p"], state, cfg, [], relevance)
+    apart, ok = plan_terminals(graph, ["t", "p"], set(), state, cfg, [], relevance)
     assert ok and apart == [{"t", "p", "q"}]
-    joint, ok = doe_tools(graph, ["t", "p"], state, cfg, [], relevance, independent=False)
+    joint, ok = plan_terminals(graph, ["t", "p"], set(), state, cfg, [], relevance,
+                               independent=False)
     assert ok and joint == [{"t", "p"}]
 
 

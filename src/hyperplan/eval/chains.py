@@ -11,11 +11,13 @@ others' relevance is 0 (:func:`hyperplan.plan.doe.goal_relevance`; τ²'s termin
 actions, feed each other and keep theirs). DOE trusts links of weight >= ``LINK_RETENTION``,
 falling back to weaker inferred links and open-world producers (any tool's output, chosen by
 that relevance; :func:`hyperplan.plan.doe.expand`) only for a terminal that is otherwise
-unsatisfiable. When the answer leaves a stated value unused, DOE runs again with the plan's
-inputs released that share a stated name with the tool the value was probably stated for,
-then, if values are still unused, with that tool favoured, and last with it also offering its
-outputs open-world, never displacing a tool that takes a stated value; a claimant that takes
-a still unused value as a required input and has all its inputs then joins the plan as it is
+unsatisfiable. The stated-value repairs are those of the planner the agent runs
+(:func:`hyperplan.plan.support.plan_support`, policy :data:`hyperplan.plan.support.CHAINS`):
+when the answer leaves a stated value unused, DOE runs again with the plan's inputs released
+that share a stated name with the tool the value was probably stated for, then, if values are
+still unused, with that tool favoured, and last with it also offering its outputs open-world,
+never displacing a tool that takes a stated value; a claimant that takes a still unused value
+as a required input and has all its inputs then joins the plan as it is
 (:func:`plan_terminals`, :mod:`hyperplan.plan.stated`). ``exact`` is the fraction of
 tasks whose predicted tool set equals the gold call tools; producer precision and recall
 compare the non-terminal tools, summed over tasks.
@@ -31,7 +33,7 @@ baseline where their recalls meet (:mod:`hyperplan.eval.operating_points`).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -50,24 +52,10 @@ from hyperplan.graph.links import LinkConfig, TextEmbedder
 from hyperplan.graph.model import Hypergraph
 from hyperplan.graph.text import name_tokens
 from hyperplan.importers.gold import GoldTask
-from hyperplan.plan.doe import (
-    OPEN_WORLD_WEIGHT,
-    DOEConfig,
-    expand,
-    goal_relevance,
-    rank_support_graphs,
-)
+from hyperplan.plan.doe import OPEN_WORLD_WEIGHT, DOEConfig
 from hyperplan.plan.grounding import Grounding, ground
-from hyperplan.plan.stated import (
-    CLAIMANT_BONUS,
-    attachable_claimants,
-    best_claimants,
-    contested_names,
-    favour,
-    keeps_takers,
-    release,
-    unused_values,
-)
+from hyperplan.plan.support import CHAINS as CHAINS_POLICY
+from hyperplan.plan.support import Goals, Policy, plan_support
 
 
 def terminals_of(task: GoldTask) -> list[str]:
@@ -116,42 +104,6 @@ class _Tally:
         return result
 
 
-def doe_tools(graph: Hypergraph, terminals: list[str], grounding: Grounding,
-              config: DOEConfig, timings: list[float],
-              relevance: np.ndarray | None = None, alternatives: int = 1,
-              independent: bool = True, offering: Collection[int] = ()
-              ) -> tuple[list[set[str]], bool]:
-    """Per n = 1..``alternatives``, the union over terminals of each terminal's n best support
-    graphs (:func:`~hyperplan.plan.doe.rank_support_graphs` with the tools' relevance to the
-    task text; n = 1 is DOE's answer, larger n trade precision for recall), and whether every
-    terminal was satisfiable (an unsatisfiable terminal contributes itself alone). With
-    ``independent`` terminals (no terminal consumes another's output, as when terminals are
-    the calls whose outputs nothing consumes) each one's DOE reads
-    :func:`~hyperplan.plan.doe.goal_relevance`: the other terminals' relevance is 0."""
-    unions: list[set[str]] = [set() for _ in range(alternatives)]
-    ok = True
-    goals = [graph.tool_index[name] for name in terminals]
-    for name, goal in zip(terminals, goals, strict=True):
-        started = time.perf_counter()
-        own = (goal_relevance(relevance, goals, goal) if relevance is not None and independent
-               else relevance)
-        result = expand(graph, goal, grounding, config, relevance=own, offering=offering)
-        timings.append((time.perf_counter() - started) * 1000)
-        if not result.ok:
-            ok = False
-            for tools in unions:
-                tools.add(name)
-            continue
-        ranked = rank_support_graphs(result.complete, own, config.relevance_weight,
-                                     config.size_cost)
-        widened: set[str] = set()  # this terminal's n best graphs, growing with n
-        for n, tools in enumerate(unions):
-            if n < len(ranked):
-                widened |= {graph.tools[t].name for t in ranked[n].tools}
-            tools |= widened
-    return unions, ok
-
-
 # Link policy of the chains benchmark, chosen on the NesTools dev split: DOE trusts links of
 # weight >= LINK_RETENTION and, for a terminal that is unsatisfiable with those, falls back to
 # every inferred link of weight >= LINK_FALLBACK (missing links: a weak link beats no plan)
@@ -174,49 +126,23 @@ def chain_links(config: DOEConfig) -> LinkConfig:
 def plan_terminals(graph: Hypergraph, terminals: list[str], known: set[str],
                    grounding: Grounding, config: DOEConfig, timings: list[float],
                    relevance: np.ndarray | None = None, alternatives: int = 1,
-                   independent: bool = True) -> tuple[list[set[str]], bool]:
-    """:func:`doe_tools`, repaired when its answer leaves stated values (``known``) unused
-    (:mod:`hyperplan.plan.stated`), in up to three rounds: DOE runs again (1) with the
-    answer's contested inputs released; (2) if values are still unused and a relevance is
-    given, released and with the relevance of the most relevant claimant of each unused value
-    raised by ``CLAIMANT_BONUS``; (3) if values are still unused, with those claimants
-    favoured and making open-world offers (``expand(offering=...)``, which needs the
-    configuration's ``open_world_weight``): the call a value was stated for may have outputs
-    no inferred link leads anywhere. Each new plan is kept only if it leaves fewer stated
-    names unused, and round 3's only if it also keeps every tool of the plan that takes a
-    stated value (:func:`~hyperplan.plan.stated.keeps_takers`: a claimant may displace a
-    generic step such as NesTools' ``random_song``, never a call a value was stated for).
-    Last, the :func:`~hyperplan.plan.stated.attachable_claimants` of values still unused join
-    every alternative as they are (a call that feeds the plan through an input no schema or
-    link names, such as an optional ``business_id``)."""
-    unions, ok = doe_tools(graph, terminals, grounding, config, timings, relevance,
-                           alternatives, independent)
-    # (claimant bonus, release contested inputs, claimants offer open-world: keeps_takers)
-    rounds = ((0.0, True, False), (CLAIMANT_BONUS, True, False), (CLAIMANT_BONUS, False, True))
-    for bonus, do_release, insert in rounds:
-        tools = [graph.tool_index[name] for name in unions[0]]
-        unused = unused_values(graph, tools, known)
-        contested = contested_names(graph, tools, known) if unused and do_release else set()
-        rel = relevance
-        wanted: set[int] = set()
-        if relevance is not None and bonus > 0 and unused:
-            wanted = best_claimants(graph, tools, known, relevance)
-            rel = favour(relevance, wanted, bonus) if wanted else relevance
-        if not contested and rel is relevance:
-            continue
-        retry = doe_tools(graph, terminals, release(graph, grounding, tools, contested), config,
-                          timings, rel, alternatives, independent, wanted if insert else ())
-        retried = [graph.tool_index[name] for name in retry[0][0]]
-        if insert and not keeps_takers(graph, tools, retried, known):
-            continue
-        if len(unused_values(graph, retried, known)) < len(unused):
-            unions, ok = retry
-    if relevance is not None:
-        tools = [graph.tool_index[name] for name in unions[0]]
-        added = {graph.tools[t].name
-                 for t in attachable_claimants(graph, tools, known, grounding, relevance)}
-        unions = [tools_n | added for tools_n in unions]
-    return unions, ok
+                   independent: bool = True, policy: Policy = CHAINS_POLICY,
+                   ) -> tuple[list[set[str]], bool]:
+    """The planner the agent shares (:func:`hyperplan.plan.support.plan_support`) on one
+    task: every terminal wanted (``Goals.ALL``), the stated values ``known``; per n =
+    1..``alternatives``, the union over terminals of each terminal's n best support graphs
+    (n = 1 is DOE's answer, larger n trade precision for recall; an unsatisfiable terminal
+    contributes itself alone), and whether every terminal was satisfiable. With
+    ``independent`` terminals (no terminal consumes another's output, as when terminals are
+    the calls whose outputs nothing consumes) each one's DOE reads
+    :func:`~hyperplan.plan.doe.goal_relevance` (``Policy.independent_goals``)."""
+    policy = replace(policy, independent_goals=policy.independent_goals and independent)
+    if not config.open_world_weight:  # the benchmark's --open-world none: no open world at all
+        policy = replace(policy, open_world=False, offer_claimants=False)
+    plan = plan_support(graph, terminals, grounding, relevance, policy, config=config,
+                        goals=Goals.ALL, stated=known, timings=timings)
+    unions = [{graph.tools[t].name for t in tools} for tools in plan.union(alternatives)]
+    return unions, plan.ok
 
 
 def backward_closure(graph: Hypergraph, terminals: list[str], grounding: Grounding,

@@ -1,16 +1,13 @@
 """Executing one subtask (HyperAgent, "Task Execution" and "Tool-Level Planning"):
 
-1. DOE over the current state: the grounding comes from the state's known values, bound output
-   nodes and achieved effects; Support Graph Selection picks among the candidate terminals.
-   If every terminal is unsatisfiable and the run has the tools' relevance to the request
-   (``RunContext.relevance``), DOE retries with open-world producers (any *reading* tool's
-   output, picked by that relevance; a missing link must not leave the goal unplanned).
-   When the chosen graph leaves a stated value unused, DOE runs again with the inputs released
-   that share a stated name with the tool the value was probably stated for, then, given the
-   tools' relevance to the request (``RunContext.relevance``), with the most relevant such tool
-   favoured unless it writes, and last with that tool also offering its outputs open-world
-   (never displacing a tool that takes a stated value); a new graph is kept only if it uses
-   more stated values (:mod:`hyperplan.plan.stated`).
+1. Tool-level planning over the current state (:func:`hyperplan.plan.support.plan_support`
+   with the agent's policy, :data:`hyperplan.plan.support.AGENT`; the selector and the chains
+   benchmark run the same function): the grounding comes from the state's known values, bound
+   output nodes and achieved effects; DOE runs for each candidate terminal and Support Graph
+   Selection picks among them. With the tools' relevance to the request
+   (:attr:`RunContext.tool_relevance`: computed from ``request`` with ``embedder``, or given),
+   an unsatisfiable goal is planned again with open-world producers, and a plan that leaves
+   a stated value unused is repaired (the policy's stated-value steps).
 2. Realisation: the support graph's tools run in order, arguments bound deterministically
    (:mod:`hyperplan.execute.binding`); what remains open goes to one LLM call per tool, or,
    without an LLM, the subtask stops *blocked* with the candidates listed.
@@ -33,7 +30,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -47,23 +45,15 @@ from hyperplan.graph.effects import write_tools
 from hyperplan.graph.model import Hypergraph, NodeKind
 from hyperplan.llm.budget import Accounting, BudgetExceeded
 from hyperplan.llm.types import LLM, LLMError
-from hyperplan.plan.doe import (
-    OPEN_WORLD_WEIGHT,
-    DOEConfig,
-    SupportGraph,
-    select_support_graph,
-)
-from hyperplan.plan.grounding import Grounding, ground
-from hyperplan.plan.stated import (
-    CLAIMANT_BONUS,
-    best_claimants,
-    favour,
-    keeps_takers,
-    release_unused,
-    unused_values,
-    uses_more,
-)
+from hyperplan.plan.doe import DOEConfig, SupportGraph
+from hyperplan.plan.grounding import ground
+from hyperplan.plan.relevance import request_relevance
+from hyperplan.plan.support import AGENT, Goals, Policy, plan_support
 from hyperplan.plan.taskdag import Subtask
+
+if TYPE_CHECKING:
+    from hyperplan.embed.base import Embedder
+    from hyperplan.retrieve.context_graph import GraphIndex
 
 
 @dataclass(frozen=True)
@@ -78,6 +68,7 @@ class AgentConfig:
     context_budget: tools in the Tool Context Graph (LLM mode).
     plan_room: model tokens the planner prompt leaves for the plan when the context graph is
         cut to the model's window (:mod:`hyperplan.execute.fit`).
+    policy: which steps of tool-level planning run (:class:`hyperplan.plan.support.Policy`).
     """
 
     doe: DOEConfig = field(default_factory=DOEConfig)
@@ -87,6 +78,7 @@ class AgentConfig:
     tool_timeout: float = 30.0
     context_budget: int = 20
     plan_room: int = 512
+    policy: Policy = AGENT
 
 
 @dataclass(frozen=True)
@@ -103,9 +95,28 @@ class RunContext:
     request: str = ""
     context_graph: Hypergraph | None = None
     context_text: str = ""
-    # per tool name, its relevance to the request (cosine); used only to favour the tool a
-    # stated but unused value was meant for (_use_stated)
+    # the tools' relevance to the request comes from ``request`` and ``embedder`` (``index``:
+    # the tools' embeddings when at hand); ``relevance`` (per tool name) overrides it
+    embedder: Embedder | None = None
+    index: GraphIndex | None = None
     relevance: Mapping[str, float] | None = None
+
+    @cached_property
+    def tool_relevance(self) -> Mapping[str, float] | None:
+        """Per tool name, its relevance to the request (:func:`hyperplan.plan.relevance.
+        request_relevance`): ``relevance`` when given, else computed once from ``request``
+        with ``embedder``; None without either (the planning steps that need it do not
+        run)."""
+        if self.relevance is not None:
+            return self.relevance
+        if self.embedder is None:
+            return None
+        vectors = self.index.tool_vecs if self.index is not None and self.index.graph is \
+            self.graph else None
+        scores = request_relevance(self.graph, self.request, self.embedder, vectors)
+        if scores is None:
+            return None
+        return {t.name: float(x) for t, x in zip(self.graph.tools, scores, strict=True)}
 
 
 @dataclass(frozen=True)
@@ -189,85 +200,14 @@ def _select(ctx: RunContext, graph: Hypergraph, subtask: Subtask,
     known = known_values(state, subtask)
     values = list(known) + sorted(state.scoped(known).bound_nodes())
     grounding = ground(graph, values, state.effects, min_weight=ctx.config.min_weight)
-    cfg, via = ctx.config.doe, "links"
-    selection = select_support_graph(graph, terminals, grounding, cfg)
-    if selection.chosen is None and ctx.relevance is not None:  # no link plans it: open world
-        cfg, via = _open_world_config(ctx), "open-world producers"
-        selection = select_support_graph(graph, terminals, grounding, cfg,
-                                         relevance=_relevance(ctx, graph))
-    if selection.chosen is None:
-        return None, selection.reason
     stated = {name for name in known if ":" not in name}  # bare names, not node keys
-    chosen = _use_stated(ctx, graph, terminals, grounding, selection.chosen, stated, cfg)
-    return chosen, via if chosen is selection.chosen else f"{via}; stated values re-planned"
-
-
-def _open_world_config(ctx: RunContext) -> DOEConfig:
-    """The agent's DOE configuration with open-world producers from reading tools (used only
-    with a relevance, and by DOE only for a terminal the links leave unsatisfiable)."""
-    return replace(ctx.config.doe, open_world_weight=OPEN_WORLD_WEIGHT, open_world_reads_only=True)
-
-
-def _use_stated(ctx: RunContext, graph: Hypergraph, terminals: list[str], grounding: Grounding,
-                chosen: SupportGraph, stated: set[str], cfg: DOEConfig) -> SupportGraph:
-    """Stated values are there to be used (:mod:`hyperplan.plan.stated`; step 1 of the module
-    doc): when ``chosen`` leaves a stated value unused, select again with the contested inputs
-    released, then, with ``ctx.relevance``, with the best claimant of each value still unused
-    favoured unless it writes (a state-changing call is never added just to use a stated
-    value: the demo's goals state names that only narrow search results); a new graph is kept
-    only if it uses more stated values. ``cfg``: the DOE configuration that chose ``chosen``
-    (with open-world producers when the links left it unsatisfiable)."""
-    released = release_unused(graph, chosen.tools, stated, grounding)
-    if released is not None:
-        retry = select_support_graph(graph, terminals, released, cfg).chosen
-        if retry is not None and uses_more(graph, retry.tools, chosen.tools, stated):
-            chosen = retry
-    claim = _reading_claimants(ctx, graph, chosen, stated)
-    if claim is None:
-        return chosen
-    relevance, wanted = claim
-    released = release_unused(graph, chosen.tools, stated, grounding) or grounding
-    retry = select_support_graph(graph, terminals, released, cfg,
-                                 relevance=favour(relevance, wanted, CLAIMANT_BONUS)).chosen
-    if retry is not None and uses_more(graph, retry.tools, chosen.tools, stated):
-        chosen = retry
-    return _insert_claimants(ctx, graph, terminals, grounding, chosen, stated, cfg)
-
-
-def _insert_claimants(ctx: RunContext, graph: Hypergraph, terminals: list[str],
-                      grounding: Grounding, chosen: SupportGraph, stated: set[str],
-                      cfg: DOEConfig) -> SupportGraph:
-    """The last step of :func:`_use_stated` (as round 3 of
-    :func:`hyperplan.eval.chains.plan_terminals`): the best reading claimants of the values
-    ``chosen`` still leaves unused are favoured and offer their outputs open-world (no inferred
-    link may lead from the call a value was stated for); the new graph is kept only if it
-    keeps every tool of ``chosen`` that takes a stated value (:func:`keeps_takers`) and uses
-    more stated values."""
-    claim = _reading_claimants(ctx, graph, chosen, stated)
-    if claim is None:
-        return chosen
-    relevance, wanted = claim
-    offer_cfg = cfg if cfg.open_world_weight else _open_world_config(ctx)
-    retry = select_support_graph(graph, terminals, grounding, offer_cfg,
-                                 relevance=favour(relevance, wanted, CLAIMANT_BONUS),
-                                 offering=wanted).chosen
-    if (retry is not None and keeps_takers(graph, chosen.tools, retry.tools, stated)
-            and uses_more(graph, retry.tools, chosen.tools, stated)):
-        return retry
-    return chosen
-
-
-def _reading_claimants(ctx: RunContext, graph: Hypergraph, chosen: SupportGraph,
-                       stated: set[str]) -> tuple[np.ndarray, set[int]] | None:
-    """The tools' relevance (``ctx.relevance``) and the best claimants of the stated values
-    ``chosen`` leaves unused that do not write (a call that changes state is never added just
-    to use a value); None without a relevance, an unused value or such a claimant."""
-    if ctx.relevance is None or not unused_values(graph, chosen.tools, stated):
-        return None
-    relevance = _relevance(ctx, graph)
-    writes = write_tools(graph)
-    wanted = {t for t in best_claimants(graph, chosen.tools, stated, relevance) if not writes[t]}
-    return (relevance, wanted) if wanted else None
+    plan = plan_support(graph, terminals, grounding, _relevance(ctx, graph), ctx.config.policy,
+                        config=ctx.config.doe, goals=Goals.ANY, stated=stated)
+    if plan.chosen is None:
+        return None, plan.reason(graph)
+    via = "open-world producers" if "open_world_producers" in plan.via else "links"
+    repaired = any(step != "open_world_producers" for step in plan.via)
+    return plan.chosen, f"{via}; stated values re-planned" if repaired else via
 
 
 def _trace_support(ctx: RunContext, graph: Hypergraph, subtask: Subtask, sg: SupportGraph,
@@ -386,7 +326,10 @@ def observations(state: AgentState, attempt: Attempt, subtask: Subtask) -> list[
     return out
 
 
-def _relevance(ctx: RunContext, graph: Hypergraph) -> np.ndarray:
-    """``ctx.relevance`` as an array over ``graph``'s tools (0 for a tool it does not name)."""
-    scores = ctx.relevance or {}
+def _relevance(ctx: RunContext, graph: Hypergraph) -> np.ndarray | None:
+    """:attr:`RunContext.tool_relevance` as an array over ``graph``'s tools (0 for a tool it
+    does not name); None without one."""
+    scores = ctx.tool_relevance
+    if scores is None:
+        return None
     return np.array([scores.get(t.name, 0.0) for t in graph.tools])

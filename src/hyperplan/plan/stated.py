@@ -27,13 +27,13 @@ conversion's `amount` with 500 leaves `tax_rate` unused.
   take an unused value as a required input and have all their required inputs), for a call
   that feeds the plan through an input no link or schema names.
 
-The agent (:mod:`hyperplan.execute.subtask`) and the chains benchmark re-plan with the
-released grounding (:func:`release_unused`), then, if values are still unused, with the
-best claimants favoured too (given a relevance of the tools to the request), then with them
-also offering their outputs open-world (a re-plan that must pass :func:`keeps_takers`), and
-keep a new plan only if it leaves fewer stated values unused (:func:`uses_more`); the chains
-benchmark then adds the :func:`attachable_claimants`
-(:func:`hyperplan.eval.chains.plan_terminals`).
+The repairs that use these run as named steps of :func:`hyperplan.plan.support.plan_support`
+(the planner the agent, the selector and the chains benchmark share): re-plan with the
+released grounding (:func:`release_unused`), then, if values are still unused, with the best
+claimants favoured too (given a relevance of the tools to the request), then with them also
+offering their outputs open-world (a re-plan that must pass :func:`keeps_takers`), keeping a
+new plan only if it leaves fewer stated values unused (:func:`uses_more`); last, the
+:func:`attachable_claimants` join the plan where the policy says so.
 """
 
 from __future__ import annotations

@@ -20,8 +20,9 @@ from enum import StrEnum
 import numpy as np
 
 from hyperplan.graph.model import Hypergraph
-from hyperplan.plan.doe import DOEConfig, SupportGraph, best_support_graph, expand
+from hyperplan.plan.doe import DOEConfig, SupportGraph
 from hyperplan.plan.grounding import Grounding
+from hyperplan.plan.support import SELECTOR, Goals, Policy, plan_support
 from hyperplan.retrieve.context_graph import ContextGraph, GraphIndex, RetrievedTool, Why
 from hyperplan.select.model import ChainStep, Reason
 
@@ -59,25 +60,16 @@ def anchored(cg: ContextGraph, limit: int) -> list[int]:
 
 def plan_chains(graph: Hypergraph, terminals: Sequence[int], grounding: Grounding,
                 relevance: np.ndarray, config: DOEConfig,
-                asked: Sequence[int] | None = None) -> Chains:
-    """DOE (:func:`~hyperplan.plan.doe.expand`) for each terminal, then Support Graph
-    Selection (:func:`~hyperplan.plan.doe.best_support_graph`) among its complete graphs.
-    ``asked``: the tools the request asks for (:attr:`ContextGraph.asked` and the
-    terminals); when given, a write tool outside them is never a producer
-    (:attr:`Hypergraph.unprompted_writers`)."""
-    graphs: dict[int, SupportGraph | None] = {}
-    deficits: tuple[int, ...] = ()
-    silent = None
-    if asked is not None:
-        silent = graph.unprompted_writers.copy()
-        silent[list(asked)] = False
-    for terminal in terminals:
-        result = expand(graph, terminal, grounding, config, relevance=relevance,
-                        silent=silent)
-        graphs[terminal] = best_support_graph(result.complete, relevance,
-                                              config.relevance_weight, config.size_cost)
-        if terminal == terminals[0]:
-            deficits = tuple(sorted(result.unsatisfiable))
+                asked: Sequence[int] | None = None, policy: Policy = SELECTOR) -> Chains:
+    """Tool-level planning for each terminal (:func:`~hyperplan.plan.support.plan_support`,
+    the planner the agent runs; the selector's policy: DOE and Support Graph Selection read
+    the request relevance). ``asked``: the tools the request asks for
+    (:attr:`ContextGraph.asked` and the terminals); when given, a write tool outside them is
+    never a producer (:attr:`Hypergraph.unprompted_writers`)."""
+    plan = plan_support(graph, terminals, grounding, relevance, policy, config=config,
+                        goals=Goals.ALL, asked=asked)
+    graphs = {t: plan.best(t) for t in terminals}
+    deficits = tuple(sorted(plan.results[0].unsatisfiable)) if terminals else ()
     return Chains(graphs, terminals[0] if terminals else -1, deficits)
 
 
