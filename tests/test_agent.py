@@ -15,7 +15,7 @@ from hyperplan.execute.agent import RunResult, run_goal, run_request
 from hyperplan.execute.goal import StructuredGoal
 from hyperplan.execute.runtimes.python import PythonRuntime
 from hyperplan.execute.subtask import AgentConfig, RunContext
-from hyperplan.execute.trace import TraceWriter, read_trace, redact, summarize
+from hyperplan.execute.trace import TraceWriter, read_events, read_trace, redact, summarize
 from hyperplan.execute.traced_llm import TracedLLM
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.model import Hypergraph
@@ -187,8 +187,7 @@ def test_tool_failure_leads_to_dag_refinement(graph: Hypergraph, tmp_path: Path)
     assert result.dag is not None and result.dag.version == 1
     refiner_prompt = next(c for c in llm.calls if c.component == "refiner").messages[-1].content
     assert "like service unavailable" in refiner_prompt
-    events = read_trace(tmp_path / "t.jsonl")
-    assert summarize(events)["dag_versions"] == 2
+    assert summarize(read_events(tmp_path / "t.jsonl"))["dag_versions"] == 2
 
 
 def test_budget_hit_during_planning_is_clean(graph: Hypergraph) -> None:
@@ -208,7 +207,7 @@ def test_trace_records_run_and_hides_secrets(graph: Hypergraph, tmp_path: Path) 
     text = path.read_text()
     assert "pw-secret" not in text and "tok-SECRET" not in text
     events = read_trace(path)
-    summary = summarize(events)
+    summary = summarize(read_events(path))
     assert summary["status"] == "success" and summary["tool_calls"] == 3
     assert summary["llm_calls"] == 0
     support = next(e for e in events if e["type"] == "support_graph")

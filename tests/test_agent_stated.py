@@ -263,7 +263,7 @@ def test_open_world_producer_needs_a_relevance_and_never_writes() -> None:
 def test_the_trace_says_how_each_support_graph_was_found() -> None:
     def via(ctx: RunContext, terminal: str, values: dict[str, Any]) -> list[str]:
         run_goal(ctx, StructuredGoal.from_dict({"terminals": [terminal], "values": values}))
-        return [e["via"] for e in ctx.tracer.events if e["type"] == "support_graph"]
+        return [e["via"] for e in ctx.tracer.records if e["type"] == "support_graph"]
 
     shop = _context(Shop().tools())
     assert via(shop, "shop.convert_currency", {"amount": 5, "currency": "EUR"}) == ["links"]

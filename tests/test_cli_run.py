@@ -261,8 +261,12 @@ def test_trace_show_mistakes(tmp_path: Path) -> None:
     foreign = tmp_path / "foreign.jsonl"
     foreign.write_text('{"type": "tool_call", "tool": "a"}\n')
     assert _error(runner.invoke(app, ["trace", "show", str(foreign)])) == (
-        f"error: {foreign}: not a trace written by hyperplan run/demo: an event has a missing "
-        "or malformed field (KeyError: 't')")
+        f"error: {foreign}: not a trace written by hyperplan run/demo: event 1 has no 't'")
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text('{"t": 0.5, "type": "run_end"}\n')
+    assert _error(runner.invoke(app, ["trace", "show", str(partial)])) == (
+        f"error: {partial}: not a trace written by hyperplan run/demo: event 1 is a 'run_end' "
+        "event without its required fields")
     binary = tmp_path / "binary.jsonl"
     binary.write_bytes(b"\x89PNG\r\n\x1a\n")
     assert _error(runner.invoke(app, ["trace", "show", str(binary)])) == \

@@ -18,9 +18,10 @@ import pytest
 
 from hyperplan.embed import get_embedder
 from hyperplan.execute.agent import run_request
+from hyperplan.execute.events import LLMCalled
 from hyperplan.execute.runtimes.python import PythonRuntime
 from hyperplan.execute.subtask import AgentConfig, RunContext
-from hyperplan.execute.trace import TraceWriter, read_trace, summarize
+from hyperplan.execute.trace import TraceWriter, read_events, summarize
 from hyperplan.execute.traced_llm import TracedLLM
 from hyperplan.graph.build import build_graph
 from hyperplan.llm import (
@@ -156,8 +157,8 @@ def test_agent_runs_end_to_end_on_the_real_server(base_url: str, tmp_path: Path)
         tracer.close()
         client.close()
     assert result.status in ("success", "partial", "blocked", "failed", "budget_exhausted")
-    events = read_trace(tmp_path / "trace.jsonl")
-    calls = [e for e in events if e["type"] == "llm_call"]
+    events = read_events(tmp_path / "trace.jsonl")
+    calls = [e for e in events if isinstance(e, LLMCalled)]
     assert calls, "no LLM call reached the server"
     assert accounting.totals().calls >= len(calls)
     assert accounting.totals().prompt_tokens > 0

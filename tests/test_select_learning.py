@@ -13,6 +13,7 @@ import pytest
 from hyperplan.catalog import Catalog, build_catalog, make_tool
 from hyperplan.embed import HashingEmbedder
 from hyperplan.errors import HyperplanError
+from hyperplan.execute.events import ToolCalled
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.io import load_graph
 from hyperplan.graph.model import Hypergraph
@@ -74,12 +75,12 @@ def test_flows_that_name_unknown_nodes_are_skipped() -> None:
 def test_trace_replay_and_flows_files(tmp_path: Path) -> None:
     graph = build_graph(_catalog(), embedder=HashingEmbedder())
     events = [
-        {"type": "tool_call", "tool": "render", "arguments": {"quarter": "Q3"}, "ok": True,
-         "value": {"pdf_url": "u-1"}},
-        {"type": "tool_call", "tool": "send_report", "ok": True, "value": {"sent": True},
-         "arguments": {"document": "u-1", "board": "b"}},
-        {"type": "tool_call", "tool": "send_report", "reused": True, "ok": True,
-         "arguments": {"document": "u-1", "board": "b"}, "value": {"sent": True}},
+        ToolCalled(tool="render", arguments={"quarter": "Q3"}, ok=True,
+                   value={"pdf_url": "u-1"}),
+        ToolCalled(tool="send_report", ok=True, value={"sent": True},
+                   arguments={"document": "u-1", "board": "b"}),
+        ToolCalled(tool="send_report", reused=True, ok=True,
+                   arguments={"document": "u-1", "board": "b"}, value={"sent": True}),
     ]
     flows = flows_from_trace(graph, events)
     assert flows == [ObservedFlow("render", "pdf_url", "send_report", "document")]

@@ -22,6 +22,7 @@ from typing import Any
 from hyperplan.agents.toolcalling import LoopOutcome, tool_loop
 from hyperplan.catalog import ToolSpec
 from hyperplan.execute.agent import RunResult, finish_run
+from hyperplan.execute.events import RunStarted, StepsPlanned, SubtaskSettled
 from hyperplan.execute.state import AgentState, SubtaskStatus
 from hyperplan.execute.subtask import RunContext
 from hyperplan.llm.budget import BudgetExceeded
@@ -47,7 +48,7 @@ def run_react(ctx: RunContext, request: str, *, tools: Sequence[str] | None = No
     """ReAct (module doc)."""
     if ctx.llm is None:
         raise LLMError("ReAct needs an LLM")
-    ctx.tracer.emit("run_start", mode="react", request=request)
+    ctx.tracer.emit(RunStarted(mode="react", request=request))
     system, user = render("react", request=request)
     out = tool_loop(ctx, [Message.system(system), Message.user(user)], _tools(ctx, tools),
                     AgentState.start(), label="react", component="react", max_steps=max_steps)
@@ -69,7 +70,7 @@ def run_plan_and_execute(ctx: RunContext, request: str, *, max_steps_per_step: i
     """Plan-and-Execute (module doc)."""
     if ctx.llm is None:
         raise LLMError("Plan-and-Execute needs an LLM")
-    ctx.tracer.emit("run_start", mode="planexec", request=request)
+    ctx.tracer.emit(RunStarted(mode="planexec", request=request))
     state = AgentState.start()
     tools = list(ctx.catalog.tools)
     catalog_text = "\n".join(f"- {t.name}: {t.description}" for t in tools)
@@ -78,7 +79,7 @@ def run_plan_and_execute(ctx: RunContext, request: str, *, max_steps_per_step: i
         resp = ctx.llm.complete([Message.system(system), Message.user(user)],
                                 schema=STEPS_SCHEMA, component="planner")
         steps = [str(s) for s in resp.parsed["steps"]]
-        ctx.tracer.emit("plan_steps", steps=steps)
+        ctx.tracer.emit(StepsPlanned(steps=steps))
     except BudgetExceeded as exc:
         return finish_run(ctx, RunResult("budget_exhausted", state, None, message=str(exc)))
     except LLMError as exc:
@@ -92,7 +93,7 @@ def run_plan_and_execute(ctx: RunContext, request: str, *, max_steps_per_step: i
                         label=label, component="executor", max_steps=max_steps_per_step)
         state = out.state.with_status(label, SubtaskStatus.DONE if out.finished
                                       else SubtaskStatus.FAILED)
-        ctx.tracer.emit("subtask", id=label, status=state.status[label].value, reason=step)
+        ctx.tracer.emit(SubtaskSettled(id=label, status=state.status[label].value, reason=step))
         if not out.finished:
             result = _outcome_result(out, f"step {i} did not finish: {step}")
             return finish_run(ctx, replace(result, state=state))

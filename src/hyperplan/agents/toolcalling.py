@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from hyperplan.catalog import ToolSpec
+from hyperplan.execute.events import ToolCalled
 from hyperplan.execute.results import ErrorKind, ToolResult
 from hyperplan.execute.state import AgentState
 from hyperplan.execute.subtask import RunContext
@@ -66,7 +67,7 @@ def tool_loop(ctx: RunContext, messages: list[Message], tools: Sequence[ToolSpec
             for i, call in enumerate(resp.tool_calls):
                 result = _execute(ctx, back.get(call.name, call.name), dict(call.arguments))
                 state = state.after_call(ctx.graph, label, result)
-                ctx.tracer.emit("tool_call", subtask=label, sources={}, **result.as_dict())
+                ctx.tracer.emit(ToolCalled.of(label, result.as_dict()))
                 messages.append(Message.tool(_result_text(result), call.id or f"call_{i}",
                                              call.name))
     except BudgetExceeded as exc:

@@ -15,6 +15,7 @@ from hyperplan.agents.toolcalling import tool_loop
 from hyperplan.catalog import ToolSpec
 from hyperplan.embed.base import Embedder
 from hyperplan.execute.agent import RunResult, finish_run, plan_request, run_request
+from hyperplan.execute.events import SubtaskSettled
 from hyperplan.execute.state import SubtaskStatus
 from hyperplan.execute.subtask import RunContext
 from hyperplan.llm.types import Message
@@ -58,8 +59,8 @@ def run_variant2(ctx: RunContext, request: str, embedder: Embedder,
                         component="executor", max_steps=max_steps)
         state = out.state.with_status(sub.id, SubtaskStatus.DONE if out.finished
                                       else SubtaskStatus.FAILED)
-        ctx.tracer.emit("subtask", id=sub.id, status=state.status[sub.id].value,
-                        reason=out.stopped or out.error or sub.goal)
+        ctx.tracer.emit(SubtaskSettled(id=sub.id, status=state.status[sub.id].value,
+                                      reason=out.stopped or out.error or sub.goal))
         if out.stopped:
             return finish_run(ctx, RunResult("budget_exhausted", state, dag, message=out.stopped))
         if not out.finished:

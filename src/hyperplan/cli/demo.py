@@ -18,12 +18,14 @@ from rich.table import Table
 
 from hyperplan.cli.common import out
 from hyperplan.cli.options import Model, embedder_option, llm_option
-from hyperplan.cli.run_cmds import render_event, search_embedder
+from hyperplan.cli.run_cmds import search_embedder
+from hyperplan.cli.trace_render import render_event
 from hyperplan.connect import llm_from_options
 from hyperplan.demo_world import DemoTask, DemoWorld, load_tasks
 from hyperplan.embed.base import Embedder
 from hyperplan.errors import HyperplanError
 from hyperplan.execute.agent import RunResult, namespaces, run_goal, run_request, tool_links
+from hyperplan.execute.events import ContextGraphShown
 from hyperplan.execute.runtimes import PythonRuntime
 from hyperplan.execute.subtask import RunContext
 from hyperplan.execute.trace import TraceWriter
@@ -117,8 +119,8 @@ def _context_event(tracer: TraceWriter, graph: Hypergraph, index: GraphIndex, em
     cg = extract_context_graph(graph, interpret_request(request, namespaces(graph)),
                                embedder=emb, index=index)
     text = serialize_context_graph(cg)
-    tracer.emit("context_graph", tools=cg.tool_names, tokens=count_tokens(text),
-                links=tool_links(cg.subgraph))
+    tracer.emit(ContextGraphShown(tools=cg.tool_names, tokens=count_tokens(text),
+                                  links=tool_links(cg.subgraph)))
 
 
 def _verdict(task: DemoTask, result: RunResult, passed: bool) -> None:

@@ -37,7 +37,7 @@ def learn_cmd(
     call returned that a later call received as an argument moves that link's weight towards
     1 (a flow with no link yet adds one). Flows naming tools or fields the graph does not have
     are counted and skipped."""
-    from hyperplan.execute.trace import read_trace
+    from hyperplan.execute.trace import read_events
     from hyperplan.graph.io import check_output, load_graph, save_graph
     from hyperplan.graph.overrides import ObservedFlow, strengthen_from_traces
     from hyperplan.select.flows import flows_from_trace, known_flows, read_flows
@@ -50,7 +50,7 @@ def learn_cmd(
     for path in inputs:
         if not path.is_file():
             fail(f"{path}: no such file")
-        found = (flows_from_trace(graph, read_trace(path)) if _is_trace(path)
+        found = (flows_from_trace(graph, read_events(path)) if _is_trace(path)
                  else read_flows(path))
         flows.extend(found)
     kept = known_flows(graph, flows)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import typer
 from rich.markup import escape
@@ -21,16 +20,24 @@ from hyperplan.cli.options import (
     embedder_option,
     llm_option,
 )
+from hyperplan.cli.trace_render import render_event
 from hyperplan.connect import llm_from_options, parse_headers, tools_from_source
 from hyperplan.embed import get_embedder
 from hyperplan.embed.base import Embedder
 from hyperplan.errors import HyperplanError
 from hyperplan.execute.agent import RunResult, run_goal, run_request
+from hyperplan.execute.events import TraceEvent
 from hyperplan.execute.goal import StructuredGoal
 from hyperplan.execute.runtimes.http import DEFAULT_MAX_RESPONSE_BYTES
 from hyperplan.execute.runtimes.sandbox import Sandbox
 from hyperplan.execute.subtask import AgentConfig, RunContext
-from hyperplan.execute.trace import DEFAULT_MAX_CHARS, TraceWriter, read_trace, summarize
+from hyperplan.execute.trace import (
+    DEFAULT_MAX_CHARS,
+    TraceWriter,
+    malformed_event,
+    read_events,
+    summarize,
+)
 from hyperplan.execute.traced_llm import TracedLLM
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.io import load_graph
@@ -145,7 +152,7 @@ def run(
         raise typer.Exit(2)
 
 
-def print_outcome(result: RunResult, events: list[dict[str, Any]], as_json: bool,
+def print_outcome(result: RunResult, events: list[TraceEvent], as_json: bool,
                   trace: Path | None) -> None:
     """The result as JSON (redacted by value, :mod:`hyperplan.secrets`) or as text."""
     if as_json:
@@ -178,45 +185,7 @@ def search_embedder(spec: str) -> Embedder:
     return emb if isinstance(emb, Embedder) else get_embedder("hashing")
 
 
-def render_event(e: dict[str, Any]) -> list[str]:
-    """Rich-markup lines for one trace event (empty for events not worth a line)."""
-    kind = e["type"]
-    if kind == "support_graph":
-        if e.get("ok"):
-            return [f"[bold]{e['subtask']}[/bold] support graph: " + " -> ".join(e["tools"])]
-        return [f"[bold]{e['subtask']}[/bold] [red]{escape(str(e.get('reason', '')))}[/red]"]
-    if kind == "tool_call":
-        mark = "[green]ok[/green]" if e["ok"] else f"[red]{e['error_kind']}[/red]"
-        args = json.dumps(e["arguments"], ensure_ascii=False, default=str)[1:-1]
-        shown = json.dumps(e["value"], ensure_ascii=False, default=str) if e["ok"] \
-            else e["error"]
-        return [f"  {e['tool']}({escape(args)}) {mark} {escape(_short(shown))}"]
-    if kind == "blocked":
-        return [f"  [yellow]needs a choice[/yellow] for {c['tool']}.{c['parameter']}: "
-                + (escape(" | ".join(_short(json.dumps(x.get("record") or x["value"],
-                                                       default=str), 70)
-                                     for x in c["candidates"])) or "no value")
-                for c in e["choices"]]
-    if kind == "dag":
-        subtasks = ", ".join(f"{s['id']}:{'/'.join(s['terminals'])}" for s in e["subtasks"])
-        return [f"[bold]plan v{e['version']}[/bold] {subtasks}"]
-    if kind == "llm_call":
-        tail = "" if e.get("ok") else f" [red]{escape(_short(str(e.get('error', ''))))}[/red]"
-        return [f"  llm {e['component']}: {e.get('prompt_tokens', 0)}+"
-                f"{e.get('completion_tokens', 0)} tokens{tail}"]
-    if kind in ("refinement", "subtask"):
-        return [f"  {kind} {e.get('id') or e.get('subtask', '')} {e.get('status', '')} "
-                f"{escape(str(e.get('reason', '')))}".rstrip()]
-    if kind == "context_graph":
-        names = e["tools"][:6] + (["…"] if len(e["tools"]) > 6 else [])
-        fitted = (f", cut from {e['tools_before']} to fit the model's "
-                  f"{e['fitted_to_window']}-token window" if e.get("fitted_to_window") else "")
-        return [f"context graph ({len(e['tools'])} tools, {e['tokens']} tokens{fitted}): "
-                + ", ".join(names)]
-    return []
-
-
-def print_result(result: RunResult, events: list[dict[str, Any]]) -> None:
+def print_result(result: RunResult, events: list[TraceEvent]) -> None:
     """Context graph, plans, support graphs, every call, and the outcome."""
     for e in events:
         for line in render_event(e):
@@ -227,26 +196,20 @@ def print_result(result: RunResult, events: list[dict[str, Any]]) -> None:
               highlight=False)
 
 
-def _short(text: str, limit: int = 100) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 @trace_app.command("show")
 def trace_show(
     path: Path = typer.Argument(..., help="A JSONL trace written by run/demo."),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
 ) -> None:
     """Summarise a trace and replay its steps: plan versions, support graphs, calls."""
-    events = read_trace(path)
+    events = read_events(path)
     if not events:
         fail(f"{path}: empty trace (no events)")
-    try:
-        summary = summarize(events)
-        lines = [line for e in events for line in render_event(e)]
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        fail(f"{path}: not a trace written by hyperplan run/demo: an event has a missing or "
-             f"malformed field ({type(exc).__name__}: {exc})")
+    why = malformed_event(events)
+    if why:
+        fail(f"{path}: not a trace written by hyperplan run/demo: {why}")
+    summary = summarize(events)
+    lines = [line for e in events for line in render_event(e)]
     if as_json:
         out.print_json(json.dumps(summary))
         return

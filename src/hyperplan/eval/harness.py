@@ -27,6 +27,7 @@ from hyperplan.eval.agent_suites import EvalTask, SuiteSession, get_suite
 from hyperplan.eval.store import RunStore
 from hyperplan.eval.workers import Finished, WorkerLost, WorkersKeptDying, run_jobs
 from hyperplan.execute.agent import RunResult, RunStatus
+from hyperplan.execute.events import ContextGraphShown, LLMCalled, RunFailed, TraceEvent
 from hyperplan.execute.subtask import AgentConfig, RunContext
 from hyperplan.execute.trace import TraceWriter
 from hyperplan.execute.traced_llm import TracedLLM
@@ -134,7 +135,7 @@ def run_one(cfg: EvalConfig, task: EvalTask, agent: str) -> TaskOutcome:
         status, message = result.status, result.message
     except Exception as exc:  # one broken task must not stop the run
         status, message = "error", f"{type(exc).__name__}: {exc}"
-        tracer.emit("error", message=message, traceback=traceback.format_exc(limit=5))
+        tracer.emit(RunFailed(message=message, traceback=traceback.format_exc(limit=5)))
         result = None
     finally:
         runtime.close()
@@ -142,7 +143,7 @@ def run_one(cfg: EvalConfig, task: EvalTask, agent: str) -> TaskOutcome:
     metrics = _metrics(result, accounting, tracer.events, time.perf_counter() - started)
     metrics.update(message=redact_cut(message, 500), min_calls=task.min_calls,
                    scenario=task.scenario, category=_category(status, success, message))
-    return TaskOutcome(task.id, agent, status, success, metrics, tracer.events)
+    return TaskOutcome(task.id, agent, status, success, metrics, tracer.records)
 
 
 def _dispatch(agent: str, ctx: RunContext, task: EvalTask,
@@ -177,16 +178,15 @@ def request_relevance(session: SuiteSession, text: str) -> dict[str, float] | No
     return {tool.name: float(x) for tool, x in zip(session.graph.tools, scores, strict=True)}
 
 
-def _metrics(result: RunResult | None, accounting: Accounting, events: list[dict[str, Any]],
+def _metrics(result: RunResult | None, accounting: Accounting, events: list[TraceEvent],
              seconds: float) -> dict[str, Any]:
     totals = accounting.totals()
     # the context graph the planner was last shown (a window too small for the first one is
     # answered with a cut one, traced after it)
-    context = next((int(e.get("tokens", 0)) for e in reversed(events)
-                    if e["type"] == "context_graph"), 0)
-    calls = [e for e in events if e["type"] == "llm_call"]
-    planning = sum(1 for e in calls if e.get("component") in ("planner", "refiner"))
-    doc_tokens = context * planning + sum(int(e.get("tool_doc_tokens", 0)) for e in calls)
+    context = next((e.tokens for e in reversed(events) if isinstance(e, ContextGraphShown)), 0)
+    calls = [e for e in events if isinstance(e, LLMCalled)]
+    planning = sum(1 for e in calls if e.component in ("planner", "refiner"))
+    doc_tokens = context * planning + sum(e.tool_doc_tokens or 0 for e in calls)
     return {
         "tool_calls": result.tool_calls if result else 0,
         "llm_calls": totals.calls,

@@ -18,6 +18,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from hyperplan.embed.base import Embedder
+from hyperplan.execute.events import (
+    ContextGraphShown,
+    DagPlanned,
+    Interpreted,
+    Refined,
+    RunEnded,
+    RunStarted,
+    SubtaskSettled,
+)
 from hyperplan.execute.fit import MAX_FITS, Render, shrink_to_window
 from hyperplan.execute.goal import StructuredGoal, dag_from_goal
 from hyperplan.execute.results import ErrorKind
@@ -91,8 +100,8 @@ def run_goal(ctx: RunContext, goal: StructuredGoal) -> RunResult:
     if problems:
         raise PlanError("the structured goal does not fit the tool graph", problems)
     SECRETS.add_all(str(v) for v in goal.secret_values())  # before anything is written
-    ctx.tracer.emit("run_start", mode="goal", goal=goal.as_dict())
-    ctx.tracer.emit("dag", **dag.as_dict())
+    ctx.tracer.emit(RunStarted(mode="goal", goal=goal.as_dict()))
+    ctx.tracer.emit(DagPlanned(**dag.as_dict()))
     return finish_run(ctx, execute_dag(ctx, dag, AgentState.start(goal.values), refine=False))
 
 
@@ -116,20 +125,21 @@ def plan_request(ctx: RunContext, request: str, embedder: Embedder,
     if llm is None:
         raise PlanError("planning a request needs an LLM; use run_goal for LLM-free runs")
     ctx = replace(ctx, request=request)
-    ctx.tracer.emit("run_start", mode="request", request=request, plain_context=plain_context)
+    ctx.tracer.emit(RunStarted(mode="request", request=request, plain_context=plain_context))
     state = AgentState.start()
     try:
         interp = interpret(llm, request, namespaces(ctx.graph))
-        ctx.tracer.emit("interpretation", source=interp.source,
-                        operations=list(interp.task.operations),
-                        schemas=list(interp.task.schemas), values=dict(interp.values))
+        ctx.tracer.emit(Interpreted(source=interp.source,
+                                       operations=list(interp.task.operations),
+                                       schemas=list(interp.task.schemas),
+                                       values=dict(interp.values)))
         interp, cg = _context_graph(ctx, interp, embedder, index)
         cg, text, dag = _plan_in_window(ctx, request, cg, plain_context)
     except BudgetExceeded as exc:
         return finish_run(ctx, RunResult("budget_exhausted", state, None, message=str(exc)))
     except PlanError as exc:
         return finish_run(ctx, RunResult("failed", state, None, message=str(exc)))
-    ctx.tracer.emit("dag", **dag.as_dict())
+    ctx.tracer.emit(DagPlanned(**dag.as_dict()))
     ctx = replace(ctx, context_graph=cg.subgraph, context_text=text)
     return PlannedRequest(ctx, dag, AgentState.start(interp.values))
 
@@ -146,10 +156,11 @@ def _context_graph(ctx: RunContext, interp: Interpretation, embedder: Embedder,
         return interp, cg
     interp = replace(interp, task=interpret_request(ctx.request, namespaces(ctx.graph)),
                      source="rules")
-    ctx.tracer.emit("interpretation", source="rules",
-                    reason="the model's interpretation anchors no tool",
-                    operations=list(interp.task.operations), schemas=list(interp.task.schemas),
-                    values=dict(interp.values))
+    ctx.tracer.emit(Interpreted(source="rules",
+                                   reason="the model's interpretation anchors no tool",
+                                   operations=list(interp.task.operations),
+                                   schemas=list(interp.task.schemas),
+                                   values=dict(interp.values)))
     return interp, extract_context_graph(ctx.graph, interp.task, embedder=embedder, index=index,
                                          config=config)
 
@@ -166,9 +177,9 @@ def _plan_in_window(ctx: RunContext, request: str, cg: ContextGraph,
     fitted: dict[str, Any] = {}
     for cuts in range(MAX_FITS + 1):
         text = render(cg)
-        ctx.tracer.emit("context_graph", tools=cg.tool_names, tokens=count_tokens(text),
-                        links=[] if plain_context else tool_links(cg.subgraph), text=text,
-                        **fitted)
+        ctx.tracer.emit(ContextGraphShown(
+            tools=cg.tool_names, tokens=count_tokens(text),
+            links=[] if plain_context else tool_links(cg.subgraph), text=text, fitted=fitted))
         try:
             return cg, text, plan_dag(ctx.llm, request, cg.subgraph, text)
         except ContextLengthError as exc:
@@ -265,10 +276,10 @@ def _refine(ctx: RunContext, dag: TaskDAG, state: AgentState,
         new = refine_dag(ctx.llm, ctx.request, dag, status, notes,
                          ctx.context_graph or ctx.graph, ctx.context_text)
     except (PlanError, ContextLengthError) as exc:
-        ctx.tracer.emit("refinement", scope="dag", ok=False, reason=str(exc))
+        ctx.tracer.emit(Refined(scope="dag", ok=False, reason=str(exc)))
         return None
-    ctx.tracer.emit("refinement", scope="dag", ok=True, observations=notes)
-    ctx.tracer.emit("dag", **new.as_dict())
+    ctx.tracer.emit(Refined(scope="dag", ok=True, observations=notes))
+    ctx.tracer.emit(DagPlanned(**new.as_dict()))
     return new
 
 
@@ -281,7 +292,7 @@ def _reset_status(dag: TaskDAG, state: AgentState) -> AgentState:
 
 def _settle(ctx: RunContext, state: AgentState, sid: str, status: SubtaskStatus,
             reason: str) -> AgentState:
-    ctx.tracer.emit("subtask", id=sid, status=status.value, reason=reason)
+    ctx.tracer.emit(SubtaskSettled(id=sid, status=status.value, reason=reason))
     return state.with_status(sid, status)
 
 
@@ -313,7 +324,7 @@ def _overall(dag: TaskDAG, state: AgentState) -> RunStatus:
 def finish_run(ctx: RunContext, result: RunResult) -> RunResult:
     """Attach the accounting snapshot and write ``run_end`` to the trace."""
     result = replace(result, accounting=ctx.accounting.snapshot())
-    ctx.tracer.emit("run_end", status=result.status, message=result.message,
-                    tool_calls=result.tool_calls, llm_calls=result.llm_calls,
-                    stopped=result.accounting.get("stopped"))
+    ctx.tracer.emit(RunEnded(status=result.status, message=result.message,
+                           tool_calls=result.tool_calls, llm_calls=result.llm_calls,
+                           stopped=result.accounting.get("stopped")))
     return result

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from hyperplan.execute.events import LLMCalled
 from hyperplan.execute.trace import TraceWriter
 from hyperplan.llm.types import LLM, BaseLLM, LLMRequest, LLMResponse, Message, ToolSpec
 
@@ -23,8 +24,8 @@ class TracedLLM(BaseLLM):
         try:
             resp = self.inner.complete(request.messages, **request.options())
         except Exception as exc:
-            self.tracer.emit("llm_call", component=request.component, ok=False, error=str(exc),
-                             messages=_messages(request.messages))
+            self.tracer.emit(LLMCalled(component=request.component, ok=False, error=str(exc),
+                                       messages=_messages(request.messages)))
             raise
         self._emit(request.component, request.messages, resp, request.tools)
         return resp
@@ -50,15 +51,15 @@ class TracedLLM(BaseLLM):
 
     def _emit(self, component: str, messages: Sequence[Message], resp: LLMResponse,
               tools: Sequence[ToolSpec] | None) -> None:
-        self.tracer.emit(
-            "llm_call", component=component, ok=True, model=resp.model,
+        self.tracer.emit(LLMCalled(
+            component=component, ok=True, model=resp.model,
             prompt_tokens=resp.usage.prompt_tokens,
             completion_tokens=resp.usage.completion_tokens,
             latency_s=round(resp.latency_s, 4), messages=_messages(messages), text=resp.text,
             tool_calls=[{"name": c.name, "arguments": dict(c.arguments)}
                         for c in resp.tool_calls],
             tool_doc_tokens=self._tool_tokens(tools),
-        )
+        ))
 
 
 def _messages(messages: Sequence[Message]) -> list[dict[str, Any]]:

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from hyperplan.errors import HyperplanError
+from hyperplan.execute.events import ToolCalled, TraceEvent
 from hyperplan.execute.state import materialise
 from hyperplan.graph.model import Hypergraph
 from hyperplan.graph.overrides import ObservedFlow
@@ -77,16 +78,14 @@ class FlowRecorder:
                     self.flows.append(flow)
 
 
-def flows_from_trace(graph: Hypergraph, events: Iterable[Mapping[str, Any]]) -> list[ObservedFlow]:
-    """The flows of one trace's successful ``tool_call`` events, in order (calls reused from
-    an earlier identical call count once)."""
+def flows_from_trace(graph: Hypergraph, events: Iterable[TraceEvent]) -> list[ObservedFlow]:
+    """The flows of one trace's successful tool calls, in order (calls reused from an earlier
+    identical call count once)."""
     recorder = FlowRecorder(graph)
     for event in events:
-        if event.get("type") != "tool_call" or event.get("reused"):
+        if not isinstance(event, ToolCalled) or event.reused:
             continue
-        args = event.get("arguments")
-        recorder.observe(str(event.get("tool", "")), args if isinstance(args, dict) else {},
-                         event.get("value"), ok=bool(event.get("ok")))
+        recorder.observe(event.tool, dict(event.arguments), event.value, ok=event.ok)
     return recorder.flows
 
 
