@@ -1,8 +1,8 @@
 """Print the command-line reference (Markdown) generated from the Typer app, or with
-``--write [README.md]`` rewrite README's generated section in place.
+``--write [docs/cli.md]`` rewrite the generated section of docs/cli.md in place.
 
     python scripts/cli_reference.py            # print it
-    python scripts/cli_reference.py --write    # update README.md (tests/test_readme.py checks it)
+    python scripts/cli_reference.py --write    # update docs/cli.md (tests/test_readme.py checks it)
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from hyperplan.cli.reference import reference, update
 
 def main(argv: list[str]) -> None:
     if argv[:1] == ["--write"]:
-        readme = Path(argv[1] if len(argv) > 1 else Path(__file__).parents[1] / "README.md")
-        readme.write_text(update(readme.read_text(encoding="utf-8")), encoding="utf-8")
+        page = Path(argv[1] if len(argv) > 1 else Path(__file__).parents[1] / "docs" / "cli.md")
+        page.write_text(update(page.read_text(encoding="utf-8")), encoding="utf-8")
         return
     sys.stdout.write(reference())
 

