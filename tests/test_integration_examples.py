@@ -1,5 +1,6 @@
-"""The runnable examples of README's "Using hyperplan in your agent" still run offline and send the
-model the target with its producer (small tool sets here; the examples default to more)."""
+"""The runnable examples of docs/adapters.md ("Using hyperplan in your agent") still run offline
+and send the model the target with its producer (small tool sets here; the examples default to
+more)."""
 
 from __future__ import annotations
 
