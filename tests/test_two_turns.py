@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import Callable
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -182,9 +184,89 @@ def openai_agents_offer(cache: Path) -> Offer:
     return offer
 
 
-ADAPTERS: dict[str, Callable[[Path], Offer]] = {
-    "session": session_offer, "langgraph": langgraph_offer, "pydantic_ai": pydantic_ai_offer,
-    "openai_agents": openai_agents_offer}
+def hermes_offer(cache: Path) -> Offer:
+    """The Hermes plugin's middleware on OpenAI chat requests of one Hermes session: its
+    ``post_tool_call`` hook records every call, the messages carry both user turns."""
+    from hyperplan.integrations.hermes import HermesPlugin
+
+    tools = [{"type": "function", "function": {"name": d.name, "description": d.description,
+                                               "parameters": dict(d.parameters or {})}}
+             for d in DEFS]
+
+    def history(request: str, calls: list[Call], turn: int) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = [{"role": "user", "content": request}]
+        for i, call in enumerate(calls):
+            cid = f"t{turn}c{i}"
+            out.append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": cid, "type": "function", "function": {
+                    "name": call.tool, "arguments": json.dumps(dict(call.arguments))}}]})
+            out.append({"role": "tool", "tool_call_id": cid, "content": str(call.result)})
+        return out
+
+    narrower = Narrower(budget=BUDGET, cache_dir=cache)
+
+    def offer(r1: str, c1: list[Call], r2: str, c2: list[Call]) -> tuple[str, ...]:
+        plugin = HermesPlugin(narrower=narrower)
+        for call in [*c1, *c2]:
+            plugin.on_post_tool_call(tool_name=call.tool, args=dict(call.arguments),
+                                     result=call.result, session_id="s")
+        messages = [*history(r1, c1, 1), {"role": "assistant", "content": "Done."},
+                    *history(r2, c2, 2)]
+        answer = plugin.on_llm_request(request={"model": "m", "tools": tools,
+                                                "messages": messages},
+                                       api_mode="chat_completions", session_id="s")
+        assert answer is not None
+        return tuple(t["function"]["name"] for t in answer["request"]["tools"])
+
+    return offer
+
+
+WORKSPACE_SERVER = Path(__file__).parent / "data" / "gateway" / "workspace_server.py"
+
+
+def gateway_offer(cache: Path, stack: ExitStack) -> Offer:
+    """``hyperplan serve --mode narrow`` in process over the workspace tools as a real stdio
+    MCP server (no output schemas, JSON text results): per conversation, ``find_tools`` with
+    each user request (how the gateway learns of a new one) and every call forwarded; what
+    is offered is the conversation's tool list after the gateway selected again."""
+    from hyperplan.integrations.mcp_gateway import GatewayConfig, Mode, build_gateway
+
+    gateway = build_gateway([f"mcp-server:{sys.executable} {WORKSPACE_SERVER}"],
+                            GatewayConfig(mode=Mode.NARROW, budget=BUDGET, cache_dir=cache))
+    stack.callback(gateway.upstream.close)
+    gateway.service.start()
+    assert gateway.service.wait(300) and gateway.service.ready, gateway.service.status()
+
+    def turn(conv: Any, request: str, calls: list[Call]) -> None:
+        found = gateway.call(conv, "find_tools", {"request": request, "budget": BUDGET})
+        assert not found.is_error, found.text
+        for call in calls:
+            reply = gateway.call(conv, call.tool, dict(call.arguments))
+            assert not reply.is_error, reply.text  # refused or failed: the suite is void
+            assert json.loads(reply.text) == json.loads(call.result)
+            gateway.refresh(conv)
+
+    def offer(r1: str, c1: list[Call], r2: str, c2: list[Call]) -> tuple[str, ...]:
+        conv = gateway.table.open("two-turn suite")
+        assert conv is not None
+        try:
+            turn(conv, r1, c1)
+            turn(conv, r2, c2)
+            return conv.listed
+        finally:
+            gateway.table.drop(conv.token)
+
+    return offer
+
+
+def _plain(make: Callable[[Path], Offer]) -> Callable[[Path, ExitStack], Offer]:
+    return lambda cache, _stack: make(cache)
+
+
+ADAPTERS: dict[str, Callable[[Path, ExitStack], Offer]] = {
+    "session": _plain(session_offer), "langgraph": _plain(langgraph_offer),
+    "pydantic_ai": _plain(pydantic_ai_offer), "openai_agents": _plain(openai_agents_offer),
+    "hermes": _plain(hermes_offer), "gateway": gateway_offer}
 
 
 def next_gold_hit(offer: Offer) -> tuple[int, int]:
@@ -201,7 +283,8 @@ def next_gold_hit(offer: Offer) -> tuple[int, int]:
 @pytest.mark.parametrize("adapter", sorted(ADAPTERS))
 def test_two_turn_suite_next_gold_tool_at_budget_10(adapter: str, tmp_path: Path,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    hits, steps = next_gold_hit(ADAPTERS[adapter](tmp_path))
+    with ExitStack() as stack:
+        hits, steps = next_gold_hit(ADAPTERS[adapter](tmp_path, stack))
     with capsys.disabled():
         print(f"\ntwo-turn suite, {adapter}: next-gold-tool hit@{BUDGET} "
               f"{hits}/{steps} = {hits / steps:.3f} ({len(conversations())} conversations)")
@@ -277,3 +360,79 @@ def test_turns_in_splits_a_provider_history_at_the_last_user_message() -> None:
     assert [c.tool for c in now] == ["delete_ticket"]
     assert [c.tool for c in before] == ["find_ticket"]
     assert turns_in([{"role": "user", "content": "only"}]) == ([], [])
+
+
+@pytest.mark.parametrize(("follow_up", "fresh"), [
+    ("Now close it.", False),
+    ("Close T-17 as well.", False),  # the id the lookup returned: a reference, not new
+    ("Now look up the other ticket.", False),
+    ("Delete the ticket titled 'Checkout fails'.", True),
+    ("Delete ticket T-18 too.", True)])
+def test_a_follow_up_that_names_no_new_value_keeps_the_held_id(follow_up: str,
+                                                                fresh: bool) -> None:
+    """A new turn that refers back ("now close it", the id already returned) keeps the values
+    held grounding: nothing is proposed to produce the ticket id; one that names a value not
+    seen yet (another title, another id) re-offers the producer. Either way the turn's calls
+    start afresh, and a request that asks for the lookup gets it."""
+    selector = _tickets()
+    session = selector.session("Close the ticket titled 'Login broken'.")
+    session.observe("find_ticket", {"title": "Login broken"}, '{"ticket_id": "T-17"}')
+    session.observe("close_ticket", {"ticket_id": "T-17"}, {"ok": True})
+    assert session.new_turn(follow_up) is fresh
+    assert session.turn_called == []
+    chosen = session.select(budget=3)
+    producers = [t.name for t in chosen.tools if "ticket_id for" in t.why()]
+    if fresh:
+        assert "ticket_id" not in chosen.held and "ticket_id" in session.earlier
+        assert producers == ["find_ticket"], chosen.tools
+    else:
+        assert "ticket_id" in chosen.held and not producers, chosen.tools
+    if "look up" in follow_up:
+        assert "find_ticket" in chosen.names
+
+
+def test_request_values_are_quoted_spans_and_words_with_digits() -> None:
+    from hyperplan.select.session import request_values, scalars
+
+    assert request_values("Delete the ticket called 'Kickoff notes' as well.") == \
+        {"kickoff notes"}
+    assert request_values("Also add a comment saying Fixed. to that ticket.") == set()
+    assert request_values("Don't close T-17, it's the customers' order 42.") == {"t-17", "42"}
+    assert request_values('Email \u201cBob\u201d at 10:30 on "2026-01-02".') == \
+        {"bob", "10:30", "2026-01-02"}
+    assert scalars({"a": ["X", 3, True, None, {"b": " Y  z "}]}) == {"x", "3", "y z"}
+
+
+def test_the_gateway_learns_a_new_turn_from_find_tools(tmp_path: Path) -> None:
+    """The gateway (narrow mode, in process): a find_tools request other than the last one
+    starts a new turn; naming another record re-offers the lookup and drops the values held
+    (the known ones too), repeating a request changes nothing."""
+    from hyperplan.integrations.mcp_gateway import GatewayConfig, Mode, build_gateway
+
+    gateway = build_gateway([f"mcp-server:{sys.executable} {WORKSPACE_SERVER}"],
+                            GatewayConfig(mode=Mode.NARROW, budget=6, cache_dir=None,
+                                          embedder="hashing"))
+    try:
+        gateway.service.start()
+        assert gateway.service.wait(120) and gateway.service.ready
+        conv = gateway.table.open("t")
+        assert conv is not None
+        ask = "Set the status of the support ticket titled 'Quarterly review' to closed."
+        gateway.call(conv, "find_tools", {"request": ask, "known": ["order_id"]})
+        assert not gateway.call(conv, "find_ticket", {"title": "Quarterly review"}).is_error
+        gateway.refresh(conv)
+        again = gateway.call(conv, "find_tools", {"request": ask})  # the same request
+        state = conv.state()
+        assert "ticket_id" in state["held"] and state["turn_start"] == 0, state
+        assert again.structured is not None
+        assert not [t for t in again.structured["tools"] if "ticket_id for" in t["why"]]
+        follow = gateway.call(conv, "find_tools",
+                              {"request": "Now delete the support ticket called 'Kickoff notes'."})
+        state = conv.state()
+        assert state["turn_start"] == 1 and "ticket_id" in state["earlier"], state
+        assert "ticket_id" not in state["held"] and "order_id" not in state["held"]
+        assert follow.structured is not None and "find_ticket" in follow.structured["listed"]
+        assert [t["name"] for t in follow.structured["tools"]
+                if "ticket_id for" in t["why"]] == ["find_ticket"]
+    finally:
+        gateway.upstream.close()

@@ -333,8 +333,8 @@ def session_of(selector: Selector, request: str, calls: Iterable[Call],
     """A session over ``selector`` that has seen ``earlier`` (the calls of the conversation's
     earlier user turns), then a new turn for ``request``, then ``calls`` (this turn's): the
     state of Definition 4, re-conditioned on the request (:meth:`Session.new_turn`)."""
-    session = selector.session(request)
     before = list(earlier)
+    session = selector.session("" if before else request)  # the earlier turns' is not known
     for call in before:
         session.observe(call.tool, call.arguments, parse_result(call.result), ok=call.ok)
     if before:

@@ -19,7 +19,11 @@ then adds
 * a ``post_tool_call`` hook that records each call, its arguments and result for the session
   (``session_id``), so the next request's selection knows which values are held: producers of
   those drop out and what the new deficit needs comes in (hyperplan's state-conditioned
-  session). Without hook records (a resumed session) the calls are read from the messages;
+  session). Without hook records (a resumed session) the calls are read from the messages.
+  A Hermes session spans user messages: the calls since the last user message are this
+  turn's, the others the earlier turns' (:meth:`hyperplan.select.Session.new_turn`: a
+  follow-up that names no new value, "now close it", keeps using the id held; one that names
+  another record by title is offered the lookup again);
 * ``on_session_finalize`` / ``on_session_reset`` hooks that forget a session's records (not
   ``on_session_end``, which Hermes fires after every user message).
 
@@ -65,7 +69,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hyperplan.integrations._catalog import Conversations, Narrowed, Narrower, ToolDef
+    from hyperplan.integrations._catalog import Call, Conversations, Narrowed, Narrower, ToolDef
 
 logger = logging.getLogger("hyperplan.integrations.hermes")
 
@@ -232,7 +236,7 @@ class HermesPlugin:
 
     def narrow_request(self, request: Mapping[str, Any], session: str) -> dict[str, Any] | None:
         """``request`` with its tools narrowed (a new dict), None when nothing changes."""
-        from hyperplan.integrations._catalog import calls_in, last_user_text, provider_tool
+        from hyperplan.integrations._catalog import last_user_text, provider_tool, turns_in
 
         tools, put = _tools_of(request)
         if not tools:
@@ -245,11 +249,12 @@ class HermesPlugin:
                 defs.append(found)
         messages = request.get("messages", request.get("input"))
         text = last_user_text(messages)
-        calls = self.conversations.calls(session) if session else []
-        if not calls:
-            calls = calls_in(messages)
+        now, before = turns_in(messages)
+        recorded = self.conversations.calls(session) if session else []
+        if recorded:
+            now, before = split_turns(recorded, len(now), _user_turns(messages) > 1)
         forced = _forced(request.get("tool_choice"))
-        narrowed = self.narrower.narrow(defs, text, calls, also_keep=forced)
+        narrowed = self.narrower.narrow(defs, text, now, also_keep=forced, earlier=before)
         if narrowed is None:
             return None
         self.last = narrowed
@@ -267,6 +272,26 @@ class HermesPlugin:
         if deferred is not None:
             self.hermes_deferred = deferred
             logger.warning(TOOL_SEARCH_WARNING, deferred if deferred >= 0 else "its")
+
+
+def split_turns(recorded: list[Call], this_turn: int, several: bool
+                ) -> tuple[list[Call], list[Call]]:
+    """The hook records of a session split into this user turn's calls and the earlier
+    turns': the last ``this_turn`` records (as many calls as the messages show after the last
+    user message) when the messages hold ``several`` user turns, else all of them."""
+    if not several:
+        return list(recorded), []
+    cut = max(0, len(recorded) - this_turn)
+    return list(recorded[cut:]), list(recorded[:cut])
+
+
+def _user_turns(messages: Any) -> int:
+    """How many user messages with text ``messages`` holds (tool results excluded)."""
+    from hyperplan.integrations._catalog import last_user_text
+
+    if not isinstance(messages, (list, tuple)):
+        return 0
+    return sum(1 for m in messages if last_user_text([m]))
 
 
 def hermes_deferred_count(tools: list[Any]) -> int | None:

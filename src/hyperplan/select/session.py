@@ -9,10 +9,22 @@ proposing producers of values already known and turn to what the new deficit nee
 consumer of the results goes first, the tools already called last.
 
 A conversation has several user requests. :meth:`Session.new_turn` re-conditions the state
-on a new one: the values held so far stay in the state (:attr:`Session.earlier`, usable by
-the agent) but no longer ground the selection, so a producer the new request needs for a new
-value (turn 2 asks about another ticket by title) is offered again; the effects achieved
-stay, as they describe the world, not the request. A result that is JSON text is parsed
+on a new one. The calls made so far stop counting as this turn's (they are no longer ranked
+last), and the values held so far stay usable; whether they still ground the selection
+depends on what the new request refers to:
+
+* a request that names a value the conversation has not seen (a quoted title, an id or
+  number nobody passed or returned yet: "now delete the ticket called 'Kickoff notes'") asks
+  about something new, so the values held move to :attr:`Session.earlier` (usable by the
+  agent, not grounding) and a producer the request needs for its new value (the lookup by
+  title) is offered again;
+* a request that names no new value ("now close it", "add a comment to that ticket", or one
+  that repeats ``T-17``) refers back to what is held, so the values keep grounding the
+  selection and no producer is proposed for them.
+
+The effects achieved stay in both cases, as they describe the world, not the request. The
+values seen are the scalar arguments and results of the calls and the literals of the
+requests, at most :data:`MAX_VALUES` of them. A result that is JSON text is parsed
 before it grounds anything, and the top-level fields of a result of a tool that declares no
 named outputs are held by name (as the arguments of a call are), so such a tool is not
 offered again for the value it just returned.
@@ -24,6 +36,7 @@ as an argument to a later one (:class:`~hyperplan.graph.overrides.ObservedFlow`)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -38,6 +51,14 @@ if TYPE_CHECKING:
 
 #: Rows of a list result whose field names are held (a tool with no named outputs).
 MAX_ROWS = 50
+#: Values a session remembers having seen (to tell a request's references from new values).
+MAX_VALUES = 5_000
+#: Scalars read from one call's arguments and result for :attr:`Session.seen`.
+MAX_SCALARS = 500
+_LONGEST_VALUE = 200
+_QUOTED = re.compile(r"(?<!\w)'([^'\n]+)'(?!\w)|\"([^\"\n]+)\"|\u201c([^\u201d\n]+)\u201d"
+                     r"|\u2018([^\u2019\n]+)\u2019|`([^`\n]+)`")
+_TOKEN = re.compile(r"[^\s,;!?()\[\]{}<>]+")
 
 
 @dataclass(frozen=True)
@@ -62,6 +83,7 @@ class Session:
         self.effects: set[str] = set()
         self.calls: list[Observation] = []
         self.turn_start = 0  # index in ``calls`` of the current turn's first call
+        self.seen: set[str] = set()  # values met in calls and earlier requests (module doc)
         self.recorder = FlowRecorder(selector.graph)
         self.last: Selection | None = None
 
@@ -75,14 +97,19 @@ class Session:
                                          budget=budget, called=self.turn_called)
         return self.last
 
-    def new_turn(self, request: str) -> None:
-        """Re-condition the state on a new user request (Definition 4, module doc): the
-        values held move to :attr:`earlier`, the calls made so far stop counting as this
-        turn's, and ``request`` is the request from now on."""
-        self.earlier.update(self.held)
-        self.held = set(self.given)
+    def new_turn(self, request: str) -> bool:
+        """Re-condition the state on a new user request (Definition 4, module doc): the calls
+        made so far stop counting as this turn's and ``request`` is the request from now on;
+        when it names a value the conversation has not seen, the values held move to
+        :attr:`earlier` (usable, no longer grounding). True when they moved."""
+        self._remember(request_values(self.request))  # the request of the turn that ended
+        fresh = bool(request_values(request) - self.seen)
+        if fresh:
+            self.earlier.update(self.held)
+            self.held = set(self.given)
         self.turn_start = len(self.calls)
         self.request = request
+        return fresh
 
     def observe(self, tool: str, arguments: Mapping[str, Any] | None, result: Any = None, *,
                 ok: bool = True) -> None:
@@ -95,12 +122,20 @@ class Session:
         if ok:
             result = structured(observe_result(self.selector, tool, result))
         self.calls.append(Observation(tool, tuple(sorted(args)), ok))
+        self._remember(scalars(args))
+        if ok:
+            self._remember(scalars(result))
         self.held.update(name for name, value in args.items() if value is not None)
         held, effects = self.recorder.observe(tool, args, result, ok=ok)
         self.held.update(held)
         self.effects.update(effects)
         if ok and self._nameless(tool):
             self.held.update(fields_of(result))
+
+    def _remember(self, values: Collection[str]) -> None:
+        room = MAX_VALUES - len(self.seen)
+        if room > 0:
+            self.seen.update(list(values)[:room])
 
     def _nameless(self, tool: str) -> bool:
         try:
@@ -141,3 +176,40 @@ def fields_of(result: Any) -> list[str]:
     rows = result if isinstance(result, list) else [result]
     return [k for row in rows[:MAX_ROWS] if isinstance(row, Mapping)
             for k, v in row.items() if isinstance(k, str) and v is not None and v != ""]
+
+
+def _norm(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def request_values(text: str) -> set[str]:
+    """The values a request names (normalised): its quoted spans ('...', "...", curly quotes,
+    backticks) and the words outside them that carry a digit (ids, numbers, dates)."""
+    values = {_norm(next(g for g in m.groups() if g is not None))
+              for m in _QUOTED.finditer(text or "")}
+    rest = _QUOTED.sub(" ", text or "")
+    for word in _TOKEN.findall(rest):
+        word = word.strip(".:'\"")
+        if any(c.isdigit() for c in word):
+            values.add(_norm(word))
+    return {v for v in values if v and len(v) <= _LONGEST_VALUE}
+
+
+def scalars(value: Any) -> set[str]:
+    """The scalar values (strings, numbers) in a JSON-like value, normalised; at most
+    :data:`MAX_SCALARS`, strings longer than a value would be left out."""
+    out: set[str] = set()
+    stack = [value]
+    while stack and len(out) < MAX_SCALARS:
+        item = stack.pop()
+        if isinstance(item, Mapping):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item[:MAX_SCALARS])
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, (str, int, float)):
+            text = _norm(str(item))
+            if text and len(text) <= _LONGEST_VALUE:
+                out.add(text)
+    return out

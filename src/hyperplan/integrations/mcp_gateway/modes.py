@@ -16,7 +16,12 @@ module turns these plain dicts into protocol objects).
   is ``observed``), so the call does not wait for it; the conversation's next request does.
   The list keeps its order (new tools appended) and is announced changed only when its set
   changed. A call of a tool that was never selected for the conversation (listed, or returned
-  by ``find_tools``) is refused, not forwarded.
+  by ``find_tools``) is refused, not forwarded; one ``find_tools`` returned earlier is
+  forwarded even when the list has moved on.
+
+In both modes ``find_tools`` is how the gateway learns of a new user request (MCP has no
+user turn): a request other than the conversation's last one starts a new turn of its state
+(:mod:`.selection`).
 
 Every tool ``find_tools`` returns carries its ``hints``: the MCP annotations the upstream
 declared (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``, ``openWorldHint``) and its

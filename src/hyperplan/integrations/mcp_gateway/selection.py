@@ -24,6 +24,14 @@ the values the client said it holds (``known``), and every call forwarded with i
 (:meth:`~hyperplan.select.Session.observe`), so the next selection drops producers of values
 already held and adds what the new deficit needs. Calls observed before the selector is
 ready are kept and replayed into the session when it is.
+
+MCP has no notion of a user turn: the gateway learns of a new user request from
+``find_tools``, which its description tells the model to call first and again when the task
+changes. A ``find_tools`` request other than the conversation's last one starts a new turn
+(:meth:`~hyperplan.select.Session.new_turn`): the calls made so far stop counting as this
+turn's, and when the request names a value the conversation has not seen (another record's
+title), the values held so far stop grounding the selection, so the producer of a new one is
+offered again; a request that refers back ("now close it") keeps them grounding.
 """
 
 from __future__ import annotations
@@ -318,6 +326,13 @@ class _Call:
 
 
 @dataclass
+class _Turn:
+    """A new user request seen before the selector was ready (replayed in order)."""
+
+    request: str
+
+
+@dataclass
 class Conversation:
     """One client's state (Definition 4; module doc). ``listed``: in narrow mode, the tools
     currently selected (what ``tools/list`` shows besides ``find_tools``). Methods are
@@ -333,7 +348,7 @@ class Conversation:
     offered: set[str] = field(default_factory=set)  # every tool ever selected for it
     last: Found | None = None
     _session: Session | None = None
-    _pending: list[_Call] = field(default_factory=list)
+    _pending: list[_Call | _Turn] = field(default_factory=list)
     _lock: threading.RLock = field(default_factory=threading.RLock)
 
     def session(self) -> Session | None:
@@ -342,19 +357,42 @@ class Conversation:
         with self._lock:
             selector = self.service.selector
             if self._session is None and selector is not None:
-                self._session = selector.session(self.request, known=self.known)
-                for call in self._pending:
-                    self._session.observe(call.tool, call.arguments, call.value, ok=call.ok)
+                turns = [i for i, p in enumerate(self._pending) if isinstance(p, _Turn)]
+                first = turns[0] if turns else -1
+                start = self._pending[first] if first >= 0 else None
+                self._session = selector.session(
+                    start.request if isinstance(start, _Turn) else self.request)
+                for i, item in enumerate(self._pending):
+                    if isinstance(item, _Turn):
+                        if i != first:
+                            self._session.new_turn(item.request)
+                    else:
+                        self._session.observe(item.tool, item.arguments, item.value,
+                                              ok=item.ok)
                 self._pending.clear()
             return self._session
 
     def find(self, request: str, known: Iterable[str] = (), budget: int | None = None) -> Found:
-        """Select for ``request`` given the state plus ``known`` (held from now on)."""
+        """Select for ``request`` given the state plus ``known`` (held from now on). A
+        request other than the conversation's last one starts a new turn (module doc)."""
         with self._lock:
+            if request != self.request:
+                self._new_turn(request)
             self.request = request
             self.budget = budget or self.budget
             self.known.update(known)
             return self._select(budget)
+
+    def _new_turn(self, request: str) -> None:
+        """Re-condition the state on a new request (:meth:`~hyperplan.select.Session.new_turn`):
+        when it names a value not seen yet, the values held so far, the ``known`` ones
+        included, stop grounding the selection."""
+        session = self.session()
+        if session is None:
+            if len(self._pending) < _MAX_PENDING:
+                self._pending.append(_Turn(request))
+        elif self.request and session.new_turn(request):
+            self.known.clear()
 
     def reselect(self, budget: int | None = None) -> Found | None:
         """Select again for the conversation's request from the current state (None when no
@@ -379,7 +417,7 @@ class Conversation:
                 return session.state()
             return {"request": self.request, "held": sorted(self.known),
                     "calls": [{"tool": c.tool, "arguments": sorted(c.arguments), "ok": c.ok}
-                              for c in self._pending]}
+                              for c in self._pending if isinstance(c, _Call)]}
 
     def _select(self, budget: int | None) -> Found:
         k = budget or self.budget or self.service.budget
