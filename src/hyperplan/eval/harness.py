@@ -17,11 +17,11 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from hyperplan.embed.base import l2_normalize
+from hyperplan.agents.protocol import AGENT_NAMES, LLM_FREE_AGENTS, make_agent
 from hyperplan.errors import HyperplanError
 from hyperplan.eval.agent_suites import EvalTask, SuiteSession, get_suite
 from hyperplan.eval.store import RunStore
@@ -35,8 +35,7 @@ from hyperplan.llm.budget import Accounting, Budget
 from hyperplan.llm.types import LLM
 from hyperplan.secrets import redact_cut
 
-AGENTS = ("hyperagent", "hyperagent-goal", "react", "planexec", "variant1", "variant2")
-LLM_FREE_AGENTS = frozenset({"hyperagent-goal"})
+AGENTS = AGENT_NAMES
 
 
 @dataclass(frozen=True)
@@ -130,8 +129,9 @@ def run_one(cfg: EvalConfig, task: EvalTask, agent: str) -> TaskOutcome:
         ctx = RunContext(graph=session.graph, catalog=session.catalog, runtime=runtime,
                          accounting=accounting, tracer=tracer, config=AgentConfig(),
                          llm=TracedLLM(client, tracer) if client else None,
-                         request=task.request)
-        result = _dispatch(agent, ctx, task, session)
+                         request=task.request, embedder=session.embedder,
+                         index=session.index)
+        result = make_agent(agent, session.embedder, session.index).run(ctx, task)
         status, message = result.status, result.message
     except Exception as exc:  # one broken task must not stop the run
         status, message = "error", f"{type(exc).__name__}: {exc}"
@@ -144,38 +144,6 @@ def run_one(cfg: EvalConfig, task: EvalTask, agent: str) -> TaskOutcome:
     metrics.update(message=redact_cut(message, 500), min_calls=task.min_calls,
                    scenario=task.scenario, category=_category(status, success, message))
     return TaskOutcome(task.id, agent, status, success, metrics, tracer.records)
-
-
-def _dispatch(agent: str, ctx: RunContext, task: EvalTask,
-              session: SuiteSession) -> RunResult:
-    from hyperplan.agents import run_plan_and_execute, run_react, run_variant1, run_variant2
-    from hyperplan.execute.agent import run_goal, run_request
-
-    if agent == "hyperagent":
-        return run_request(ctx, task.request, session.embedder, session.index)
-    if agent == "hyperagent-goal":
-        if task.goal is None:
-            raise HyperplanError(f"task {task.id} has no structured goal")
-        return run_goal(replace(ctx, relevance=request_relevance(session, task.request)),
-                        task.goal)
-    if agent == "react":
-        return run_react(ctx, task.request)
-    if agent == "variant1":
-        return run_variant1(ctx, task.request, session.embedder, session.index)
-    if agent == "variant2":
-        return run_variant2(ctx, task.request, session.embedder, session.index)
-    return run_plan_and_execute(ctx, task.request)
-
-
-def request_relevance(session: SuiteSession, text: str) -> dict[str, float] | None:
-    """The cosine of every tool of the session's graph to ``text`` (None for an empty text):
-    the relevance the agent's stated-value repair favours claimants by
-    (``RunContext.relevance``)."""
-    if not text.strip():
-        return None
-    query = l2_normalize(session.embedder.embed([text]))[0]
-    scores = session.index.tool_vecs @ query
-    return {tool.name: float(x) for tool, x in zip(session.graph.tools, scores, strict=True)}
 
 
 def _metrics(result: RunResult | None, accounting: Accounting, events: list[TraceEvent],
