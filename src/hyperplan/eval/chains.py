@@ -20,7 +20,10 @@ never displacing a tool that takes a stated value; a claimant that takes a still
 as a required input and has all its inputs then joins the plan as it is
 (:func:`plan_terminals`, :mod:`hyperplan.plan.stated`). ``exact`` is the fraction of
 tasks whose predicted tool set equals the gold call tools; producer precision and recall
-compare the non-terminal tools, summed over tasks.
+compare the non-terminal tools, summed over tasks. ``doe_agent_policy`` scores the same
+function under the agent's own policy (:data:`hyperplan.plan.support.AGENT`: Support Graph
+Selection without the request relevance and no attached claimants; each terminal planned as
+its own goal, as the agent plans each sub-goal).
 
 Baselines on the same graph and grounding: ``all_producers`` (the unpruned backward closure
 over producers of every ungrounded required input) and ``semantic_topk`` (the paper's
@@ -54,6 +57,7 @@ from hyperplan.graph.text import name_tokens
 from hyperplan.importers.gold import GoldTask
 from hyperplan.plan.doe import OPEN_WORLD_WEIGHT, DOEConfig
 from hyperplan.plan.grounding import Grounding, ground
+from hyperplan.plan.support import AGENT as AGENT_POLICY
 from hyperplan.plan.support import CHAINS as CHAINS_POLICY
 from hyperplan.plan.support import Goals, Policy, plan_support
 
@@ -219,7 +223,8 @@ def evaluate_chains(
     started = time.perf_counter()
     cfg = replace(config or DOEConfig(), min_link_weight=link_retention,
                   fallback_link_weight=link_fallback, open_world_weight=open_world)
-    tallies = {"doe": _Tally(), "all_producers": _Tally(), "semantic_topk": _Tally()}
+    tallies = {"doe": _Tally(), "all_producers": _Tally(), "semantic_topk": _Tally(),
+               "doe_agent_policy": _Tally()}
     curves = _Curves()
     for catalog, tasks in load_suite(suite, data).parts:
         graph = build_graph(catalog, embedder=embedder, config=link_config or chain_links(cfg),
@@ -310,6 +315,10 @@ def _score_task(graph: Hypergraph, task: GoldTask, terminals: list[str],
     doe, ok = plan_terminals(graph, terminals, known, grounding, cfg, tallies["doe"].ms,
                              relevance, max(DOE_ALTERNATIVES), independent=not task.terminals)
     add(tallies["doe"], doe[0], ok)
+    agent, agent_ok = plan_terminals(graph, terminals, known, grounding, cfg,
+                                     tallies["doe_agent_policy"].ms, relevance,
+                                     independent=not task.terminals, policy=AGENT_POLICY)
+    add(tallies["doe_agent_policy"], agent[0], agent_ok)
     for n, tally in curves.doe.items():
         add(tally, doe[n - 1], ok)
     add(tallies["all_producers"], backward_closure(graph, terminals, grounding, cfg.max_depth,
