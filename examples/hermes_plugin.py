@@ -1,7 +1,7 @@
 """Hermes Agent with the hyperplan plugin, offline: Hermes' real agent loop against a local stub
 model that records what it is sent, with 500 registered tools.
 
-Run it with the Python of Hermes' environment (see README, "Using hyperplan in your agent"):
+Run it with the Python of Hermes' environment (see docs/adapters.md, Hermes):
 
     ~/hermes-venv/bin/python examples/hermes_plugin.py [--tools 500] [--budget 10]
 

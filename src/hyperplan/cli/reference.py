@@ -1,6 +1,6 @@
-"""The command-line reference in Markdown, read from the Typer app itself (README's section
-*Command-line reference* is this text; ``scripts/cli_reference.py`` prints or rewrites it, and
-a test keeps the two equal, so README and code cannot drift)."""
+"""The command-line reference in Markdown, read from the Typer app itself (docs/cli.md's
+generated section is this text; ``scripts/cli_reference.py`` prints or rewrites it, and a test
+keeps the two equal, so the docs and the code cannot drift)."""
 
 from __future__ import annotations
 
@@ -92,13 +92,13 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
-def update(readme: str) -> str:
-    """``readme`` with the text between :data:`START` and :data:`END` replaced by
+def update(page: str) -> str:
+    """``page`` (docs/cli.md) with the text between :data:`START` and :data:`END` replaced by
     :func:`reference`."""
-    head, start, rest = readme.partition(START)
+    head, start, rest = page.partition(START)
     _, end, tail = rest.partition(END)
     if not start or not end:
-        raise ValueError(f"README has no {START!r} ... {END!r} section")
+        raise ValueError(f"docs/cli.md has no {START!r} ... {END!r} section")
     return f"{head}{START}\n{reference()}{END}{tail}"
 
 
