@@ -7,7 +7,9 @@ there: it registers 56 workspace tools, points Hermes at a local OpenAI-compatib
 on 127.0.0.1 that records every request and answers with scripted tool calls, enables the
 ``hyperplan`` plugin through its entry point, and prints what the model was sent. The pytest
 side (main environment) checks it: the narrowed tools, the producer of the target's id
-included, Hermes' core tools kept, the state moving on after each result.
+included, Hermes' core tools kept, the state moving on after each result, and across three
+user messages of one session: a follow-up that refers back ("that ticket") keeps using the id
+held, one that names another ticket by title is offered the lookup again.
 """
 
 from __future__ import annotations
@@ -35,8 +37,13 @@ SCRIPT = [  # what the stub model answers to each main-loop request, in order
     # the second user message of the same session
     {"tool": "comment_on_ticket", "arguments": {"ticket_id": "T-17", "text": "Fixed."}},
     {"text": "Commented."},
+    # the third: another ticket, by its title
+    {"tool": "find_ticket", "arguments": {"title": "Checkout fails"}},
+    {"tool": "update_ticket_status", "arguments": {"ticket_id": "T-18", "status": "closed"}},
+    {"text": "Closed."},
 ]
 FOLLOW_UP = "Also add a comment saying Fixed. to that ticket."
+THIRD = "Now close the support ticket titled 'Checkout fails' too."
 
 
 class _Stub(BaseHTTPRequestHandler):
@@ -116,7 +123,8 @@ def run_hermes(home: Path) -> dict[str, Any]:
             def handle(args: dict[str, Any], **_: Any) -> str:
                 calls.append({"tool": name, "arguments": args})
                 if name == "find_ticket":
-                    return json.dumps({"ticket_id": "T-17", "title": args.get("title")})
+                    number = 17 if args.get("title") == "Login page broken" else 18
+                    return json.dumps({"ticket_id": f"T-{number}", "title": args.get("title")})
                 return json.dumps({"ok": True})
             return handle
 
@@ -141,6 +149,7 @@ def run_hermes(home: Path) -> dict[str, Any]:
         plugin.narrow_request = spy  # type: ignore[method-assign]
         result = agent.run_conversation(REQUEST)
         second = agent.run_conversation(FOLLOW_UP, conversation_history=result["messages"])
+        third = agent.run_conversation(THIRD, conversation_history=second["messages"])
         from hermes_cli.plugins import get_plugin_manager
 
         loaded = {k: {"enabled": p.enabled, "error": p.error,
@@ -154,7 +163,7 @@ def run_hermes(home: Path) -> dict[str, Any]:
                 "recorded": recorded, "last": last, "formats": other_formats(agent.tools),
                 "agent_tools": [t["function"]["name"] for t in agent.tools],
                 "final": result.get("final_response"), "selections": selections,
-                "second": second.get("final_response"),
+                "second": second.get("final_response"), "third": third.get("final_response"),
                 "hermes_search": hermes_tool_search_seen(agent.tools),
                 "modules": sorted(m for m in sys.modules if m.split(".")[0] in
                                   ("mcp", "hyperplan"))}
@@ -282,7 +291,7 @@ def test_hermes_agent_loop_sends_the_model_only_the_selected_tools(tmp_path: Pat
     assert everything >= WORKSPACE
     assert len(everything) >= 56
     sent = [[t["function"]["name"] for t in r["tools"]] for r in run["requests"]]
-    assert len(sent) == 5, sent  # find, update, answer; comment, answer: both turns ran
+    assert len(sent) == 8, sent  # find, update, answer; comment, answer; find, update, answer
     workspace = WORKSPACE
     first = set(sent[0])
     # the target and the producer of its ticket_id, within the budget of 6 workspace tools
@@ -292,7 +301,8 @@ def test_hermes_agent_loop_sends_the_model_only_the_selected_tools(tmp_path: Pat
     assert first <= everything
     # after find_ticket returned the id, the update is still offered
     assert "update_ticket_status" in sent[1]
-    turn = ["find_ticket", "update_ticket_status", "comment_on_ticket"]
+    turn = ["find_ticket", "update_ticket_status", "comment_on_ticket", "find_ticket",
+            "update_ticket_status"]
     assert [c["tool"] for c in run["calls"]] == turn
     # the post_tool_call hook fed the results into the session of this conversation
     assert [c["tool"] for c in run["recorded"]] == turn
@@ -305,6 +315,12 @@ def test_hermes_agent_loop_sends_the_model_only_the_selected_tools(tmp_path: Pat
     assert "comment_on_ticket" in sent[3]
     assert not [t for t in follow["tools"] if "ticket_id for" in t["why"]], follow["tools"]
     assert run["second"] == "Commented."
+    # the third turn names another ticket by title: the id held is the other ticket's, so it
+    # no longer grounds the selection and the lookup is offered again
+    third = run["selections"][5]
+    assert third["request"] == THIRD and "ticket_id" not in third["held"]
+    assert {"find_ticket", "update_ticket_status"} <= set(sent[5])
+    assert run["third"] == "Closed."
     assert run["final"] and "resolved" in run["final"]
     # the same narrowing in the shapes of Hermes' other api_modes
     for mode, got in run["formats"].items():
