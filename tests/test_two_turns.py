@@ -224,24 +224,34 @@ def hermes_offer(cache: Path) -> Offer:
 WORKSPACE_SERVER = Path(__file__).parent / "data" / "gateway" / "workspace_server.py"
 
 
-def gateway_offer(cache: Path, stack: ExitStack) -> Offer:
-    """``hyperplan serve --mode narrow`` in process over the workspace tools as a real stdio
-    MCP server (no output schemas, JSON text results): per conversation, ``find_tools`` with
-    each user request (how the gateway learns of a new one) and every call forwarded; what
-    is offered is the conversation's tool list after the gateway selected again."""
+def gateway_offer(cache: Path, stack: ExitStack, mode: str = "narrow") -> Offer:
+    """``hyperplan serve`` in process over the workspace tools as a real stdio MCP server (no
+    output schemas, JSON text results): per conversation, ``find_tools`` with each user
+    request (how the gateway learns of a new one) and every call forwarded (narrow mode:
+    directly; search mode: through ``call_tool``). What is offered: in narrow mode the
+    conversation's tool list after the gateway selected again; in search mode the answer of
+    ``find_tools`` asked again with the turn's request (what its description tells the model
+    to do: results are remembered, so it proposes what is still missing)."""
     from hyperplan.integrations.mcp_gateway import GatewayConfig, Mode, build_gateway
 
     gateway = build_gateway([f"mcp-server:{sys.executable} {WORKSPACE_SERVER}"],
-                            GatewayConfig(mode=Mode.NARROW, budget=BUDGET, cache_dir=cache))
+                            GatewayConfig(mode=Mode(mode), budget=BUDGET, cache_dir=cache))
     stack.callback(gateway.upstream.close)
     gateway.service.start()
     assert gateway.service.wait(300) and gateway.service.ready, gateway.service.status()
+    narrow = gateway.mode is Mode.NARROW
+
+    def find(conv: Any, request: str) -> tuple[str, ...]:
+        found = gateway.call(conv, "find_tools", {"request": request, "budget": BUDGET})
+        assert not found.is_error and found.structured is not None, found.text
+        return tuple(t["name"] for t in found.structured["tools"])
 
     def turn(conv: Any, request: str, calls: list[Call]) -> None:
-        found = gateway.call(conv, "find_tools", {"request": request, "budget": BUDGET})
-        assert not found.is_error, found.text
+        find(conv, request)
         for call in calls:
-            reply = gateway.call(conv, call.tool, dict(call.arguments))
+            reply = gateway.call(conv, call.tool, dict(call.arguments)) if narrow else \
+                gateway.call(conv, "call_tool", {"name": call.tool,
+                                                 "arguments": dict(call.arguments)})
             assert not reply.is_error, reply.text  # refused or failed: the suite is void
             assert json.loads(reply.text) == json.loads(call.result)
             gateway.refresh(conv)
@@ -252,11 +262,15 @@ def gateway_offer(cache: Path, stack: ExitStack) -> Offer:
         try:
             turn(conv, r1, c1)
             turn(conv, r2, c2)
-            return conv.listed
+            return conv.listed if narrow else find(conv, r2)
         finally:
             gateway.table.drop(conv.token)
 
     return offer
+
+
+def gateway_search_offer(cache: Path, stack: ExitStack) -> Offer:
+    return gateway_offer(cache, stack, "search")
 
 
 def _plain(make: Callable[[Path], Offer]) -> Callable[[Path, ExitStack], Offer]:
@@ -266,7 +280,8 @@ def _plain(make: Callable[[Path], Offer]) -> Callable[[Path, ExitStack], Offer]:
 ADAPTERS: dict[str, Callable[[Path, ExitStack], Offer]] = {
     "session": _plain(session_offer), "langgraph": _plain(langgraph_offer),
     "pydantic_ai": _plain(pydantic_ai_offer), "openai_agents": _plain(openai_agents_offer),
-    "hermes": _plain(hermes_offer), "gateway": gateway_offer}
+    "hermes": _plain(hermes_offer), "gateway": gateway_offer,
+    "gateway_search": gateway_search_offer}
 
 
 def next_gold_hit(offer: Offer) -> tuple[int, int]:
