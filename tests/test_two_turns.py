@@ -311,6 +311,10 @@ def test_two_turn_suite_next_gold_tool_at_budget_10(adapter: str, tmp_path: Path
 
 def _tickets() -> Any:
     """find_ticket declares no output schema (its result is JSON text)."""
+    return build_selector([_ticket_catalog()], embedder="hashing", cache_dir=None)
+
+
+def _ticket_catalog() -> Any:
     ticket = {"type": "object", "properties": {"ticket_id": {"type": "string"}},
               "required": ["ticket_id"]}
     tools = [make_tool(name="find_ticket", description="Find a support ticket by its title.",
@@ -323,8 +327,7 @@ def _tickets() -> Any:
              make_tool(name="list_invoices", description="List the invoices of a customer.",
                        input_schema={"type": "object",
                                      "properties": {"customer": {"type": "string"}}})]
-    return build_selector([build_catalog(tools, source="test")], embedder="hashing",
-                          cache_dir=None)
+    return build_catalog(tools, source="test")
 
 
 def test_json_text_result_grounds_its_fields() -> None:
@@ -451,3 +454,23 @@ def test_the_gateway_learns_a_new_turn_from_find_tools(tmp_path: Path) -> None:
                 if "ticket_id for" in t["why"]] == ["find_ticket"]
     finally:
         gateway.upstream.close()
+
+
+def test_turns_seen_before_the_graph_is_ready_are_replayed_in_order() -> None:
+    """The gateway's conversation before its selector is ready keeps the calls and the new
+    requests; once ready, the session replays them: the second request, naming another
+    ticket, is a new turn and the id held moved to the earlier turns."""
+    from hyperplan.integrations.mcp_gateway.selection import Conversation, SelectionService
+
+    catalog = _ticket_catalog()
+    service = SelectionService(catalog, embedder="hashing", cache_dir=None)
+    conv = Conversation(service)
+    assert conv.find("Close the ticket titled 'Login broken'.").method == "bm25"
+    conv.observe("find_ticket", {"title": "Login broken"}, {"ticket_id": "T-17"}, True)
+    conv.find("Close the ticket titled 'Login broken'.")  # the same request: no new turn
+    conv.find("Now delete the ticket titled 'Checkout fails'.")
+    service.selector = build_selector([catalog], embedder="hashing", cache_dir=None)
+    state = conv.state()
+    assert state["turn_start"] == 1 and "ticket_id" in state["earlier"], state
+    assert state["request"] == "Now delete the ticket titled 'Checkout fails'."
+    assert "find_ticket" in conv.find("Now delete the ticket titled 'Checkout fails'.").names
