@@ -234,11 +234,24 @@ def evaluate_chains(
             n_learned += used
         ranker = SemanticRanker(graph, embedder)
         _run_tasks(graph, split_tasks(tasks, split), ranker, cfg, semantic_k, tallies, curves)
-    doe = tallies["doe"].summary()
-    methods = {name: tally.summary() for name, tally in tallies.items()}
     return {
         "suite": suite,
         **({"domain": str(data)} if suite == "tau2" else {}),
+        **_scores(tallies, curves),
+        "split": split,
+        "learned_from": learn_from,
+        "learned_flows": n_learned,
+        "doe_config": _config_doc(cfg),
+        "embedder": getattr(embedder, "name", None),
+        "seconds": round(time.perf_counter() - started, 2),
+    }
+
+
+def _scores(tallies: dict[str, _Tally], curves: _Curves) -> dict[str, Any]:
+    """The headline (DOE's tally), every method's tally and the swept operating points."""
+    doe = tallies["doe"].summary()
+    methods = {name: tally.summary() for name, tally in tallies.items()}
+    return {
         "n_tasks": tallies["doe"].tasks,
         "exact": doe["exact"],
         "producer_recall": doe["producer_recall"],
@@ -249,18 +262,15 @@ def evaluate_chains(
         "methods": methods,
         "operating_points": curves.points(),
         "equal_recall": curves.comparison(methods),
-        "split": split,
-        "learned_from": learn_from,
-        "learned_flows": n_learned,
-        "doe_config": {"top_k": cfg.top_k, "beam_width": cfg.beam_width,
-                       "max_depth": cfg.max_depth, "relevance_weight": cfg.relevance_weight,
-                       "extra_depth": cfg.extra_depth, "size_cost": cfg.size_cost,
-                       "min_link_weight": cfg.min_link_weight,
-                       "fallback_link_weight": cfg.fallback_link_weight,
-                       "open_world_weight": cfg.open_world_weight},
-        "embedder": getattr(embedder, "name", None),
-        "seconds": round(time.perf_counter() - started, 2),
     }
+
+
+def _config_doc(cfg: DOEConfig) -> dict[str, Any]:
+    return {"top_k": cfg.top_k, "beam_width": cfg.beam_width, "max_depth": cfg.max_depth,
+            "relevance_weight": cfg.relevance_weight, "extra_depth": cfg.extra_depth,
+            "size_cost": cfg.size_cost, "min_link_weight": cfg.min_link_weight,
+            "fallback_link_weight": cfg.fallback_link_weight,
+            "open_world_weight": cfg.open_world_weight}
 
 
 @dataclass
