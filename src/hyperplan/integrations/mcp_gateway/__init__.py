@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from hyperplan.catalog import Catalog
+from hyperplan.integrations.mcp_gateway.catalog_cache import CatalogCache
 from hyperplan.integrations.mcp_gateway.config import (
     GatewayConfig,
     HttpAddress,
@@ -37,6 +38,8 @@ from hyperplan.integrations.mcp_gateway.config import (
 from hyperplan.integrations.mcp_gateway.modes import Gateway
 from hyperplan.integrations.mcp_gateway.selection import SelectionService
 from hyperplan.integrations.mcp_gateway.upstream import (
+    MCP_SERVER,
+    Upstream,
     UpstreamOptions,
     check_sources,
     load_upstream,
@@ -46,7 +49,7 @@ if TYPE_CHECKING:
     from hyperplan.integrations.mcp_gateway.mcp_config import ServerEntry
 
 __all__ = ["Gateway", "GatewayConfig", "HttpAddress", "HttpSecurity", "Mode",
-           "UpstreamOptions", "build_gateway", "check_sources", "serve"]
+           "UpstreamOptions", "build_gateway", "check_sources", "gateway_over", "serve"]
 
 
 def build_gateway(sources: Sequence[str], config: GatewayConfig | None = None,
@@ -55,14 +58,50 @@ def build_gateway(sources: Sequence[str], config: GatewayConfig | None = None,
                   report: Callable[[str], None] | None = None) -> Gateway:
     """Load the upstream tools of ``sources`` and ``servers`` (an ``mcpServers`` file's,
     :mod:`.mcp_config`; MCP upstreams started together, one that fails told to ``report``)
-    and the selection over them; the graph is not built until ``gateway.service.start()``."""
+    and the selection over them; the graph is not built until ``gateway.service.start()``.
+    MCP upstreams whose tools an earlier run with the same ``cache_dir`` listed are loaded
+    from its catalog cache (:mod:`.catalog_cache`) and started in the background (a warm
+    start: :meth:`~.upstream.Upstream.settle`)."""
     cfg = config or GatewayConfig()
     upstream = load_upstream(sources, options or UpstreamOptions(call_timeout=cfg.call_timeout),
-                             servers=servers, report=report)
-    service = SelectionService(_redacted(upstream.catalog), embedder=cfg.embedder,
-                               cache_dir=cfg.cache_dir, budget=cfg.budget,
-                               annotations=cfg.annotations, llm=cfg.llm_annotate)
-    return Gateway(upstream, service, cfg)
+                             servers=servers, report=report,
+                             catalogs=CatalogCache.beside(cfg.cache_dir))
+    return gateway_over(upstream, cfg)
+
+
+def gateway_over(upstream: Upstream, config: GatewayConfig) -> Gateway:
+    """The gateway (and its selection, not started) over loaded ``upstream`` tools."""
+    service = SelectionService(_redacted(upstream.catalog), embedder=config.embedder,
+                               cache_dir=config.cache_dir, budget=config.budget,
+                               annotations=config.annotations, llm=config.llm_annotate)
+    return Gateway(upstream, service, config)
+
+
+class _Early:
+    """``make()`` started now in a thread of its own; :meth:`result` waits for it."""
+
+    def __init__(self, make: Callable[[], Gateway]) -> None:
+        import threading
+
+        self._make = make
+        self._value: Gateway | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="hyperplan-gateway-early",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._make()
+        except BaseException as exc:
+            self._error = exc
+
+    def result(self) -> Gateway:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value
 
 
 def _redacted(catalog: Catalog) -> Catalog:
@@ -101,14 +140,19 @@ def serve(sources: Sequence[str], config: GatewayConfig | None = None,
     exposure = check_exposure(http, security) if http is not None else None
     check_sources(sources, opts, servers=servers)
 
+    def load() -> Gateway:
+        with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's (stdio)
+            return build_gateway(sources, cfg, opts, servers=servers)
+
+    if all(s.startswith(MCP_SERVER) for s in sources):
+        # only MCP upstreams: nothing in this process prints while they load, so they start
+        # now, while the MCP SDK's server side is imported
+        load = _Early(lambda: build_gateway(sources, cfg, opts, servers=servers)).result
+
     import anyio
 
     from hyperplan import __version__
     from hyperplan.integrations.mcp_gateway.server import GatewayServer
-
-    def load() -> Gateway:
-        with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's (stdio)
-            return build_gateway(sources, cfg, opts, servers=servers)
 
     server = GatewayServer(cfg, load, version=__version__, on_failure=on_failure)
     head = f"hyperplan serve: {len(sources) + len(servers)} source(s), {cfg.mode.value} mode"

@@ -24,7 +24,13 @@ selected again and a change is announced the same way, outside any request.
 
 Start: the server answers the handshake while the upstream tools load in a background thread
 (importing a ``python:`` module, starting an ``mcp-server:`` process and listing its tools), so
-``initialize`` does not wait for them; ``tools/list`` and ``tools/call`` do. The checks that
+``initialize`` does not wait for them; ``tools/list`` and ``tools/call`` do. On a warm start
+(MCP upstreams whose tools an earlier run kept in the catalog cache, :mod:`.catalog_cache`)
+the load takes the kept tools and does not wait for the upstream processes: ``tools/list`` and
+``find_tools`` answer while they start, a call to one waits until it is up. Once all are up,
+an upstream whose live listing differs from the kept one makes the gateway serve the new
+catalog (conversations start afresh; in narrow mode each is told its list changed), and one
+that did not start is left out and reported, as at a cold start. The checks that
 need no import (:func:`~.upstream.check_sources`: an unknown command, a missing module or file)
 run before serving; a source that fails while loading ends the gateway with one line on stderr
 and exit status 1, as a failure at start.
@@ -219,11 +225,14 @@ class GatewayServer:
         return self.gateway
 
     def _load_gateway(self) -> None:
+        warm = False
         try:
             gateway = self._load()
             gateway.service.on_ready = self.on_graph_ready
             passthrough = Passthrough(gateway.upstream, self.config)
-            passthrough.warm()
+            warm = gateway.upstream.starting
+            if not warm:  # a warm start asks once the upstreams are up (_settle_upstreams)
+                passthrough.warm()
             self.passthrough = passthrough
             self.gateway = gateway
             gateway.service.start()
@@ -233,6 +242,42 @@ class GatewayServer:
             self._loaded.set()
         if self.failure is not None:
             self._on_failure(self.failure)
+        elif warm:
+            self._settle_upstreams(gateway)
+
+    def _settle_upstreams(self, gateway: Gateway) -> None:
+        """A warm start (module doc): once the upstreams served from the catalog cache are
+        up, serve what they list when it is not what was kept (an upstream that did not
+        start is left out), then ask them for their capabilities."""
+        from hyperplan.integrations.mcp_gateway import gateway_over
+        from hyperplan.integrations.mcp_gateway.catalog_cache import CatalogCache
+
+        try:
+            upstream = gateway.upstream.settle(CatalogCache.beside(self.config.cache_dir))
+            if upstream is not None:
+                self._replace(gateway, gateway_over(upstream, self.config))
+            passthrough = self.passthrough
+            if passthrough is not None:
+                passthrough.warm()
+        except Exception as exc:  # never fatal: the kept catalog is still served
+            from hyperplan.secrets import redact_text
+
+            print(f"hyperplan serve: warning: checking the upstreams' tools failed: "
+                  f"{redact_text(' '.join(str(exc).split()))}", file=sys.stderr, flush=True)
+
+    def _replace(self, old: Gateway, new: Gateway) -> None:
+        """Serve ``new`` (the tools the upstreams list now) instead of ``old``. Its
+        conversations start afresh; in narrow mode each of ``old``'s is told its list
+        changed."""
+        new.service.on_ready = self.on_graph_ready
+        self.passthrough = Passthrough(new.upstream, self.config)
+        self._slots = None
+        self._tools = {}
+        self.gateway = new
+        new.service.start()
+        if self.narrow and self._loop is not None:
+            for key, _conv in old.table.items():
+                asyncio.run_coroutine_threadsafe(self._announce(key), self._loop)
 
     async def _gateway(self) -> Gateway:
         """The loaded gateway (waiting for the loader when it is not done yet)."""

@@ -59,6 +59,7 @@ from typing import Any
 from hyperplan.catalog import Catalog, ToolSpec, merge_catalogs
 from hyperplan.errors import HyperplanError
 from hyperplan.execute.results import ErrorKind, ToolResult, ToolRuntime
+from hyperplan.integrations.mcp_gateway.catalog_cache import CatalogCache, entry_key, spec_key
 from hyperplan.integrations.mcp_gateway.config import NAMESPACE_SEPARATOR, Namespace
 from hyperplan.integrations.mcp_gateway.mcp_config import ServerEntry, ServerKind
 from hyperplan.secrets import redact_cut, redact_value
@@ -118,6 +119,8 @@ class _Source:
     slots: int | None = None  # calls it serves at once, when it has its own bound
     label: str | None = None  # its name in an mcpServers file
     originals: dict[str, ToolSpec] = field(default_factory=dict)  # namespaced -> upstream's
+    key: str | None = None  # its file in the catalog cache (MCP upstreams)
+    starting: Future[list[dict[str, Any]]] | None = None  # warm start: its live listing
 
     @functools.cached_property
     def name(self) -> str:
@@ -161,6 +164,8 @@ class Upstream:
 
     def __init__(self, sources: Sequence[_Source], options: UpstreamOptions) -> None:
         self.options = options
+        self.closed = False
+        self._raw = list(sources)
         self._sources = namespaced(sources, options.namespace)
         self.catalog = (self._sources[0].catalog if len(self._sources) == 1 else
                         merge_catalogs([tag_server(s.catalog, s.name) for s in self._sources],
@@ -250,8 +255,54 @@ class Upstream:
             result = replace(result, tool=name)
         return _explain_lost_upstream(result, owner.spec)
 
+    @property
+    def starting(self) -> bool:
+        """Whether some MCP upstream is served from the catalog cache while it starts (a
+        warm start; :meth:`settle` waits for them)."""
+        return any(s.starting is not None for s in self._raw)
+
+    def settle(self, catalogs: CatalogCache | None,
+               report: Callable[[str], None] | None = None) -> Upstream | None:
+        """After a warm start: wait for every upstream served from the catalog cache to be
+        up (each bounded by its handshake and listing deadline). None when each listed
+        what was kept; else the upstream to serve now (sharing the runtimes): a listing that
+        changed is served (and kept) instead, an upstream that did not start is left out
+        and told to ``report``, as at a cold start (unless none would be left)."""
+        tell = report or _stderr
+        kept: list[_Source] = []
+        changed = False
+        for source in self._raw:
+            if source.starting is None:
+                kept.append(source)
+                continue
+            try:
+                listed = source.starting.result()
+            except Exception as exc:
+                if self.closed:  # stopped while it started: the gateway is ending
+                    return None
+                tell(f"hyperplan serve: warning: {source.name}: the upstream did not start: "
+                     f"{redact_cut(' '.join(str(exc).split()), 600)} (serving the other "
+                     "upstreams without it)")
+                changed = True
+                source.runtime.close()
+                continue
+            previous = list(source.definitions.values())
+            if catalogs is not None and source.key is not None and \
+                    catalogs.same(previous, listed):
+                kept.append(replace(source, starting=None))
+                continue
+            if catalogs is not None and source.key is not None:
+                catalogs.put(source.key, listed)
+            changed = True
+            kept.append(replace(_listed_source(source.runtime, listed, source.spec,
+                                               source.label), key=source.key))
+        if not changed:
+            return None
+        return Upstream(kept, self.options) if kept else None
+
     def close(self) -> None:
         """Stop every runtime (MCP upstream processes, sandbox children, HTTP clients)."""
+        self.closed = True
         for source in self._sources:
             try:
                 source.runtime.close()
@@ -389,19 +440,25 @@ def _check_choice(sources: Sequence[str], servers: Sequence[ServerEntry]) -> Non
 
 def load_upstream(sources: Sequence[str], options: UpstreamOptions | None = None, *,
                   servers: Sequence[ServerEntry] = (),
-                  report: Callable[[str], None] | None = None) -> Upstream:
+                  report: Callable[[str], None] | None = None,
+                  catalogs: CatalogCache | None = None) -> Upstream:
     """Load every source and every server of an ``mcpServers`` file, MCP upstreams together
     (module doc). An MCP upstream that does not start is told to ``report`` (default: a line
     on stderr) and left out; a :class:`~hyperplan.errors.HyperplanError` when none started,
     or when a source of another kind cannot be loaded (a file that does not parse, a
     host-acting module without ``allow_unsafe_tools``); runtimes already started are then
-    stopped."""
+    stopped.
+
+    With ``catalogs`` (:mod:`.catalog_cache`), an MCP upstream whose listing was kept by an
+    earlier run is loaded from it at once and started in the background
+    (:meth:`Upstream.settle` waits for it); the others are listed now, and kept."""
     opts = options or UpstreamOptions()
     _check_choice(sources, servers)
     tell = report or _stderr
     jobs: list[tuple[str, Callable[[], _Source]]] = [
-        *((spec, functools.partial(_load, spec, opts)) for spec in sources),
-        *((f"server {e.name!r}", functools.partial(_load_entry, e, opts)) for e in servers)]
+        *((spec, functools.partial(_load, spec, opts, catalogs)) for spec in sources),
+        *((f"server {e.name!r}", functools.partial(_load_entry, e, opts, catalogs))
+          for e in servers)]
     mcp = [i for i, (what, _) in enumerate(jobs)
            if i >= len(sources) or sources[i].startswith(MCP_SERVER)]
     loaded: dict[int, _Source] = {}
@@ -445,9 +502,9 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _load(spec: str, opts: UpstreamOptions) -> _Source:
+def _load(spec: str, opts: UpstreamOptions, catalogs: CatalogCache | None = None) -> _Source:
     if spec.startswith(MCP_SERVER):
-        return _load_mcp_server(spec, opts)
+        return _load_mcp_server(spec, opts, catalogs)
     if spec == "demo-world":
         from hyperplan.demo_world import DemoWorld
         from hyperplan.execute.runtimes import PythonRuntime
@@ -482,7 +539,8 @@ def _load(spec: str, opts: UpstreamOptions) -> _Source:
     return _Source(spec, catalog, runtime, {})
 
 
-def _load_mcp_server(spec: str, opts: UpstreamOptions) -> _Source:
+def _load_mcp_server(spec: str, opts: UpstreamOptions,
+                     catalogs: CatalogCache | None = None) -> _Source:
     from hyperplan.execute.runtimes import MCPRuntime
 
     command = spec[len(MCP_SERVER):]
@@ -494,10 +552,11 @@ def _load_mcp_server(spec: str, opts: UpstreamOptions) -> _Source:
         raise HyperplanError(f"{spec}: no server command")
     runtime = MCPRuntime(parts[0], parts[1:], timeout=opts.call_timeout,
                          max_response_bytes=opts.max_response_bytes)
-    return _started(runtime, spec, spec, None)
+    return _started(runtime, spec, spec, None, catalogs, spec_key(spec))
 
 
-def _load_entry(entry: ServerEntry, opts: UpstreamOptions) -> _Source:
+def _load_entry(entry: ServerEntry, opts: UpstreamOptions,
+                catalogs: CatalogCache | None = None) -> _Source:
     """Start (stdio) or connect to (HTTP) one server of an ``mcpServers`` file."""
     import os
     import shutil
@@ -518,18 +577,27 @@ def _load_entry(entry: ServerEntry, opts: UpstreamOptions) -> _Source:
     runtime = MCPRuntime(entry.command, entry.args, env=dict(entry.env), cwd=entry.cwd,
                          timeout=opts.call_timeout, max_response_bytes=opts.max_response_bytes,
                          url=entry.url or None, headers=dict(entry.headers) or None)
-    return _started(runtime, f"{MCP_SERVER}{entry.name}", where, entry.name)
+    return _started(runtime, f"{MCP_SERVER}{entry.name}", where, entry.name, catalogs,
+                    entry_key(entry))
 
 
-def _started(runtime: Any, spec: str, where: str, label: str | None) -> _Source:
+def _started(runtime: Any, spec: str, where: str, label: str | None,
+             catalogs: CatalogCache | None = None, key: str | None = None) -> _Source:
     """The source of an MCP ``runtime`` once it listed its tools (its handshake and
     listing each bounded by the runtime's timeout); stopped, and a
-    :class:`~hyperplan.errors.HyperplanError` naming ``where``, when it cannot."""
-    from hyperplan.importers.mcp import load_mcp_tools
-
+    :class:`~hyperplan.errors.HyperplanError` naming ``where``, when it cannot. With a
+    listing kept in ``catalogs`` under ``key``: that listing at once, the runtime started
+    in the background (``starting``)."""
+    kept = catalogs.get(key) if catalogs is not None and key is not None else None
+    if kept is not None:
+        try:
+            source = _listed_source(runtime, kept, spec, label)
+        except HyperplanError:
+            kept = None  # a kept file the importer refuses: start cold
+        else:
+            return replace(source, key=key, starting=_start_in_background(runtime, where))
     try:
-        listed = runtime.list_tools()
-        catalog = load_mcp_tools({"tools": listed})
+        source = _listed_source(runtime, _listing(runtime), spec, label)
     except HyperplanError as exc:
         runtime.close()
         reason = " ".join(str(exc).split())
@@ -538,7 +606,44 @@ def _started(runtime: Any, spec: str, where: str, label: str | None) -> _Source:
     except BaseException:
         runtime.close()
         raise
+    if catalogs is not None and key is not None:
+        catalogs.put(key, list(source.definitions.values()))
+    return replace(source, key=key)
+
+
+def _listing(runtime: Any) -> list[dict[str, Any]]:
+    listed: list[dict[str, Any]] = runtime.list_tools()
+    return listed
+
+
+def _listed_source(runtime: Any, listed: list[dict[str, Any]], spec: str,
+                   label: str | None) -> _Source:
+    """The source of an MCP ``runtime`` that listed (or, kept, had listed) ``listed``."""
+    from hyperplan.importers.mcp import load_mcp_tools
+
+    catalog = load_mcp_tools({"tools": listed})
     definitions = {str(t["name"]): t for t in listed if isinstance(t.get("name"), str)}
     name = label or server_name(spec)
     return _Source(spec, catalog.model_copy(update={"source": name}), runtime, definitions,
                    label=label)
+
+
+def _start_in_background(runtime: Any, where: str) -> Future[list[dict[str, Any]]]:
+    """Start ``runtime`` (handshake and ``tools/list``) in a thread of its own; its listing,
+    or a :class:`~hyperplan.errors.HyperplanError` naming ``where``, in the future."""
+    import threading
+
+    future: Future[list[dict[str, Any]]] = Future()
+
+    def start() -> None:
+        try:
+            future.set_result(_listing(runtime))
+        except HyperplanError as exc:
+            reason = " ".join(str(exc).split())
+            future.set_exception(HyperplanError(
+                f"{where}: cannot start the upstream MCP server: {redact_cut(reason, 600)}"))
+        except BaseException as exc:
+            future.set_exception(exc)
+
+    threading.Thread(target=start, name="hyperplan-upstream-warm", daemon=True).start()
+    return future
