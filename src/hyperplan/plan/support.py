@@ -73,19 +73,20 @@ class Goals(StrEnum):
 
 @dataclass(frozen=True)
 class Policy:
-    """Which steps of :func:`plan_support` run (module doc); every flag but the first two
-    names a step of ours.
+    """Which steps of :func:`plan_support` run (module doc); all but DOE and Support Graph
+    Selection are ours.
 
-    relevance_in_doe: DOE and Support Graph Selection read the request relevance (ours;
-        off: the paper's selection, fewest tools then link support).
+    relevance_in_doe: DOE and Support Graph Selection read the request relevance (off: the
+        paper's selection, fewest tools then link support; the steps that need a relevance
+        read it either way).
     independent_goals: with ``Goals.ALL``, each terminal's DOE reads
         :func:`~hyperplan.plan.doe.goal_relevance` (the others' relevance is 0).
     open_world: :func:`open_world_producers`.
     release_contested, favour_claimants, offer_claimants, attach_claimants: the steps of
         those names.
-    reading_claimants_only: a claimant that writes (:func:`~hyperplan.graph.effects.write_tools`)
-        is never favoured, offered or attached: a state-changing call is never added just to
-        use a stated value.
+    reading_claimants_only: the guard of the claimant steps: a claimant that writes
+        (:func:`~hyperplan.graph.effects.write_tools`) is never favoured, offered or attached
+        (a state-changing call is never added just to use a stated value).
     """
 
     relevance_in_doe: bool = False
@@ -98,11 +99,14 @@ class Policy:
     reading_claimants_only: bool = True
 
     def steps(self) -> tuple[str, ...]:
-        """The names of the steps this policy runs, in order."""
+        """The names of the steps this policy runs, in order (the guard when it guards a
+        claimant step)."""
         names = ("relevance_in_doe", "independent_goals", "open_world", "release_contested",
-                 "favour_claimants", "offer_claimants", "attach_claimants",
-                 "reading_claimants_only")
-        return tuple(n for n in names if getattr(self, n))
+                 "favour_claimants", "offer_claimants", "attach_claimants")
+        on = tuple(n for n in names if getattr(self, n))
+        claimants = self.favour_claimants or self.offer_claimants or self.attach_claimants
+        return (*on, "reading_claimants_only") if claimants and self.reading_claimants_only \
+            else on
 
 
 # The paper's Tool-Level Planning: DOE and Support Graph Selection, nothing else.
