@@ -181,6 +181,7 @@ class GatewayServer:
         self._load = load
         self._on_failure = on_failure or _exit_with
         self._loaded = threading.Event()
+        self._warmed = threading.Event()  # the token counter is loaded (_warm_tokens)
         self._loader: threading.Thread | None = None
         self.bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self.bus)
@@ -241,9 +242,25 @@ class GatewayServer:
         finally:
             self._loaded.set()
         if self.failure is not None:
+            self._warmed.set()
             self._on_failure(self.failure)
-        elif warm:
+            return
+        self._warm_tokens(gateway)
+        if warm:
             self._settle_upstreams(gateway)
+
+    def _warm_tokens(self, gateway: Gateway) -> None:
+        """Load the token counter ``find_tools`` answers with (tiktoken's encoding: about a
+        second of CPU) now that the tools are served, so the first ``find_tools`` waits for
+        what is left of it instead of loading it itself (and a second one at once)."""
+        try:
+            names = gateway.upstream.names
+            if names:
+                gateway.service.tokens(names[0])
+        except Exception:  # only a warm-up: find_tools counts (or fails) as before
+            pass
+        finally:
+            self._warmed.set()
 
     def _settle_upstreams(self, gateway: Gateway) -> None:
         """A warm start (module doc): once the upstreams served from the catalog cache are
@@ -325,6 +342,8 @@ class GatewayServer:
             self._enter(ctx, conv.token)
             await self._settled(conv.token)
         if name == FIND_TOOLS:
+            if not self._warmed.is_set():
+                await anyio.to_thread.run_sync(self._warmed.wait, abandon_on_cancel=True)
             reply = await self._in_thread(self._limits(gateway).selection_threads,
                                           functools.partial(gateway.call, conv, name, args))
         else:
