@@ -164,3 +164,23 @@ class _NoRuntime:
 
     def close(self) -> None:
         pass
+
+
+def test_the_agent_computes_the_relevance_from_the_request() -> None:
+    """The till of test_agent_stated.py: the stated 10 percent brings in apply_discount only
+    given a relevance; here it comes from the request and the embedder, not from a caller."""
+    from dataclasses import replace
+
+    from hyperplan.execute.agent import run_goal
+    from hyperplan.execute.goal import StructuredGoal
+    from test_agent_stated import Till, _context
+
+    goal = StructuredGoal.from_dict({"terminals": ["till.pay"],
+                                     "values": {"item": "lamp", "percent": 10, "card": "visa"}})
+    for request, calls in (("", ["quote", "pay 100.0"]),
+                           ("quote a lamp, apply a 10 percent discount and pay by card",
+                            ["quote", "apply_discount", "pay 90.0"])):
+        till = Till()
+        ctx = replace(_context(till.tools()), request=request, embedder=get_embedder("hashing"))
+        assert run_goal(ctx, goal).status == "success"
+        assert till.calls == calls
