@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -31,6 +31,7 @@ from hyperplan.cli.options import (
 from hyperplan.connect import llm_from_options
 from hyperplan.errors import HyperplanError
 from hyperplan.eval.treesearch.runner import (
+    ALL_METHODS,
     METHODS,
     evaluate,
     load_tasks,
@@ -45,6 +46,9 @@ from hyperplan.search.env import SearchEnv
 from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG
 from hyperplan.search.llm_policy import LLM_ROLLOUTS, LLMPolicyFactory
 from hyperplan.search.policies import POLICIES, Policy
+
+if TYPE_CHECKING:
+    from hyperplan.llm.openai_client import OpenAICompatibleLLM
 
 search_app = typer.Typer(help="Tree search (HyperMCTS) on generated long-horizon tasks: runs, "
                          "sweeps, benchmarks.", no_args_is_help=True)
@@ -154,7 +158,8 @@ def mcts_cmd(
     level: Level = None,
     agg: Agg = DEFAULT_AGG,
     policy: SearchPolicy = "heuristic",
-    methods: str = typer.Option(",".join(METHODS), help="comma-separated subset of methods"),
+    methods: str = typer.Option(",".join(METHODS), help="comma-separated methods: "
+                                + ", ".join(ALL_METHODS)),
     design: Design = "full-path",
     rollout_guidance: Guidance = None,
     branch_on: BranchOn = None,
@@ -179,11 +184,11 @@ def mcts_cmd(
                      rollout_guidance=rollout_guidance, branch_on=branch_on, widen=widen,
                      expand_rollout=expand_rollout)
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
-    unknown = [m for m in chosen if m not in METHODS]
+    unknown = [m for m in chosen if m not in ALL_METHODS]
     if not chosen:
-        fail(f"--methods is empty; choose from {', '.join(METHODS)}")
+        fail(f"--methods is empty; choose from {', '.join(ALL_METHODS)}")
     if unknown:
-        fail(f"unknown methods {unknown}; choose from {', '.join(METHODS)}")
+        fail(f"unknown methods {unknown}; choose from {', '.join(ALL_METHODS)}")
     make, report = _policy(policy, llm, model, llm_rollouts, max_llm_calls)
     envs = _tasks(suite, tasks, seed, level)
     with stage_progress() as progress:
@@ -208,6 +213,21 @@ def _policy(name: str, url: str | None, model: str | None, rollouts: str,
         if llm_options:
             fail("--llm, --model and --max-llm-calls are for --policy llm")
         return name, dict
+    client, _, report = _llm_client(url, model, rollouts, max_calls)
+    factory = LLMPolicyFactory(client, rollouts=rollouts)
+
+    def with_histories() -> dict[str, Any]:
+        doc = report()
+        doc["llm"].update(histories=factory.calls, fallbacks=factory.fallbacks)
+        return doc
+
+    return factory, with_histories
+
+
+def _llm_client(url: str | None, model: str | None, rollouts: str, max_calls: int | None
+                ) -> tuple[OpenAICompatibleLLM, Accounting, Callable[[], dict[str, Any]]]:
+    """The model client of ``--policy llm`` (options checked), its accounting, and the
+    JSON's ``llm`` report of it."""
     if rollouts not in LLM_ROLLOUTS:
         fail(f"--llm-rollouts must be {' or '.join(LLM_ROLLOUTS)}, got {rollouts!r}")
     if max_calls is not None and max_calls < 1:
@@ -219,20 +239,18 @@ def _policy(name: str, url: str | None, model: str | None, rollouts: str,
         fail(str(exc))
     if client is None:
         fail("--policy llm needs --llm URL or HYPERPLAN_LLM_BASE_URL")
-    factory = LLMPolicyFactory(client, rollouts=rollouts)
 
     def report() -> dict[str, Any]:
         totals = accounting.totals()
         stopped = accounting.stopped
         return {"llm": {"model": client.model, "rollouts": rollouts,
-                        "histories": factory.calls, "calls": totals.calls,
-                        "fallbacks": factory.fallbacks, "errors": totals.errors,
+                        "calls": totals.calls, "errors": totals.errors,
                         "prompt_tokens": totals.prompt_tokens,
                         "completion_tokens": totals.completion_tokens,
                         "seconds": round(totals.latency_s, 2),
                         "stopped": None if stopped is None else str(stopped)}}
 
-    return factory, report
+    return client, accounting, report
 
 
 def _warn_llm(report: dict[str, Any]) -> None:
@@ -399,3 +417,14 @@ def mcts_reasoners_cmd(
         fail(str(exc))
     _emit({"suite": suite, "seed": seed, "policy": "heuristic", **_design_keys(config, design),
            **result}, as_json)
+
+
+def _register_figure() -> None:
+    """``search figure`` lives in :mod:`hyperplan.cli.search_figure` (it reads this module's
+    helpers, so it is imported after them)."""
+    from hyperplan.cli.search_figure import figure_cmd
+
+    search_app.command("figure")(figure_cmd)
+
+
+_register_figure()

@@ -68,14 +68,23 @@ from typing import Any
 from hyperplan.search import compiled_core
 from hyperplan.search.baselines import beam, best_of_n, greedy, uct
 from hyperplan.search.env import SearchEnv
+from hyperplan.search.flare import flare, flare_split
 from hyperplan.search.lats import lats
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, SearchResult
 from hyperplan.search.policies import Policy, make_policy
+from hyperplan.search.reflexion import cot, reflexion
+from hyperplan.search.tot import tot
 
 DEV_SEEDS = range(0, 1000)
 """Seeds reserved for choosing c, lambda and Agg; report results on other seeds."""
 
 METHODS = ("hypermcts", "uct", "best_of_n", "greedy", "beam", "lats")
+"""The methods ``search run`` runs by default."""
+
+ALL_METHODS = (*METHODS, "flare", "flare_split", "tot", "reflexion", "cot")
+"""Every method :data:`METHOD_FUNCS` knows: the defaults and the other baselines of the
+HyperMCTS paper (FLARE, ToT, Reflexion, CoT), which ``search run --methods`` and
+``search figure`` name."""
 
 Method = Callable[[SearchEnv, Policy, MCTSConfig, int], SearchResult]
 
@@ -91,6 +100,11 @@ METHOD_FUNCS: Mapping[str, Method] = {
     "greedy": greedy,
     "beam": beam,
     "lats": lats,
+    "flare": flare,
+    "flare_split": flare_split,
+    "tot": tot,
+    "reflexion": reflexion,
+    "cot": cot,
 }
 
 _SCORE_KEYS = ("score", "match_score", "composite_score", "comp_score")

@@ -1,0 +1,105 @@
+"""A Reflexion-style baseline (Shinn et al., 2023, "Reflexion: Language Agents with Verbal
+Reinforcement Learning", Section 3), one of the unstructured test-time-scaling methods the
+HyperMCTS paper compares with (its Experiments, "Baselines"); CoT is its first trial alone
+(:func:`cot`).
+
+Trials from h_0, each one evaluated trajectory of the budget B
+(:class:`~hyperplan.search.common.SearchBase`):
+
+1. **Actor** -- one trajectory taking the policy's top proposal at every step (the CoT
+   trajectory, :func:`~hyperplan.search.baselines.greedy`'s rule), with the reflections so far
+   in the policy's context (a model policy shows its latest reflections in every prompt,
+   :meth:`~hyperplan.search.llm_policy.LLMPolicy.reflect`).
+2. **Evaluator** -- the verifier: reward R(tau) and success (Reflexion's binary environment
+   feedback).
+3. **Self-reflection** -- on a failed trial, a policy offering ``reflect(env, actions,
+   verdict)`` is asked for a reflection (one policy call) that it keeps as memory for the next
+   trials. A policy without a model (heuristic, random) has nothing to ask, so the step is
+   skipped and the result says so (``notes["reflection"]``, as LATS does); the trials then
+   differ only by the policy's own draws.
+
+Trials repeat until one succeeds (early stop on a verified perfect trajectory) or B trials
+were run; the answer is the best evaluated trajectory.
+"""
+
+from __future__ import annotations
+
+from time import perf_counter
+
+from hyperplan.search.baselines import greedy
+from hyperplan.search.common import FAILED, SearchBase, SearchResult
+from hyperplan.search.config import MCTSConfig
+from hyperplan.search.env import Action, SearchEnv, Verdict
+from hyperplan.search.policies import Policy
+
+__all__ = ["Reflexion", "cot", "reflexion"]
+
+
+class Reflexion(SearchBase):
+    """The Reflexion-style search (module doc). After :meth:`run`, ``reflections`` holds the
+    model's reflections (empty without a model)."""
+
+    method = "reflexion"
+
+    def __init__(self, env: SearchEnv, policy: Policy, config: MCTSConfig,
+                 seed: int = 0) -> None:
+        super().__init__(env, policy, config, seed)
+        self.method = "reflexion"  # on the instance: the compiled base reads no subclass attribute
+        self.reflections: list[str] = []
+        self.can_reflect = callable(getattr(policy, "reflect", None))
+
+    def trial(self) -> tuple[list[Action], Verdict]:
+        """Steps 1-2: one actor trajectory from h_0 and its verdict."""
+        self.env.reset()
+        actions: list[Action] = []
+        try:
+            while len(actions) < self.horizon:
+                decisions = self._decisions()
+                if not decisions:
+                    break
+                proposed = self._propose(decisions, 1)
+                action = proposed[0] if proposed else decisions[0]
+                self.env.step(action)
+                actions.append(action)
+            return actions, self.env.verify()
+        except Exception:  # a failed step is a failed trial
+            self.failures += 1
+            return actions, FAILED
+
+    def reflect(self, actions: list[Action], verdict: Verdict) -> None:
+        """Step 3 on a failed trial: the model's reflection, when the policy has one."""
+        if verdict.success or not self.can_reflect:
+            return
+        note = self.policy.reflect(self.env, actions, verdict)
+        if note:
+            self.reflections.append(str(note))
+
+    def run(self) -> SearchResult:
+        started = perf_counter()
+        while not self.exhausted:
+            actions, verdict = self.trial()
+            self.record(actions, verdict)
+            if not self.exhausted:  # no reflection after the last trial: nothing would read it
+                self.reflect(actions, verdict)
+        result = self.result(started)
+        result.notes["reflection"] = self.reflection_note()
+        return result
+
+    def reflection_note(self) -> str:
+        """What became of step 3, for the result."""
+        if self.can_reflect:
+            return f"{len(self.reflections)} reflections"
+        return f"skipped ({self.raw_policy.name.split('(')[0]} policy)"
+
+
+def reflexion(env: SearchEnv, policy: Policy, config: MCTSConfig, seed: int = 0) -> SearchResult:
+    """Run the Reflexion-style baseline on one environment (module doc)."""
+    return Reflexion(env, policy, config, seed).run()
+
+
+def cot(env: SearchEnv, policy: Policy, config: MCTSConfig, seed: int = 0) -> SearchResult:
+    """CoT (Wei et al., 2022): one trajectory taking the policy's top proposal at every step,
+    named as such -- :func:`~hyperplan.search.baselines.greedy` (1 rollout of the budget)."""
+    result = greedy(env, policy, config, seed)
+    result.method = "cot"
+    return result
