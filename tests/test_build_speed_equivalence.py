@@ -24,6 +24,7 @@ from hyperplan.embed import cache as cache_module
 from hyperplan.embed.minilm import BATCH_TOKENS, MiniLMEmbedder, minilm_available
 from hyperplan.graph import links
 from hyperplan.graph.build import build_graph, structure_from_catalog
+from hyperplan.graph.columns import with_link_columns
 from hyperplan.graph.effects import is_credential
 from hyperplan.graph.field_roles import (
     GENERIC_WORDS,
@@ -218,7 +219,7 @@ def test_link_columns_deduplicate_and_order_as_from_parts(skeleton: Hypergraph) 
     evidence = tuple(f"e{k}" for k in range(300))
     raw = [Link(int(s), int(t), float(w), e)
            for s, t, w, e in zip(src, tgt, weight, evidence, strict=True)]
-    fast = skeleton._with_link_columns((src, tgt, weight, evidence), {"x": 1})
+    fast = with_link_columns(skeleton, (src, tgt, weight, evidence), {"x": 1})
     plain = skeleton.with_links(raw, x=1)
     assert list(fast.links()) == list(plain.links()) and fast.metadata == plain.metadata
 

@@ -19,6 +19,7 @@ from typing import Any
 from hyperplan.catalog import Catalog, ToolSpec
 from hyperplan.errors import OverrideError
 from hyperplan.graph.annotations import Annotations, InferredNode, merge_nodes
+from hyperplan.graph.columns import with_link_columns
 from hyperplan.graph.infer import infer_nodes
 from hyperplan.graph.infer_conditions import catalog_conditions, merged
 from hyperplan.graph.links import LinkConfig, TextEmbedder, inferred_link_columns
@@ -192,7 +193,7 @@ def _linked_graph(catalog: Catalog, embedder: TextEmbedder | None, config: LinkC
     skeleton = Hypergraph.from_parts(nodes, tools, [])
     columns = inferred_link_columns(skeleton, embedder=embedder, config=config,
                                     progress=progress)
-    return skeleton._with_link_columns(columns, {
+    return with_link_columns(skeleton, columns, {
         "source": catalog.source,
         "embedder": getattr(embedder, "name", None),
         "link_config": (config or LinkConfig()).as_dict(),
