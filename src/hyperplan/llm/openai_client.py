@@ -26,21 +26,29 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import openai
-from openai.types.chat import ChatCompletion, ChatCompletionMessageFunctionToolCall
+from openai.types.chat import ChatCompletion
 
 from hyperplan.llm.budget import Accounting
-from hyperplan.llm.structured import parse_and_validate, reask_message, with_schema_instruction
+from hyperplan.llm.openai_wire import (
+    CONTEXT_ERROR,
+    Step,
+    StructuredMode,
+    chat_request,
+    context_error,
+    error_detail,
+    interpret,
+    usage_of,
+)
+from hyperplan.llm.structured import reask_message
 from hyperplan.llm.types import (
     BaseLLM,
     ContextLengthError,
@@ -50,7 +58,6 @@ from hyperplan.llm.types import (
     LLMResponse,
     Message,
     StructuredOutputError,
-    ToolCall,
     ToolChoice,
     ToolSpec,
     Usage,
@@ -59,7 +66,8 @@ from hyperplan.secrets import SECRETS, redact_cut
 
 log = logging.getLogger(__name__)
 
-StructuredMode = Literal["json_schema", "json_object", "prompt"]
+__all__ = ["MAX_DETAIL_CHARS", "MIN_COMPLETION_TOKENS", "OpenAICompatibleLLM", "StructuredMode"]
+
 _NEXT_MODE: dict[StructuredMode, StructuredMode] = {
     "json_schema": "json_object",
     "json_object": "prompt",
@@ -70,22 +78,8 @@ _RETRYABLE = frozenset({408, 409, 429})
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "schema")
 _PLACEHOLDER_KEY = "sk-no-key-required"
 MIN_COMPLETION_TOKENS = 256
-MAX_DETAIL_CHARS = 500  # of a server's error text quoted in an LLMError (after redaction)
-_DETAIL_WINDOW = 65536  # of an error body read: past it no cut at MAX_DETAIL_CHARS can reach
 """The least completion room worth a second request with a lowered ``max_tokens``."""
-_CONTEXT_ERROR = re.compile(
-    r"maximum context length|context[_ ]length[_ ]exceeded|exceed_context_size|"
-    r"exceeds the available context|context window|input is too long", re.IGNORECASE)
-_CONTEXT_LIMIT = (re.compile(r"maximum context length is (\d+)"),
-                  re.compile(r"available context size \((\d+) tokens\)"),
-                  re.compile(r'"n_ctx"\s*:\s*(\d+)'))
-_CONTEXT_PROMPT = (re.compile(r"\((\d+) in the messages"),
-                   re.compile(r"messages resulted in (\d+) tokens"),
-                   re.compile(r"request has (\d+) input tokens"),
-                   re.compile(r"request \((\d+) tokens\) exceeds"),
-                   re.compile(r'"n_prompt_tokens"\s*:\s*(\d+)'))
-_CONTEXT_COMPLETION = (re.compile(r"(\d+) in the completion"),
-                       re.compile(r"max_completion_tokens' is too large: (\d+)"))
+MAX_DETAIL_CHARS = 500  # of a server's error text quoted in an LLMError (after redaction)
 
 
 @dataclass
@@ -103,10 +97,51 @@ class _Exchange:
     latency: float = 0.0
     reasks: int = 0
     refitted: bool = False
-    rejected: _Step | None = None  # the last reply that failed validation (re-asked)
+    rejected: Step | None = None  # the last reply that failed validation (re-asked)
 
-    def args(self) -> tuple[Any, ...]:
-        return self.convo, self.schema, self.tools, self.tool_choice, self.mode, self.max_tokens
+    @classmethod
+    def start(cls, request: LLMRequest, mode: StructuredMode | None,
+              max_tokens: int | None) -> _Exchange:
+        """The exchange of ``request`` before its first completion (``mode`` with a schema)."""
+        return cls(list(request.messages), request.schema, request.tools, request.tool_choice,
+                   mode if request.schema is not None else None, max_tokens)
+
+    def refit(self, exc: ContextLengthError) -> None:
+        """Lower the completion cap to the room the messages leave, once, when that room is
+        at least ``MIN_COMPLETION_TOKENS``; otherwise re-raise ``exc``. A re-ask that does not
+        fit ends the exchange as a :class:`StructuredOutputError`: the caller's messages did
+        fit."""
+        if self.rejected is not None:  # the re-ask outgrew the window, not the caller's messages
+            error = cast(str, self.rejected.error)
+            raise StructuredOutputError(
+                f"no schema-valid reply after {self.reasks} attempt(s), and the re-ask does not "
+                f"fit the context window: {error}",
+                last_text=self.rejected.text, validation_error=error) from None
+        room = (exc.limit - exc.prompt_tokens
+                if exc.limit is not None and exc.prompt_tokens is not None else None)
+        if self.refitted or room is None or room < MIN_COMPLETION_TOKENS:
+            raise exc
+        if self.max_tokens is not None and room >= self.max_tokens:
+            raise exc  # the cap was not what overflowed: nothing to lower
+        log.info("completion cap %s does not fit the context window of %d tokens "
+                 "(%d in the messages); retrying with max_tokens=%d",
+                 self.max_tokens, exc.limit, exc.prompt_tokens, room)
+        self.max_tokens, self.refitted = room, True
+
+    def reask(self, step: Step, max_reasks: int) -> None:
+        """Queue a re-ask for ``step``'s schema-invalid reply, or raise
+        :class:`StructuredOutputError` when ``max_reasks`` re-asks were made."""
+        error = cast(str, step.error)
+        if self.reasks >= max_reasks:
+            raise StructuredOutputError(
+                f"no schema-valid reply after {self.reasks + 1} attempt(s): {error}",
+                last_text=step.text,
+                validation_error=error,
+            )
+        log.debug("re-asking for schema-valid JSON: %s", error)
+        self.reasks += 1
+        self.rejected = step
+        self.convo += [Message.assistant(step.text), reask_message(error)]
 
 
 class _ModeRejected(Exception):
@@ -178,16 +213,12 @@ class OpenAICompatibleLLM(BaseLLM):
     # -- public API ----------------------------------------------------------------------------
     def _complete(self, request: LLMRequest) -> LLMResponse:
         """Complete a chat; see the module docstring for retries, fallbacks and re-asks."""
-        ex = self._exchange(request.messages, request.schema, request.tools, request.tool_choice)
+        ex = _Exchange.start(request, self.structured_mode(), self.max_tokens)
         while True:
             try:
-                completion, dt = self._send(self._request(*ex.args()), request.component,
-                                            ex.mode)
-            except _ModeRejected:
-                ex.mode = self._downgrade(cast(StructuredMode, ex.mode))
-                continue
-            except ContextLengthError as exc:
-                self._refit(ex, exc)
+                completion, dt = self._send(self._request(ex), request.component, ex.mode)
+            except (_ModeRejected, ContextLengthError) as exc:
+                self._recover(ex, exc)
                 continue
             done = self._absorb(ex, completion, dt)
             if done is not None:
@@ -195,47 +226,28 @@ class OpenAICompatibleLLM(BaseLLM):
 
     async def _acomplete(self, request: LLMRequest) -> LLMResponse:
         """Async variant of `complete` (uses `openai.AsyncOpenAI`)."""
-        ex = self._exchange(request.messages, request.schema, request.tools, request.tool_choice)
+        ex = _Exchange.start(request, self.structured_mode(), self.max_tokens)
         while True:
             try:
-                completion, dt = await self._asend(self._request(*ex.args()), request.component,
-                                                   ex.mode)
-            except _ModeRejected:
-                ex.mode = self._downgrade(cast(StructuredMode, ex.mode))
-                continue
-            except ContextLengthError as exc:
-                self._refit(ex, exc)
+                completion, dt = await self._asend(self._request(ex), request.component, ex.mode)
+            except (_ModeRejected, ContextLengthError) as exc:
+                self._recover(ex, exc)
                 continue
             done = self._absorb(ex, completion, dt)
             if done is not None:
                 return done
 
-    def _exchange(self, messages: Sequence[Message], schema: JSONSchema | None,
-                  tools: Sequence[ToolSpec] | None, tool_choice: ToolChoice) -> _Exchange:
-        return _Exchange(list(messages), schema, tools, tool_choice,
-                         self.structured_mode() if schema is not None else None, self.max_tokens)
+    def _recover(self, ex: _Exchange, exc: Exception) -> None:
+        """After a failed request: fall back to the next structured-output mode, or lower
+        the completion cap (:meth:`_Exchange.refit`), or re-raise."""
+        if isinstance(exc, ContextLengthError):
+            ex.refit(exc)
+        else:
+            ex.mode = self._downgrade(cast(StructuredMode, ex.mode))
 
-    def _refit(self, ex: _Exchange, exc: ContextLengthError) -> None:
-        """Lower the exchange's completion cap to the room the messages leave, once, when that
-        room is at least ``MIN_COMPLETION_TOKENS``; otherwise re-raise ``exc``. A re-ask that
-        does not fit ends the exchange as a :class:`StructuredOutputError`: the caller's
-        messages did fit."""
-        if ex.rejected is not None:  # the re-ask outgrew the window, not the caller's messages
-            error = cast(str, ex.rejected.error)
-            raise StructuredOutputError(
-                f"no schema-valid reply after {ex.reasks} attempt(s), and the re-ask does not "
-                f"fit the context window: {error}",
-                last_text=ex.rejected.text, validation_error=error) from None
-        room = (exc.limit - exc.prompt_tokens
-                if exc.limit is not None and exc.prompt_tokens is not None else None)
-        if ex.refitted or room is None or room < MIN_COMPLETION_TOKENS:
-            raise exc
-        if ex.max_tokens is not None and room >= ex.max_tokens:
-            raise exc  # the cap was not what overflowed: nothing to lower
-        log.info("completion cap %s does not fit the context window of %d tokens "
-                 "(%d in the messages); retrying with max_tokens=%d",
-                 ex.max_tokens, exc.limit, exc.prompt_tokens, room)
-        ex.max_tokens, ex.refitted = room, True
+    def _request(self, ex: _Exchange) -> dict[str, Any]:
+        return chat_request(self.model, self.temperature, ex.convo, ex.schema, ex.tools,
+                            ex.tool_choice, ex.mode, ex.max_tokens)
 
     def structured_mode(self) -> StructuredMode:
         """The structured-output mode currently used for this endpoint and model."""
@@ -309,7 +321,7 @@ class OpenAICompatibleLLM(BaseLLM):
     def _on_success(self, completion: ChatCompletion, component: str, start: float) -> float:
         latency = time.perf_counter() - start
         if self.accounting is not None:
-            self.accounting.record_call(component, _usage(completion), latency)
+            self.accounting.record_call(component, usage_of(completion), latency)
         log.debug("llm call ok component=%s model=%s latency=%.3fs", component, self.model, latency)
         return latency
 
@@ -325,10 +337,10 @@ class OpenAICompatibleLLM(BaseLLM):
         if self.accounting is not None:
             self.accounting.record_call(component, Usage(), latency, error=True)
         status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
-        detail = redact_cut(self._redact(_error_detail(exc)), MAX_DETAIL_CHARS)  # then cut
+        detail = redact_cut(self._redact(error_detail(exc)), MAX_DETAIL_CHARS)  # then cut
         log.debug("llm call failed component=%s status=%s: %s", component, status, detail)
-        if status in (400, 413) and _CONTEXT_ERROR.search(detail):
-            raise _context_error(detail, status) from None
+        if status in (400, 413) and CONTEXT_ERROR.search(detail):
+            raise context_error(detail, status) from None
         if (
             mode in _NEXT_MODE
             and status in (400, 422, 500)
@@ -360,83 +372,14 @@ class OpenAICompatibleLLM(BaseLLM):
                 )
             return self._aclient
 
-    # -- request / response mapping ------------------------------------------------------------
-    def _request(
-        self,
-        convo: list[Message],
-        schema: JSONSchema | None,
-        tools: Sequence[ToolSpec] | None,
-        tool_choice: ToolChoice,
-        mode: StructuredMode | None,
-        max_tokens: int | None,
-    ) -> dict[str, Any]:
-        if schema is not None and mode in ("json_object", "prompt"):
-            convo = with_schema_instruction(convo, schema)
-        request: dict[str, Any] = {
-            "model": self.model,
-            "messages": [_message_param(m) for m in convo],
-        }
-        if self.temperature is not None:
-            request["temperature"] = self.temperature
-        if max_tokens is not None:
-            request["max_tokens"] = max_tokens
-        if tools:
-            request["tools"] = [_tool_param(t) for t in tools]
-        if tool_choice is not None:
-            request["tool_choice"] = (
-                tool_choice
-                if tool_choice in ("auto", "none", "required")
-                else {"type": "function", "function": {"name": tool_choice}}
-            )
-        if schema is not None and mode == "json_schema":
-            request["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "response", "schema": dict(schema), "strict": False},
-            }
-        elif schema is not None and mode == "json_object":
-            # The typed SDK parameter has no "schema" key; llama.cpp reads it from the body.
-            request["extra_body"] = {
-                "response_format": {"type": "json_object", "schema": dict(schema)}
-            }
-        return request
-
-    def _interpret(self, completion: ChatCompletion, schema: JSONSchema | None) -> _Step:
-        if not completion.choices:
-            raise LLMError("LLM response has no choices")
-        message = completion.choices[0].message
-        text = message.content or ""
-        calls = tuple(
-            _tool_call(tc)
-            for tc in message.tool_calls or ()
-            if isinstance(tc, ChatCompletionMessageFunctionToolCall)
-        )
-        parsed: Any = None
-        error: str | None = None
-        if schema is not None and not calls:
-            parsed, error = parse_and_validate(text, schema)
-        return _Step(text, parsed, calls, _usage(completion), error)
-
     def _absorb(self, ex: _Exchange, completion: ChatCompletion, dt: float) -> LLMResponse | None:
         """Account one completion; the response when it is valid, else queue a re-ask."""
-        step = self._interpret(completion, ex.schema)
+        step = interpret(completion, ex.schema)
         ex.usage, ex.latency = ex.usage + step.usage, ex.latency + dt
         if step.error is None:
             return step.response(ex.usage, ex.latency, self.model)
-        ex.reasks = self._check_reask(ex.reasks, step)
-        ex.rejected = step
-        ex.convo += [Message.assistant(step.text), reask_message(step.error)]
+        ex.reask(step, self.max_reasks)
         return None
-
-    def _check_reask(self, reasks: int, step: _Step) -> int:
-        error = cast(str, step.error)
-        if reasks >= self.max_reasks:
-            raise StructuredOutputError(
-                f"no schema-valid reply after {reasks + 1} attempt(s): {error}",
-                last_text=step.text,
-                validation_error=error,
-            )
-        log.debug("re-asking for schema-valid JSON: %s", error)
-        return reasks + 1
 
     def _downgrade(self, mode: StructuredMode) -> StructuredMode:
         new = _NEXT_MODE[mode]
@@ -455,101 +398,3 @@ class OpenAICompatibleLLM(BaseLLM):
         return text.replace(self.__secret, "***") if self.__secret else text
 
 
-class _Step:
-    """The interpretation of one completion (private)."""
-
-    __slots__ = ("calls", "error", "parsed", "text", "usage")
-
-    def __init__(
-        self, text: str, parsed: Any, calls: tuple[ToolCall, ...], usage: Usage, error: str | None
-    ) -> None:
-        self.text, self.parsed, self.calls, self.usage, self.error = (
-            text,
-            parsed,
-            calls,
-            usage,
-            error,
-        )
-
-    def response(self, usage: Usage, latency: float, model: str) -> LLMResponse:
-        return LLMResponse(self.text, self.parsed, self.calls, usage, latency, model)
-
-
-def _usage(completion: ChatCompletion) -> Usage:
-    u = completion.usage
-    return Usage(u.prompt_tokens, u.completion_tokens) if u is not None else Usage()
-
-
-def _first_int(patterns: Sequence[re.Pattern[str]], text: str) -> int | None:
-    for pattern in patterns:
-        found = pattern.search(text)
-        if found:
-            return int(found.group(1))
-    return None
-
-
-def _context_error(detail: str, status: int | None) -> ContextLengthError:
-    """A :class:`ContextLengthError` from a server's "too long for the context" reply."""
-    limit = _first_int(_CONTEXT_LIMIT, detail)
-    prompt = _first_int(_CONTEXT_PROMPT, detail)
-    completion = _first_int(_CONTEXT_COMPLETION, detail)
-    said = ", ".join(f"{label} {value}" for label, value in (
-        ("window", limit), ("messages", prompt), ("completion", completion))
-        if value is not None)
-    return ContextLengthError(
-        f"the request does not fit the model's context window ({said or 'sizes not given'} "
-        f"tokens; status {status}): {detail}",
-        status_code=status, limit=limit, prompt_tokens=prompt, completion_tokens=completion)
-
-
-def _error_detail(exc: openai.APIError) -> str:
-    """The server's reason, uncut (the caller redacts, *then* cuts to
-    :data:`MAX_DETAIL_CHARS`); a huge body is read only as far as a cut could reach."""
-    if isinstance(exc, openai.APIStatusError):
-        try:
-            body = exc.response.text[:_DETAIL_WINDOW]
-        except Exception:
-            body = ""
-        return f"{exc.message} {body}".strip()
-    return f"{type(exc).__name__}: {exc.message}"
-
-
-def _tool_call(tc: ChatCompletionMessageFunctionToolCall) -> ToolCall:
-    raw = tc.function.arguments or "{}"
-    try:
-        args = json.loads(raw)
-    except json.JSONDecodeError:
-        args = None
-    if not isinstance(args, dict):
-        args = {"_raw_arguments": raw}
-    return ToolCall(name=tc.function.name, arguments=args, id=tc.id)
-
-
-def _message_param(m: Message) -> dict[str, Any]:
-    param: dict[str, Any] = {"role": m.role, "content": m.content}
-    if m.name is not None:
-        param["name"] = m.name
-    if m.role == "tool":
-        param["tool_call_id"] = m.tool_call_id or ""
-    if m.tool_calls:
-        param["content"] = m.content or None
-        param["tool_calls"] = [
-            {
-                "id": tc.id or f"call_{i}",
-                "type": "function",
-                "function": {"name": tc.name, "arguments": tc.arguments_json()},
-            }
-            for i, tc in enumerate(m.tool_calls)
-        ]
-    return param
-
-
-def _tool_param(t: ToolSpec) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": t.name,
-            "description": t.description,
-            "parameters": dict(t.parameters),
-        },
-    }
