@@ -37,8 +37,12 @@ Error messages are fixed texts: nothing of the offending line is quoted back.
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import re
+import select
+import stat
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
@@ -55,6 +59,10 @@ from mcp.shared._context_streams import (
 )
 from mcp.shared.message import SessionMessage
 
+INLINE_WRITE_BYTES = getattr(select, "PIPE_BUF", 512)
+"""Replies up to this size are written on the event loop when the output pipe has room
+(``_Wire._write_now``): a write of at most ``PIPE_BUF`` bytes to a pipe that polls writable
+does not block (Linux: a free page)."""
 MAX_LINE_BYTES = 4 * 1024 * 1024
 """The longest line (message) read; as the HTTP transport's body cap."""
 ID_SCAN_CHARS = 64 * 1024
@@ -208,11 +216,31 @@ class _Wire:
         data = (text + "\n").encode("utf-8")
         async with self._write_lock:
             try:
-                await anyio.to_thread.run_sync(self._write_flush, data,
-                                               limiter=self._write_thread)
+                if not self._write_now(data):
+                    await anyio.to_thread.run_sync(self._write_flush, data,
+                                                   limiter=self._write_thread)
             except (OSError, ValueError):  # the client is gone: end the session
                 self._broken = True
                 self.reader_scope.cancel()
+
+    def _write_now(self, data: bytes) -> bool:
+        """Write a short message on the event loop itself when the output can take it
+        without blocking (a pipe that polls writable, a message of at most
+        :data:`INLINE_WRITE_BYTES`); False when it must go through the writer thread
+        (longer, or an output that is full or not a pipe). Saves two thread hops a reply."""
+        if len(data) > INLINE_WRITE_BYTES:
+            return False
+        try:
+            fd = self.stdout.fileno()
+            if not stat.S_ISFIFO(os.fstat(fd).st_mode):
+                return False
+            _, writable, _ = select.select([], [fd], [], 0)
+        except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+            return False
+        if not writable:
+            return False
+        self._write_flush(data)
+        return True
 
     def _write_flush(self, data: bytes) -> None:
         self.stdout.write(data)
