@@ -191,6 +191,12 @@ class GraphIndex:
         self.node_vecs: FloatMatrix = vectors[graph.n_tools:]
         self.n_input_nodes = graph.n_input_nodes
         self.node_tool: IntArray = np.asarray(graph.node_tool, dtype=np.int64)
+        self._index_producers(graph)
+        self._index_nodes(graph)
+        self._index_names(graph)
+
+    def _index_producers(self, graph: Hypergraph) -> None:
+        """A_prod as plain arrays: by input row (CSR) and by producer tool (a column view)."""
         prod = graph.producer_matrix
         self.prod_ptr: IntArray = prod.indptr.astype(np.int64)
         self.prod_tool: IntArray = prod.indices.astype(np.int64)
@@ -202,6 +208,9 @@ class GraphIndex:
         self.prod_by_tool: IntArray = np.argsort(self.prod_tool, kind="stable").astype(np.int64)
         self.prod_tool_ptr: IntArray = np.concatenate([[0], np.cumsum(self.prod_feeds)]).astype(
             np.int64)
+
+    def _index_nodes(self, graph: Hypergraph) -> None:
+        """Per node: precondition, required, incident tools; nodes grouped by owning tool."""
         self.precondition = np.asarray([n.kind.value == "pre" for n in graph.nodes], dtype=bool)
         self.precondition_ids: IntArray = np.flatnonzero(self.precondition).astype(np.int64)
         required = np.zeros(graph.n_input_nodes, dtype=bool)
@@ -224,6 +233,9 @@ class GraphIndex:
         self.writes = write_tools(graph)  # the state-change effect "<tool>.done"
         self.inputs_all = [np.asarray(t.inputs, dtype=np.int64) for t in graph.tools]
         self.inputs_required = [a[required[a]] for a in self.inputs_all]
+
+    def _index_names(self, graph: Hypergraph) -> None:
+        """The tools' name words (by column) and namespaces."""
         self.name_vocab, words = _name_words(graph)
         # the (E, vocabulary) name-word matrix by column, as plain arrays (no scipy per query)
         self.name_ptr: IntArray = words.indptr.astype(np.int64)
