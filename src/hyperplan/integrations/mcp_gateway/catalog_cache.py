@@ -17,8 +17,8 @@ What is kept, and what never is:
 * the content is the definitions redacted by value (:func:`hyperplan.secrets.redact_value`:
   a registered secret an upstream echoed into a description is ``***`` on disk, as it is to
   clients);
-* the directory is created 0700 and every file written 0600 (written to a temporary file
-  and renamed, so a reader never sees half of one).
+* the directory (and any parent it creates) is made 0700 and every file written 0600
+  (written to a temporary file and renamed, so a reader never sees half of one).
 
 A file that cannot be read or parsed is a miss (a cold start), never an error.
 """
@@ -92,9 +92,11 @@ class CatalogCache:
     def put(self, key: str, tools: list[dict[str, Any]]) -> bool:
         """Keep ``tools`` (redacted) as the listing of ``key``; False when it cannot be
         written (the gateway serves on; the next start is cold)."""
+        from hyperplan.graph.safe_paths import make_private_dirs
+
         data = {"format": FORMAT, "tools": redact_value(tools)}
         try:
-            self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            make_private_dirs(self.folder, 0o700)
             descriptor, temporary = tempfile.mkstemp(prefix=".catalog-", dir=self.folder)
             try:
                 os.fchmod(descriptor, 0o600)
