@@ -23,8 +23,8 @@ def _album_saved(world: DemoWorld, album_id: int) -> bool:
     return bool(world.rows("SELECT 1 FROM saved_albums WHERE album_id = ?", album_id))
 
 
-def music_tasks() -> list[DemoTask]:
-    """The music tasks (8, one ambiguous)."""
+def _liking_tasks() -> list[DemoTask]:
+    """Liking songs (t01, t02)."""
     return [
         DemoTask(
             "t01_like_song",
@@ -39,6 +39,12 @@ def music_tasks() -> list[DemoTask]:
             single("music.like_song", {**MUSIC, "query": "Yesterday", "title": "Yesterday"}),
             5, lambda w: 5 in liked_songs(w) and not {7, 8} & liked_songs(w),
             notes="the search returns three songs; exactly one is titled 'Yesterday'"),
+    ]
+
+
+def _playlist_tasks() -> list[DemoTask]:
+    """Playlist edits (t03-t05)."""
+    return [
         DemoTask(
             "t03_add_song_to_playlist",
             "Add 'Wonderwall' to my 'Chill Vibes' playlist.",
@@ -64,6 +70,12 @@ def music_tasks() -> list[DemoTask]:
                 **MUSIC, "playlist_name": "Road Trip", "title": "Hotel California"}),
             6, lambda w: playlist_songs(w, "Road Trip") == [[16, 1]],
             notes="tracks are removed by position; title picks the track of show_playlist"),
+    ]
+
+
+def _library_tasks() -> list[DemoTask]:
+    """Library changes (t06-t08, one ambiguous)."""
+    return [
         DemoTask(
             "t06_unlike_song",
             "Remove 'Someone Like You' from my liked songs.",
@@ -86,3 +98,8 @@ def music_tasks() -> list[DemoTask]:
             notes="two songs are titled 'Hallelujah' (Leonard Cohen, song 9; Jeff Buckley, "
                   "song 10); only the request names the artist"),
     ]
+
+
+def music_tasks() -> list[DemoTask]:
+    """The music tasks (8, one ambiguous)."""
+    return [*_liking_tasks(), *_playlist_tasks(), *_library_tasks()]

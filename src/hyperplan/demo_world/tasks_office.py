@@ -55,8 +55,8 @@ def _dentist_cancelled(world: DemoWorld) -> bool:
     return ids == [1, 3, 4]
 
 
-def office_tasks() -> list[DemoTask]:
-    """Notes and calendar tasks (10, one ambiguous)."""
+def _note_tasks() -> list[DemoTask]:
+    """Notes (t21-t26, one ambiguous)."""
     return [
         DemoTask(
             "t21_create_note",
@@ -106,6 +106,12 @@ def office_tasks() -> list[DemoTask]:
                                                      "query": "Bob Lee"}, depends_on=("g1",))),
             9, lambda w: texts_to(w, "+1-555-0101")[-1:] == [WIFI],
             notes="g2 sends the note text read in g1 (notes text -> messaging text)"),
+    ]
+
+
+def _calendar_tasks() -> list[DemoTask]:
+    """Calendar (t27-t30)."""
+    return [
         DemoTask(
             "t27_create_event",
             "Put 'Dentist appointment' in my calendar on 2024-06-20 at 09:30 for 45 minutes.",
@@ -138,3 +144,8 @@ def office_tasks() -> list[DemoTask]:
                                              "title": "Dentist"}),
             5, _dentist_cancelled),
     ]
+
+
+def office_tasks() -> list[DemoTask]:
+    """Notes and calendar tasks (10, one ambiguous)."""
+    return [*_note_tasks(), *_calendar_tasks()]

@@ -58,8 +58,8 @@ def _paid_and_texted(world: DemoWorld) -> bool:
             and texts_to(world, "+1-555-0109") == ["Sent you $20 for lunch"])
 
 
-def people_tasks() -> list[DemoTask]:
-    """Contacts, payments and messaging tasks (12, two ambiguous)."""
+def _contact_tasks() -> list[DemoTask]:
+    """Contacts (t09, t10)."""
     return [
         DemoTask(
             "t09_add_contact",
@@ -74,6 +74,12 @@ def people_tasks() -> list[DemoTask]:
             single("contacts.update_contact_phone_number", {
                 "query": "Maria Garcia", "name": "Maria Garcia", "phone_number": "+1-555-0199"}),
             2, _maria_phone, notes="contacts needs no login"),
+    ]
+
+
+def _payment_tasks() -> list[DemoTask]:
+    """Payments (t11-t16, one ambiguous)."""
+    return [
         DemoTask(
             "t11_send_money",
             "Send $25 to Bob Lee for the concert tickets.",
@@ -116,6 +122,12 @@ def people_tasks() -> list[DemoTask]:
             ambiguous=True,
             notes="two contacts are called Alex (Alex Chen, coworker; Alex Morgan, cousin); "
                   "only the request says 'from work'"),
+    ]
+
+
+def _messaging_tasks() -> list[DemoTask]:
+    """Messaging, and a payment followed by a text (t17-t20, one ambiguous)."""
+    return [
         DemoTask(
             "t17_send_message",
             "Text Maria Garcia: 'Running 10 minutes late'.",
@@ -150,3 +162,8 @@ def people_tasks() -> list[DemoTask]:
             8, _paid_and_texted,
             notes="g2 reuses the username and Carlos's phone number found in g1"),
     ]
+
+
+def people_tasks() -> list[DemoTask]:
+    """Contacts, payments and messaging tasks (12, two ambiguous)."""
+    return [*_contact_tasks(), *_payment_tasks(), *_messaging_tasks()]
