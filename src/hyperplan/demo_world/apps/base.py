@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
 from typing import Annotated, Any, ClassVar, TypedDict
 
@@ -24,6 +25,17 @@ class LoginResult(TypedDict):
     token_type: Annotated[str, Field(description="Always 'Bearer'")]
 
 
+_LOGIN_DOC = """Log in to the {app} app and get an access token.
+
+    Args:
+        username: The user's username, from profile.show_profile.
+        password: The user's {app} account password, from profile.show_account_password.
+
+    Returns:
+        An access token for the {app} app.
+    """
+
+
 class App:
     """Base of an app: ``name`` is its namespace, ``tool_names`` its tools in catalog order
     (lookups before writes, so that ties between them favour the lookup)."""
@@ -33,6 +45,22 @@ class App:
 
     def __init__(self, store: Store) -> None:
         self._store = store
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """An app with a ``login`` tool gets its own copy of :meth:`_login_tool`, named
+        ``<App>.login`` and described with the app's name (the tool's description)."""
+        super().__init_subclass__(**kwargs)
+        if "login" in cls.tool_names and "login" not in cls.__dict__:
+            template = App._login_tool
+            login = types.FunctionType(template.__code__, template.__globals__, "login",
+                                       template.__defaults__, template.__closure__)
+            login.__annotations__ = dict(template.__annotations__)
+            login.__qualname__, login.__module__ = f"{cls.__qualname__}.login", cls.__module__
+            login.__doc__ = _LOGIN_DOC.format(app=cls.name)
+            cls.login = login  # type: ignore[attr-defined]
+
+    def _login_tool(self, username: str, password: str) -> LoginResult:
+        return self._login(username, password)
 
     def tools(self) -> list[Callable[..., Any]]:
         """The app's tools as bound methods, in catalog order."""

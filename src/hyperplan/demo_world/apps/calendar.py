@@ -12,7 +12,7 @@ from typing import Annotated, TypedDict, cast
 
 from pydantic import Field
 
-from hyperplan.demo_world.apps.base import App, LoginResult, require_text
+from hyperplan.demo_world.apps.base import App, require_text
 from hyperplan.demo_world.store import InvalidArgumentError
 
 
@@ -47,19 +47,6 @@ class CalendarApp(App):
     name = "calendar"
     tool_names = ("login", "show_events", "show_event", "create_event", "add_event_attendee",
                   "delete_event")
-
-    def login(self, username: str, password: str) -> LoginResult:
-        """Log in to the calendar app and get an access token.
-
-        Args:
-            username: The user's username, from profile.show_profile.
-            password: The user's calendar account password, from
-                profile.show_account_password.
-
-        Returns:
-            An access token for the calendar app.
-        """
-        return self._login(username, password)
 
     def show_events(self, access_token: str, date: str) -> list[EventSummary]:
         """Show the user's calendar events on one day.

@@ -10,7 +10,7 @@ from typing import Annotated, TypedDict, cast
 
 from pydantic import Field
 
-from hyperplan.demo_world.apps.base import App, LoginResult, like, require_text
+from hyperplan.demo_world.apps.base import App, like, require_text
 
 
 class MessageSummary(TypedDict):
@@ -52,19 +52,6 @@ class MessagingApp(App):
     name = "messaging"
     tool_names = ("login", "search_messages", "show_conversation", "send_message",
                   "delete_message")
-
-    def login(self, username: str, password: str) -> LoginResult:
-        """Log in to the messaging app and get an access token.
-
-        Args:
-            username: The user's username, from profile.show_profile.
-            password: The user's messaging account password, from
-                profile.show_account_password.
-
-        Returns:
-            An access token for the messaging app.
-        """
-        return self._login(username, password)
 
     def search_messages(self, access_token: str, query: str) -> list[MessageSummary]:
         """Search the user's messages by their text.

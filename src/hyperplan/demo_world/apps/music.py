@@ -11,7 +11,7 @@ from typing import Annotated, TypedDict, cast
 
 from pydantic import Field
 
-from hyperplan.demo_world.apps.base import App, LoginResult, like, require_text
+from hyperplan.demo_world.apps.base import App, like, require_text
 from hyperplan.demo_world.store import InvalidArgumentError
 
 
@@ -137,18 +137,6 @@ class MusicApp(App):
         "unlike_song", "save_album", "create_playlist", "add_song_to_playlist",
         "remove_track_from_playlist",
     )
-
-    def login(self, username: str, password: str) -> LoginResult:
-        """Log in to the music app and get an access token.
-
-        Args:
-            username: The user's username, from profile.show_profile.
-            password: The user's music account password, from profile.show_account_password.
-
-        Returns:
-            An access token for the music app.
-        """
-        return self._login(username, password)
 
     def search_songs(self, access_token: str, query: str) -> list[SongSummary]:
         """Search the music catalog for songs by title, artist or album.

@@ -6,7 +6,7 @@ from typing import Annotated, TypedDict, cast
 
 from pydantic import Field
 
-from hyperplan.demo_world.apps.base import App, LoginResult, like, require_text
+from hyperplan.demo_world.apps.base import App, like, require_text
 from hyperplan.demo_world.store import InvalidArgumentError
 
 
@@ -48,18 +48,6 @@ class NotesApp(App):
     name = "notes"
     tool_names = ("login", "search_notes", "show_note", "create_note", "update_note",
                   "delete_note", "share_note")
-
-    def login(self, username: str, password: str) -> LoginResult:
-        """Log in to the notes app and get an access token.
-
-        Args:
-            username: The user's username, from profile.show_profile.
-            password: The user's notes account password, from profile.show_account_password.
-
-        Returns:
-            An access token for the notes app.
-        """
-        return self._login(username, password)
 
     def search_notes(self, access_token: str, query: str) -> list[NoteSummary]:
         """Search the user's notes by title.

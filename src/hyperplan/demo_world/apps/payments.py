@@ -10,7 +10,7 @@ from typing import Annotated, TypedDict, cast
 
 from pydantic import Field
 
-from hyperplan.demo_world.apps.base import App, LoginResult, require_positive, require_text
+from hyperplan.demo_world.apps.base import App, require_positive, require_text
 from hyperplan.demo_world.store import InvalidArgumentError, NotFoundError
 
 
@@ -79,19 +79,6 @@ class PaymentsApp(App):
     tool_names = ("login", "show_balance", "show_payment_cards", "show_transactions",
                   "show_payment_requests", "send_money", "request_money",
                   "approve_payment_request", "add_funds")
-
-    def login(self, username: str, password: str) -> LoginResult:
-        """Log in to the payments app and get an access token.
-
-        Args:
-            username: The user's username, from profile.show_profile.
-            password: The user's payments account password, from
-                profile.show_account_password.
-
-        Returns:
-            An access token for the payments app.
-        """
-        return self._login(username, password)
 
     def show_balance(self, access_token: str) -> Balance:
         """Show how much money is in the user's wallet.
