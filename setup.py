@@ -16,7 +16,10 @@ import sys
 from setuptools import setup
 
 SEARCH_CORE = ("tree", "hypergraph", "timing", "config", "common", "selection", "mcts",
-               "baselines")
+               "baselines", "parts.base", "parts.ledger", "parts.designs", "parts.pruning",
+               "parts.free_last", "parts.ending_last", "parts.progressive",
+               "parts.evidence_widening", "parts.open_parts", "parts.policy_rollout",
+               "parts.prior_guided", "parts.scored", "parts.composed")
 
 
 def compile_requested() -> bool:
@@ -32,7 +35,7 @@ def ext_modules() -> list:  # type: ignore[type-arg]
         return []
     from mypyc.build import mypycify
 
-    sources = [f"src/hyperplan/search/{name}.py" for name in SEARCH_CORE]
+    sources = [f"src/hyperplan/search/{name.replace('.', '/')}.py" for name in SEARCH_CORE]
     return mypycify(["--config-file=_build/mypyc.ini", *sources],
                     opt_level="3", group_name="hyperplan_search")
 

@@ -14,15 +14,28 @@ from hyperplan.eval.treesearch.runner import load_tasks, task_seed
 from hyperplan.search.env import Action, SearchEnv
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig
 from hyperplan.search.policies import make_policy
+from hyperplan.search.timing import TimedPolicy
 from hyperplan.search.tree import Edge, Node
 
 
 class NoCall:
-    """A rollout chooser that must not be asked."""
+    """A policy that must not be asked (:func:`no_call`)."""
 
-    def __call__(self, env: SearchEnv, decisions: Sequence[Action],
-                 rng: random.Random) -> Action:
+    name = "no-call"
+
+    def propose(self, env: SearchEnv, decisions: Sequence[Action], k: int,
+                rng: random.Random) -> list[Action]:
         raise AssertionError("the policy was asked although one child was left")
+
+    def rollout(self, env: SearchEnv, decisions: Sequence[Action],
+                rng: random.Random) -> Action:
+        raise AssertionError("the policy was asked although one child was left")
+
+
+def no_call(search: HyperMCTS) -> HyperMCTS:
+    """``search`` with a policy that must not be asked from now on."""
+    search.policy = TimedPolicy(NoCall())
+    return search
 
 
 def generated_search(suite: str, tasks: int, task: int, **overrides: Any) -> HyperMCTS:

@@ -29,6 +29,7 @@ from hyperplan.search.hypergraph import (
 )
 from hyperplan.search.llm_policy import LLMPolicy
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, TreeDesign, design_config, hypermcts
+from hyperplan.search.parts.prior_guided import PriorGuided
 from hyperplan.search.policies import HeuristicPolicy, Policy, RandomPolicy
 from hyperplan.search.tree import HistoryTree, TreeError
 from search_reference import RefNode, ref_backup, ref_children, ref_descend
@@ -483,10 +484,9 @@ def test_rollout_guidance_prefers_high_prior_candidates() -> None:
     config = commit_widen(budget=8, lam=0.5, rollout_guidance=True)
     search = HyperMCTS(env, policy, config, 0)
     assert search.hypergraph is not None
-    assert search._rollout_pick() == search.policy.rollout  # empty hypergraph: the policy
+    assert PriorGuided().choose(search, None, env.decisions()) is None  # empty: inactive
     search.hypergraph.update([Observation(frozenset({proposals[1].key}), "item0", 0.9)])
-    pick = search._rollout_pick()
-    assert pick(env, env.decisions(), random.Random(0)).key == proposals[1].key
+    assert search.choose(None, env.decisions()).key == proposals[1].key
     result = search.run()
     assert result.rollouts <= 8
 

@@ -141,14 +141,14 @@ def test_every_third_iteration_composes_the_verified_decisions() -> None:
         assert before.run().trace == full.trace[:k]  # the same search up to there
         hypergraph, tree = before.hypergraph, before.tree
         assert hypergraph is not None and tree is not None
-        if not before._verified:
+        if not before.ledger.verified:
             continue
         node = tree.root
         for key in full.trace[k]:
             if not node.expanded:
                 break  # new histories: their children are made during the rollout
             first = next((e for e in node.edges if e.recorded and hypergraph.verified(
-                e.identity, before._objective_ids)), None)
+                e.identity, before.ledger.objective_ids)), None)
             if first is not None:
                 assert key == first.action.key
                 checked += 1

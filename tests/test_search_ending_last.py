@@ -1,7 +1,7 @@
 """Ending decisions last (issue 25, item 1): the rollout chooser leaves a new history's ending
 children -- commits that are not recorded, such as finishing a cart or abstaining from an
 answer -- for later while a recorded decision is among its children
-(:func:`~hyperplan.search.mcts._recorded_first`), at every lam.
+(:func:`~hyperplan.search.parts.ending_last.recorded_first`), at every lam.
 
 Checked on qa, where abstaining is the ending decision, by reading searches after they ran
 (the compiled build refuses interpreted subclasses of HyperMCTS, so nothing here hooks the
@@ -19,10 +19,11 @@ import pytest
 from hyperplan.eval.treesearch.runner import load_tasks, task_seed
 from hyperplan.search.baselines import uct
 from hyperplan.search.env import Action, ActionKind
-from hyperplan.search.mcts import HyperMCTS, MCTSConfig, _recorded_first, design_config
+from hyperplan.search.mcts import HyperMCTS, MCTSConfig, design_config
+from hyperplan.search.parts.ending_last import recorded_first
 from hyperplan.search.policies import make_policy
 from hyperplan.search.tree import Edge, Node
-from search_helpers import NoCall, generated_search
+from search_helpers import generated_search, no_call
 
 _ROOT = Node(None, 0)
 
@@ -38,13 +39,13 @@ ABSTAIN = _edge("abstain", ActionKind.COMMIT, False)
 
 
 def test_ending_children_wait_while_a_recorded_one_is_left() -> None:
-    assert _recorded_first([ABSTAIN, ANSWER, SEARCH, OPEN]) == [ANSWER, SEARCH, OPEN]
+    assert recorded_first([ABSTAIN, ANSWER, SEARCH, OPEN]) == [ANSWER, SEARCH, OPEN]
     # without a recorded child, the ending one stays (information steps do not hold it back)
-    assert _recorded_first([SEARCH, ABSTAIN]) == [SEARCH, ABSTAIN]
-    assert _recorded_first([ABSTAIN]) == [ABSTAIN]
+    assert recorded_first([SEARCH, ABSTAIN]) == [SEARCH, ABSTAIN]
+    assert recorded_first([ABSTAIN]) == [ABSTAIN]
     # nothing to leave: the same list, not a copy
     edges = [SEARCH, ANSWER]
-    assert _recorded_first(edges) is edges
+    assert recorded_first(edges) is edges
 
 
 def _search(task: int, **overrides: Any) -> HyperMCTS:
@@ -54,7 +55,7 @@ def _search(task: int, **overrides: Any) -> HyperMCTS:
 
 def test_the_only_child_left_is_taken_without_asking() -> None:
     search = _search(0)
-    assert search._picked(_ROOT, [ABSTAIN, ANSWER], NoCall()) is ANSWER
+    assert no_call(search)._picked(_ROOT, [ABSTAIN, ANSWER]) is ANSWER
 
 
 def _fresh_choices(search: HyperMCTS) -> list[tuple[list[Edge], Edge]]:

@@ -1,7 +1,7 @@
 """Free decisions last (issue 25, item 2): the rollout chooser leaves a new history's free
 decisions -- recorded decisions the hypergraph has scored under global objectives only, such
 as coupons -- for later while a recorded decision not known to be free is among its children
-(:meth:`~hyperplan.search.mcts.HyperMCTS._bound_first`).
+(:class:`~hyperplan.search.parts.free_last.FreeLast`).
 
 Checked by reading searches after they ran (the compiled build refuses interpreted
 subclasses of HyperMCTS, so nothing here hooks the search)."""
@@ -15,9 +15,10 @@ from hyperplan.search.baselines import uct
 from hyperplan.search.env import Action
 from hyperplan.search.hypergraph import TrajectoryHypergraph
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, design_config
+from hyperplan.search.parts.free_last import FreeLast
 from hyperplan.search.policies import make_policy
 from hyperplan.search.tree import Edge, Node
-from search_helpers import NoCall, choices_before, generated_search
+from search_helpers import choices_before, generated_search, no_call
 from search_reference import TWO_GOALS_AND_A_BUDGET, verdict_of
 
 LOCAL = frozenset({"g1", "g2"})
@@ -47,9 +48,9 @@ def test_the_free_set_is_what_the_hypergraph_calls_free_and_holds_the_coupons() 
     search = _search(0)
     hypergraph = search.hypergraph
     assert hypergraph is not None
-    local = search._local_objectives
-    assert search._free == {v for v in hypergraph.nodes if hypergraph.free(v, local)}
-    assert search._free and all(str(v).startswith("coupon:") for v in search._free)
+    local = search.ledger.local
+    assert search.ledger.free == {v for v in hypergraph.nodes if hypergraph.free(v, local)}
+    assert search.ledger.free and all(str(v).startswith("coupon:") for v in search.ledger.free)
 
 
 _ROOT = Node(None, 0)
@@ -61,16 +62,16 @@ def _edge(key: str, recorded: bool) -> Edge:
 
 def test_free_children_wait_while_a_recorded_one_that_is_not_free_is_left() -> None:
     search = _search(1)
-    search._free = {"coupon:x", "coupon:y"}
+    search.ledger.free = {"coupon:x", "coupon:y"}
     coupon_x, coupon_y = _edge("coupon:x", True), _edge("coupon:y", True)
     choose, view, finish = _edge("choose:0:p1", True), _edge("view:p1", False), \
         _edge("finish", False)
-    assert search._bound_first([coupon_x, choose, coupon_y, view]) == [choose, view]
+    assert FreeLast().keep(search, [coupon_x, choose, coupon_y, view]) == [choose, view]
     # information steps and finishing do not hold free decisions back
-    assert search._bound_first([coupon_x, view, finish]) == [coupon_x, view, finish]
-    assert search._bound_first([coupon_x, coupon_y]) == [coupon_x, coupon_y]
+    assert FreeLast().keep(search, [coupon_x, view, finish]) == [coupon_x, view, finish]
+    assert FreeLast().keep(search, [coupon_x, coupon_y]) == [coupon_x, coupon_y]
     # the only child left is taken without asking the policy
-    assert search._picked(_ROOT, [coupon_x, coupon_y, choose], NoCall()) is choose
+    assert no_call(search)._picked(_ROOT, [coupon_x, coupon_y, choose]) is choose
 
 
 def test_no_rollout_chooser_takes_a_free_child_while_another_recorded_one_is_new() -> None:
@@ -80,7 +81,7 @@ def test_no_rollout_chooser_takes_a_free_child_while_another_recorded_one_is_new
     recorded child that is not free was among them."""
     checked = 0
     for before, node, taken in choices_before(lambda **o: _search(2, **o), 24):
-        edges, free = node.edges, before._free
+        edges, free = node.edges, before.ledger.free
         fresh = all(e.n == (1 if e is taken else 0) for e in edges) and node.n == 1
         bound = [e for e in edges if e.recorded and e.identity not in free]
         if fresh and bound and len(edges) > 1 and any(
@@ -95,9 +96,9 @@ def test_off_at_lambda_zero_when_switched_off_or_in_the_other_designs() -> None:
     assert not design_config("paper").free_last
     assert not design_config("commit-widen").free_last
     lam0 = _search(0, lam=0.0)
-    assert not lam0._free
+    assert not lam0.ledger.free
     env = load_tasks("shopping", 3, 5)[0]
     assert lam0.trace == uct(env, make_policy("heuristic"), lam0.config, task_seed(5, 0)).trace
     off = _search(0, free_last=False)
-    assert not off._free and off.trace != _search(0).trace  # it changes the search
+    assert not off.ledger.free and off.trace != _search(0).trace  # it changes the search
 

@@ -2,7 +2,7 @@
 verified decision the evidence widening adds to a new history, up to ``evidence_width - 1``
 more, each verified on its local objectives and about none of the local objectives a
 recorded decision on the path is about
-(:meth:`~hyperplan.search.mcts.HyperMCTS._add_open_parts`).
+(:class:`~hyperplan.search.parts.open_parts.OpenParts`).
 
 Checked by reading searches after they ran (the compiled build refuses interpreted
 subclasses of HyperMCTS, so nothing here hooks the search)."""
@@ -31,7 +31,7 @@ def _labels(search: HyperMCTS, v: Hashable) -> set[str]:
     hypergraph = search.hypergraph
     assert hypergraph is not None
     stats = hypergraph.nodes.get(v)
-    return set() if stats is None else stats.by_label.keys() & search._local_objectives
+    return set() if stats is None else stats.by_label.keys() & search.ledger.local
 
 
 def _widened(search: HyperMCTS) -> list[tuple[list[Edge], list[Edge]]]:
@@ -55,7 +55,7 @@ def test_the_further_children_are_verified_decisions_about_parts_still_open(task
     search = generated_search("shopping", 3, task)
     hypergraph = search.hypergraph
     assert hypergraph is not None
-    local = search._local_objectives
+    local = search.ledger.local
     wide = 0
     for path, added in _widened(search):
         assert len(added) <= 3

@@ -1,6 +1,6 @@
 """The evidence pruning (issue 25, item 2): selection and the rollout chooser skip a child whose
 decision failed one of its own objectives in every rollout that took it, while another child
-is left (:meth:`~hyperplan.search.mcts.HyperMCTS._alive`).
+is left (:class:`~hyperplan.search.parts.pruning.EvidencePruning`).
 
 Checked by reading searches after they ran (the compiled build refuses interpreted
 subclasses of HyperMCTS, so nothing here hooks the search)."""
@@ -19,9 +19,10 @@ from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.search.baselines import uct
 from hyperplan.search.hypergraph import TrajectoryHypergraph
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, design_config
+from hyperplan.search.parts.pruning import EvidencePruning
 from hyperplan.search.policies import RandomPolicy
 from hyperplan.search.tree import Node
-from search_helpers import NoCall, choices_before
+from search_helpers import choices_before, no_call
 from search_reference import TWO_GOALS_ABOUT, TWO_GOALS_AND_A_BUDGET, verdict_of
 
 
@@ -42,7 +43,7 @@ def test_refuted_means_every_observation_failed_one_of_the_decisions_own_objecti
 @pytest.mark.parametrize("seed", [1, 5])
 def test_local_marks_are_refuted_and_free_read_in_one_pass(seed: int) -> None:
     search = _search(seed)
-    hypergraph, local = search.hypergraph, search._local_objectives
+    hypergraph, local = search.hypergraph, search.ledger.local
     assert hypergraph is not None
     marks = {v: hypergraph.local_marks(v, local) for v in hypergraph.nodes}
     assert marks == {v: (hypergraph.refuted(v, local), hypergraph.free(v, local))
@@ -63,8 +64,8 @@ def test_the_refuted_set_is_what_the_hypergraph_refutes_after_every_rollout(seed
     search = _search(seed)
     hypergraph = search.hypergraph
     assert hypergraph is not None
-    expected = {v for v in hypergraph.nodes if hypergraph.refuted(v, search._local_objectives)}
-    assert expected and search._refuted == expected
+    expected = {v for v in hypergraph.nodes if hypergraph.refuted(v, search.ledger.local)}
+    assert expected and search.ledger.refuted == expected
 
 
 @pytest.mark.parametrize("seed", [1, 5])
@@ -75,7 +76,7 @@ def test_no_rollout_takes_a_refuted_child_while_another_is_left(seed: int) -> No
     pruned_choices = 0
     for before, node, taken in choices_before(lambda **o: _search(seed, **o), 40):
         edges = node.edges
-        out = [e for e in edges if e.recorded and e.identity in before._refuted]
+        out = [e for e in edges if e.recorded and e.identity in before.ledger.refuted]
         if len(edges) > 1 and out:
             pruned_choices += 1
             assert taken not in out or len(out) == len(edges)
@@ -92,14 +93,15 @@ def test_the_only_child_left_is_taken_without_asking_the_policy() -> None:
     search = _search(2, evidence_widening=False, compose_every=0)
     node = _a_node_with_children(search)
     first, *rest = node.edges
-    search._refuted = {e.identity for e in rest}
-    assert search._alive(node.edges) == [first]
+    search.ledger.refuted = {e.identity for e in rest}
+    assert EvidencePruning().keep(search, node.edges) == [first]
     assert search.select(node) is first  # even when another child was never visited
-    assert search._picked(node, node.edges, NoCall()) is first
-    search._refuted = {e.identity for e in node.edges}  # all refuted: all are candidates
-    assert search._alive(node.edges) == node.edges
-    search._refuted = {rest[0].identity}
-    assert rest[0] not in search._alive(node.edges) and search.select(node) is not rest[0]
+    assert no_call(search)._picked(node, node.edges) is first
+    search.ledger.refuted = {e.identity for e in node.edges}  # all refuted: all are candidates
+    assert EvidencePruning().keep(search, node.edges) == node.edges
+    search.ledger.refuted = {rest[0].identity}
+    assert rest[0] not in EvidencePruning().keep(search, node.edges)
+    assert search.select(node) is not rest[0]
 
 
 def test_no_pruning_at_lambda_zero_when_switched_off_or_in_the_other_designs() -> None:
@@ -107,11 +109,11 @@ def test_no_pruning_at_lambda_zero_when_switched_off_or_in_the_other_designs() -
     assert not design_config("paper").evidence_pruning
     assert not design_config("commit-widen").evidence_pruning
     lam0 = _search(3, lam=0.0)
-    assert not lam0._refuted
+    assert not lam0.ledger.refuted
     assert lam0.trace == uct(ToyShopEnv(3, 4, 6), RandomPolicy(),
                              lam0.config, 3).trace
     off = _search(3, evidence_pruning=False)
-    assert not off._refuted and off.trace != _search(3).trace  # it changes the search
+    assert not off.ledger.refuted and off.trace != _search(3).trace  # it changes the search
 
 
 @pytest.mark.parametrize("rule", ["evidence_pruning", "free_last"])

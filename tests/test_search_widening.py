@@ -19,6 +19,7 @@ from hyperplan.search.baselines import uct
 from hyperplan.search.env import Action
 from hyperplan.search.hypergraph import Observation
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig
+from hyperplan.search.parts.progressive import ProgressiveWidening
 from hyperplan.search.policies import HeuristicPolicy
 from hyperplan.search.tree import HistoryTree, Pending, TreeError
 from search_reference import Unreadable
@@ -70,15 +71,19 @@ def test_widening_adds_the_decision_with_the_best_prior() -> None:
     config = MCTSConfig(lam=0.5, widen=1.0)
     search = HyperMCTS(env, policy, config, 0)
     assert search.hypergraph is not None
+    widening = search.design.wideners[0]
+    assert isinstance(widening, ProgressiveWidening)
     env.reset()
-    assert rest[search.widen_choice(rest)].key == first.key  # no evidence yet: policy order
+    assert rest[widening.choice(search, rest)].key == first.key  # no evidence yet: policy order
     search.hypergraph.update([Observation(frozenset({favourite.key}), "item0", 0.9),
                               Observation(frozenset({first.key}), "item0", 0.2)])
-    assert rest[search.widen_choice(rest)].key == favourite.key
+    assert rest[widening.choice(search, rest)].key == favourite.key
     off = HyperMCTS(env, policy, MCTSConfig(lam=0.5, widen=1.0, widen_prior=False), 0)
     assert off.hypergraph is not None
     off.hypergraph.update([Observation(frozenset({favourite.key}), "item0", 0.9)])
-    assert rest[off.widen_choice(rest)].key == first.key
+    off_widening = off.design.wideners[0]
+    assert isinstance(off_widening, ProgressiveWidening) and not off_widening.by_prior
+    assert rest[off_widening.choice(off, rest)].key == first.key
 
 
 def test_lambda_zero_widening_never_reads_the_hypergraph() -> None:

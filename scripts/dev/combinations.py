@@ -1,5 +1,5 @@
 """Dev-only (seeds 0-999): the fourth round on shopping's product combinations, each a
-subclass of the default HyperMCTS before ending decisions last (``free_last``), compared as
+variant of the default HyperMCTS before ending decisions last (``free_last``), compared as
 in tree_designs.py (docs/benchmarks.md, "Product combinations on shopping"; the variant
 ``finish_last_recorded`` became ``MCTSConfig.ending_last``, "Ending decisions last").
 
@@ -20,177 +20,176 @@ in tree_designs.py (docs/benchmarks.md, "Product combinations on shopping"; the 
 * ``evw_{prior,fewest}`` -- evidence widening adds the locally verified decision of highest
   prior / fewest observations instead of the first in A_dec(h) order.
 
-Run it from the pure-Python install (interpreted subclasses).
+Each variant is a tree design (:class:`~hyperplan.search.parts.base.Design`) with parts of
+its own (child filters, wideners, an observer) put beside the default's, never a subclass of
+HyperMCTS; a part that keeps statistics of its own is made anew for each search.
 """
 
 from __future__ import annotations
 
 import sys
 from collections import Counter
-from collections.abc import Hashable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
 
 import tree_designs as td
 
 from hyperplan.eval.treesearch.runner import load_tasks, task_seed
 from hyperplan.search.env import Action, ActionKind, SearchEnv, Verdict
-from hyperplan.search.mcts import HyperMCTS, MCTSConfig, Pick
+from hyperplan.search.mcts import HyperMCTS, MCTSConfig
+from hyperplan.search.parts.base import Design, Mark
+from hyperplan.search.parts.designs import design_of
+from hyperplan.search.parts.evidence_widening import EvidenceWidening, add_evidence
+from hyperplan.search.parts.free_last import FreeLast
+from hyperplan.search.parts.pruning import EvidencePruning
 from hyperplan.search.policies import make_policy
 from hyperplan.search.tree import Edge, Node
 
 COMMIT = ActionKind.COMMIT
 INFO = ActionKind.INFO
+NONE: frozenset[Mark] = frozenset()
 
 
-def _run(cls: type[HyperMCTS], plain: bool = False, current: bool = False,
-         **attrs: Any) -> td.Run:
-    """A run of a subclass of ``cls`` with ``attrs`` set, in the default configuration before
-    ending decisions last (``plain``: UCT, lam = 0 without the hypergraph; ``current``: the
-    default since, with it)."""
-    variant = type(cls.__name__, (cls,), attrs)
+def _run(change: Callable[[Design], Design], plain: bool = False,
+         current: bool = False) -> td.Run:
+    """A run of the design ``change`` makes of the default configuration's before ending
+    decisions last (``plain``: UCT, lam = 0 without the hypergraph; ``current``: the default
+    since, with it); ``change`` is called for each search (its parts' statistics are the
+    search's own)."""
     before = {"evidence_width": 1} if current else td.FL
     config = MCTSConfig(lam=0.0, hypergraph=False, **before) if plain else MCTSConfig(**before)
 
     def run(env: SearchEnv, seed: int) -> Any:
-        return variant(env, make_policy("heuristic"), config, seed).run()
+        design = change(design_of(config))
+        return HyperMCTS(env, make_policy("heuristic"), config, seed, design=design).run()
 
     return run
 
 
-class Nogood(HyperMCTS):
-    """Nogood avoidance (module doc)."""
+def _first(design: Design, part: Any, in_select: bool = False) -> Design:
+    """``design`` with the child filter ``part`` before its rollout filters (``in_select``:
+    before its selection filters too)."""
+    out = design._replace(rollout_filters=(part, *design.rollout_filters))
+    return out._replace(select_filters=(part, *design.select_filters)) if in_select else out
 
-    scope = "all"  # which failed trajectories: "all", "near", "local" or "full"
-    in_select = False
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._nogoods: set[frozenset[str]] = set()
-        self._path: list[Edge] = []
+@dataclass
+class Nogood:
+    """Nogood avoidance (module doc): a child filter, and the observer that collects the
+    failed bound decision sets."""
 
-    def record(self, actions: Sequence[Action], verdict: Verdict) -> None:
-        super().record(actions, verdict)
+    scope: str = "all"  # which failed trajectories: "all", "near", "local" or "full"
+    nogoods: set[frozenset[str]] = field(default_factory=set)
+    reads: ClassVar[frozenset[Mark]] = frozenset({Mark.FREE})
+
+    def observed(self, search: HyperMCTS, actions: Sequence[Action], verdict: Verdict) -> None:
         if verdict.success:
             return
-        scores = verdict.objective_scores
+        scores, local = verdict.objective_scores, search.ledger.local
         if self.scope == "near" and (not scores or any(
-                scores.get(g, 0.0) < 1.0 for g in self._local_objectives)):
+                scores.get(g, 0.0) < 1.0 for g in local)):
             return
         if self.scope == "local" and (not scores or all(
-                scores.get(g, 0.0) >= 1.0 for g in self._local_objectives)):
+                scores.get(g, 0.0) >= 1.0 for g in local)):
             return
-        ids: Sequence[Hashable | None] = self.env.recorded_ids(list(actions))
-        full = self.scope == "full"
+        ids: Sequence[Hashable | None] = search.env.recorded_ids(list(actions))
+        full, free = self.scope == "full", search.ledger.free
         bound = frozenset(a.key for a, v in zip(actions, ids, strict=True)
-                          if v is not None and (full or v not in self._free))
+                          if v is not None and (full or v not in free))
         if bound:
-            self._nogoods.add(bound)
+            self.nogoods.add(bound)
 
-    def _bound(self) -> frozenset[str]:
-        free = self._free
-        return frozenset(e.action.key for e in self._path
-                         if e.recorded and e.identity not in free)
-
-    def _untabu(self, edges: list[Edge]) -> list[Edge]:
-        if not self._nogoods:
+    def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
+        if not self.nogoods:
             return edges
-        if self.scope == "full":
-            return self._untabu_full(edges)
-        bound, free, nogoods = self._bound(), self._free, self._nogoods
+        path, nogoods, free = search.path, self.nogoods, search.ledger.free
+        if self.scope == "full":  # every recorded decision counts (free ones too); a commit
+            # that is not recorded (finish) is skipped when the path's set itself failed
+            held = frozenset(e.action.key for e in path if e.recorded)
+            ends_failed = held in nogoods
+            keep = [e for e in edges
+                    if not ((e.recorded and held | {e.action.key} in nogoods)
+                            or (ends_failed and not e.recorded and e.action.kind is COMMIT))]
+            return keep or edges
+        bound = frozenset(e.action.key for e in path if e.recorded and e.identity not in free)
         keep = [e for e in edges if not (e.recorded and e.identity not in free
                                          and bound | {e.action.key} in nogoods)]
         return keep or edges
 
-    def _untabu_full(self, edges: list[Edge]) -> list[Edge]:
-        """Every recorded decision counts (free ones too); a commit that is not recorded
-        (finish) is skipped when the path's set itself failed."""
-        held = frozenset(e.action.key for e in self._path if e.recorded)
-        nogoods = self._nogoods
-        ends_failed = held in nogoods
-        keep = [e for e in edges
-                if not ((e.recorded and held | {e.action.key} in nogoods)
-                        or (ends_failed and not e.recorded and e.action.kind is COMMIT))]
-        return keep or edges
 
-    def _walk(self, node: Node, path: list[Edge], verified_on: frozenset[str] | None) -> Node:
-        self._path = path
-        return super()._walk(node, path, verified_on)
+def _nogood(scope: str, in_select: bool) -> Callable[[Design], Design]:
+    def change(design: Design) -> Design:
+        part = Nogood(scope)
+        return _first(design, part, in_select)._replace(observers=(part,))
 
-    def _descend(self, node: Node, path: list[Edge]) -> Node:
-        self._path = path
-        return super()._descend(node, path)
-
-    def _picked(self, node: Node, edges: list[Edge], pick: Pick, scored: bool = False) -> Edge:
-        edges = self._untabu(edges)
-        if len(edges) == 1:
-            return edges[0]
-        return super()._picked(node, edges, pick, scored)
-
-    def select(self, node: Node) -> Edge:
-        if not self.in_select or len(node.edges) < 2:
-            return super().select(node)
-        keep = self._untabu(node.edges)
-        if len(keep) == len(node.edges):
-            return super().select(node)
-        return td.select_among(super().select, node, keep)
+    return change
 
 
-
-
-class FreeGuided(HyperMCTS):
-    """The rollout chooser at a history whose children left are free decisions (and commits
-    that are not recorded): ``how`` = "best": the free child of highest prior; "sample":
-    drawn with probability prop. to prior + 0.1. (Free identities are known to the
+@dataclass(frozen=True)
+class FreeGuided:
+    """A child filter choosing at a history whose children left are free decisions (and
+    commits that are not recorded): ``how`` = "best": the free child of highest prior;
+    "sample": drawn with probability prop. to prior + 0.1. (Free identities are known to the
     hypergraph by definition, so every one has a prior.)"""
 
-    how = "best"
+    how: str = "best"
+    reads: ClassVar[frozenset[Mark]] = frozenset({Mark.FREE})
 
-    def _picked(self, node: Node, edges: list[Edge], pick: Pick, scored: bool = False) -> Edge:
-        free = self._free
-        if free:
-            left = self._bound_first(edges)
-            frees = [e for e in left if e.recorded and e.identity in free]
-            if frees and all((e.recorded and e.identity in free) or e.action.kind is COMMIT
-                             for e in left):
-                hg = self.hypergraph
-                assert hg is not None
-                priors = [hg.prior(e.identity) for e in frees]
-                if self.how == "best":
-                    return frees[max(range(len(frees)), key=priors.__getitem__)]
-                weights = [p + 0.1 for p in priors]
-                x = self.rng.random() * sum(weights)
-                for e, w in zip(frees, weights, strict=True):
-                    x -= w
-                    if x < 0:
-                        return e
-                return frees[-1]
-        return super()._picked(node, edges, pick, scored)
+    def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
+        free = search.ledger.free
+        if not free:
+            return edges
+        left = FreeLast().keep(search, edges)
+        frees = [e for e in left if e.recorded and e.identity in free]
+        if not frees or not all((e.recorded and e.identity in free)
+                                or e.action.kind is COMMIT for e in left):
+            return edges
+        hg = search.hypergraph
+        assert hg is not None
+        priors = [hg.prior(e.identity) for e in frees]
+        if self.how == "best":
+            return [frees[max(range(len(frees)), key=priors.__getitem__)]]
+        weights = [p + 0.1 for p in priors]
+        x = search.rng.random() * sum(weights)
+        for e, w in zip(frees, weights, strict=True):
+            x -= w
+            if x < 0:
+                return [e]
+        return [frees[-1]]
 
 
+@dataclass(frozen=True)
+class EvidenceChoice:
+    """A widener: evidence widening adding, among the locally verified decisions of A_dec(h)
+    not yet children, the one of highest prior (``rank = "prior"``) or with the fewest
+    observations (``"fewest"``) instead of the first in A_dec(h) order."""
 
+    rank: str = "prior"
+    reads: ClassVar[frozenset[Mark]] = frozenset({Mark.VERIFIED})
 
-class EvidenceChoice(HyperMCTS):
-    """Evidence widening adding, among the locally verified decisions of A_dec(h) not yet
-    children, the one of highest prior (``rank = "prior"``) or with the fewest observations
-    (``"fewest"``) instead of the first in A_dec(h) order."""
+    def visit(self, search: HyperMCTS, node: Node) -> None:
+        return None
 
-    rank = "prior"
+    def wants_index(self, search: HyperMCTS) -> bool:
+        return bool(search.ledger.verified)
 
-    def _add_evidence(self, node: Node, decisions: Sequence[Action],
-                      index: Mapping[str, int]) -> Any:
-        verified = self._verified
-        hits = set(verified.keys() & index.keys())
+    def expanded(self, search: HyperMCTS, node: Node, decisions: Sequence[Action],
+                 index: Mapping[str, int] | None, path: list[Edge]) -> None:
+        if index is None:
+            return
+        hits = set(search.ledger.verified.keys() & index.keys())
         for edge in node.edges:
             hits.discard(edge.action.key)
-        hg = self.hypergraph
+        hg = search.hypergraph
         assert hg is not None
         cands = []
         for key in sorted(hits, key=index.__getitem__):
             action = decisions[index[key]]
             if action.kind is INFO:
                 continue
-            v = self.env.recorded_id(action)
-            if v is None or not hg.verified(v, self._local_objectives):
+            v = search.env.recorded_id(action)
+            if v is None or not hg.verified(v, search.ledger.local):
                 continue
             cands.append((action, v))
         if not cands:
@@ -203,37 +202,39 @@ class EvidenceChoice(HyperMCTS):
         node.widen(cands[i][0], cands[i][1], True)
 
 
-class FinishLast(HyperMCTS):
-    """Free decisions before finishing: at a new history, the rollout chooser leaves the
-    commits that are not recorded (finishing) for later while a free child is left
-    (``among = "free"``), or any recorded child (``"recorded"``)."""
+@dataclass(frozen=True)
+class FinishLast:
+    """A child filter: free decisions before finishing -- at a new history, the commits that
+    are not recorded (finishing) wait while a free child is left (``among = "free"``), or any
+    recorded child (``"recorded"``)."""
 
-    among = "free"
+    among: str = "free"
+    reads: ClassVar[frozenset[Mark]] = frozenset({Mark.FREE})
 
-    def _picked(self, node: Node, edges: list[Edge], pick: Pick, scored: bool = False) -> Edge:
+    def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
         if self.among == "free":
-            free = self._free
+            free = search.ledger.free
             held = any(e.recorded and e.identity in free for e in edges)
         else:
             held = any(e.recorded for e in edges)
         if held:
             rest = [e for e in edges if e.recorded or e.action.kind is not COMMIT]
             if len(rest) < len(edges):
-                edges = rest
-                if len(edges) == 1:
-                    return edges[0]
-        return super()._picked(node, edges, pick, scored)
+                return rest
+        return edges
 
 
-class PruneKeepsPlan(HyperMCTS):
+@dataclass(frozen=True)
+class PruneKeepsPlan:
     """Evidence pruning that never leaves only plan-ending children: when the children it
     keeps are all commits that are not recorded (finishing, abstaining), every child is
     kept (``how = "ending"``); with ``"recorded"``, whenever it keeps no recorded child."""
 
-    how = "ending"
+    how: str = "ending"
+    reads: ClassVar[frozenset[Mark]] = frozenset({Mark.REFUTED})
 
-    def _alive(self, edges: list[Edge]) -> list[Edge]:
-        alive = super()._alive(edges)
+    def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
+        alive = EvidencePruning().keep(search, edges)
         if len(alive) == len(edges):
             return alive
         if self.how == "ending":
@@ -243,55 +244,87 @@ class PruneKeepsPlan(HyperMCTS):
         return edges if ends else alive
 
 
-class EvidenceMore(HyperMCTS):
-    """Evidence widening adding up to ``extra`` locally verified decisions instead of one."""
+def _prune_keeps(how: str) -> Callable[[Design], Design]:
+    def swap(parts: tuple[Any, ...]) -> tuple[Any, ...]:
+        return tuple(PruneKeepsPlan(how) if isinstance(p, EvidencePruning) else p
+                     for p in parts)
 
-    extra = 2
+    return lambda d: d._replace(select_filters=swap(d.select_filters),
+                                rollout_filters=swap(d.rollout_filters))
 
-    def _add_evidence(self, node: Node, decisions: Sequence[Action],
-                      index: Mapping[str, int]) -> Any:
+
+@dataclass(frozen=True)
+class EvidenceMore:
+    """A widener: the evidence widening adding up to ``extra`` locally verified decisions
+    instead of one."""
+
+    extra: int = 2
+    reads: ClassVar[frozenset[Mark]] = frozenset({Mark.VERIFIED})
+
+    def visit(self, search: HyperMCTS, node: Node) -> None:
+        return None
+
+    def wants_index(self, search: HyperMCTS) -> bool:
+        return bool(search.ledger.verified)
+
+    def expanded(self, search: HyperMCTS, node: Node, decisions: Sequence[Action],
+                 index: Mapping[str, int] | None, path: list[Edge]) -> None:
+        if index is None:
+            return
         for _ in range(self.extra):
             before = len(node.edges)
-            super()._add_evidence(node, decisions, index)
+            add_evidence(search, node, decisions, index)
             if len(node.edges) == before:
                 return
 
 
-class EvidenceFurther(HyperMCTS):
-    """Evidence widening adding, after its one decision, up to ``extra - 1`` more locally
-    verified decisions of A_dec(h), in its order: with ``keep = "same"`` only ones about the
-    same local objectives as that one (alternatives for the same part of the plan); with
-    ``"open"`` only ones none of whose local objectives a recorded decision on the path to h
-    is about (parts of the plan still open; adopted as ``MCTSConfig.evidence_width``)."""
+@dataclass(frozen=True)
+class EvidenceFurther:
+    """A widener: the evidence widening adding, after its one decision, up to
+    ``extra - 1`` more locally verified decisions of A_dec(h), in its order: with
+    ``keep = "same"`` only ones about the same local objectives as that one (alternatives for
+    the same part of the plan); with ``"open"`` only ones none of whose local objectives a
+    recorded decision on the path to h is about (parts of the plan still open; adopted as
+    ``MCTSConfig.evidence_width``)."""
 
-    extra = 3
-    keep = "open"
+    extra: int = 3
+    keep: str = "open"
+    reads: ClassVar[frozenset[Mark]] = frozenset({Mark.VERIFIED})
 
-    def _path_labels(self, node: Node) -> set[str]:
-        hg = self.hypergraph
+    def visit(self, search: HyperMCTS, node: Node) -> None:
+        return None
+
+    def wants_index(self, search: HyperMCTS) -> bool:
+        return bool(search.ledger.verified)
+
+    @staticmethod
+    def _path_labels(search: HyperMCTS, node: Node) -> set[str]:
+        hg = search.hypergraph
         assert hg is not None
         labels: set[str] = set()
         child, parent = node, node.parent
         while parent is not None:
             edge = next(e for e in parent.edges if e._child is child)
             if edge.recorded and edge.identity in hg.nodes:
-                labels |= hg.nodes[edge.identity].by_label.keys() & self._local_objectives
+                labels |= hg.nodes[edge.identity].by_label.keys() & search.ledger.local
             child, parent = parent, parent.parent
         return labels
 
-    def _add_evidence(self, node: Node, decisions: Sequence[Action],
-                      index: Mapping[str, int]) -> Any:
+    def expanded(self, search: HyperMCTS, node: Node, decisions: Sequence[Action],
+                 index: Mapping[str, int] | None, path: list[Edge]) -> None:
+        if index is None:
+            return
         before = len(node.edges)
-        super()._add_evidence(node, decisions, index)
+        add_evidence(search, node, decisions, index)
         if len(node.edges) == before:
-            return False
-        hg = self.hypergraph
+            return
+        hg = search.hypergraph
         assert hg is not None
-        local = self._local_objectives
+        local = search.ledger.local
         if self.keep == "same":
             about = hg.nodes[node.edges[-1].identity].by_label.keys() & local
         else:
-            served = self._path_labels(node)
+            served = self._path_labels(search, node)
         have = {e.action.key for e in node.edges}
         added = 1
         for action in decisions:
@@ -299,7 +332,7 @@ class EvidenceFurther(HyperMCTS):
                 break
             if action.kind is INFO or action.key in have:
                 continue
-            v = self.env.recorded_id(action)
+            v = search.env.recorded_id(action)
             if v is None or v not in hg.nodes or not hg.verified(v, local):
                 continue
             labels = hg.nodes[v].by_label.keys()
@@ -307,27 +340,38 @@ class EvidenceFurther(HyperMCTS):
                 continue
             node.widen(action, v, True)
             added += 1
-        return True
+
+
+def _put_first(part: Any) -> Callable[[Design], Design]:
+    """The design with the (stateless) child filter ``part`` before its rollout filters."""
+    return lambda d: _first(d, part)
+
+
+def _widener(part: Any) -> Callable[[Design], Design]:
+    """The design with ``part`` in place of its evidence widening."""
+    return lambda d: d._replace(wideners=tuple(
+        part if isinstance(w, EvidenceWidening) else w for w in d.wideners))
+
 
 for _scope in ("all", "near", "local", "full"):
-    td.VARIANTS[f"nogood_{_scope}"] = _run(Nogood, scope=_scope)
-    td.VARIANTS[f"nogood_{_scope}_sel"] = _run(Nogood, scope=_scope, in_select=True)
+    td.VARIANTS[f"nogood_{_scope}"] = _run(_nogood(_scope, False))
+    td.VARIANTS[f"nogood_{_scope}_sel"] = _run(_nogood(_scope, True))
 for _how in ("best", "sample"):
-    td.VARIANTS[f"free_{_how}"] = _run(FreeGuided, how=_how)
+    td.VARIANTS[f"free_{_how}"] = _run(_put_first(FreeGuided(_how)))
 for _rank in ("prior", "fewest"):
-    td.VARIANTS[f"evw_{_rank}"] = _run(EvidenceChoice, rank=_rank)
+    td.VARIANTS[f"evw_{_rank}"] = _run(_widener(EvidenceChoice(_rank)))
 for _among in ("free", "recorded"):
-    td.VARIANTS[f"finish_last_{_among}"] = _run(FinishLast, among=_among)
+    td.VARIANTS[f"finish_last_{_among}"] = _run(_put_first(FinishLast(_among)))
 for _how in ("ending", "recorded"):
-    td.VARIANTS[f"prune_keeps_{_how}"] = _run(PruneKeepsPlan, how=_how)
+    td.VARIANTS[f"prune_keeps_{_how}"] = _run(_prune_keeps(_how))
 for _extra in (2, 3, 5):
-    td.VARIANTS[f"ending_evw{_extra}"] = _run(EvidenceMore, current=True, extra=_extra)
+    td.VARIANTS[f"ending_evw{_extra}"] = _run(_widener(EvidenceMore(_extra)), current=True)
 for _extra in (2, 3):
-    td.VARIANTS[f"ending_alt{_extra}"] = _run(EvidenceFurther, current=True, extra=_extra,
-                                              keep="same")
+    td.VARIANTS[f"ending_alt{_extra}"] = _run(_widener(EvidenceFurther(_extra, "same")),
+                                              current=True)
 for _extra in (2, 3):
-    td.VARIANTS[f"ending_open{_extra}"] = _run(EvidenceFurther, current=True, extra=_extra)
-td.VARIANTS["uct_finish_last"] = _run(FinishLast, plain=True, among="recorded")
+    td.VARIANTS[f"ending_open{_extra}"] = _run(_widener(EvidenceFurther(_extra)), current=True)
+td.VARIANTS["uct_finish_last"] = _run(_put_first(FinishLast("recorded")), plain=True)
 
 
 def alternatives(seed: int, n: int) -> None:
@@ -346,7 +390,7 @@ def alternatives(seed: int, n: int) -> None:
         assert hg is not None
         counts["failed"] += 1
         for item, gold in zip(task.items, task.gold, strict=True):
-            labels = {g for g in search._local_objectives if g.startswith(f"item{item.index}.")}
+            labels = {g for g in search.ledger.local if g.startswith(f"item{item.index}.")}
             rows = []  # (is gold, prior, budget mean, observations)
             for v, node in hg.nodes.items():
                 if labels & node.by_label.keys() and hg.verified(v, labels):
@@ -376,10 +420,7 @@ def repeats(seed: int, n: int) -> None:
     the winning product set tried before (and failed then, on the budget)?"""
     counts: Counter[str] = Counter()
     for i, env in enumerate(load_tasks("shopping", n, seed)):
-        search = td.Recording(env, make_policy("heuristic"), MCTSConfig(**td.FL),
-                           task_seed(seed, i))
-        search.seen, search.taken = [], []
-        solved = search.run().success
+        solved, search = td.recorded(env, MCTSConfig(**td.FL), task_seed(seed, i))
         products = [frozenset(k for k in taken if k.startswith("choose:"))
                     for taken in search.taken]
         if solved:
@@ -409,9 +450,8 @@ def abstentions(seed: int, n: int) -> None:
     for name, config in configs.items():
         counts: Counter[str] = Counter()
         for i, env in enumerate(load_tasks("qa", n, seed)):
-            search = td.Recording(env, make_policy("heuristic"), config, task_seed(seed, i))
-            search.seen, search.taken = [], []
-            counts["solved"] += search.run().success
+            solved, search = td.recorded(env, config, task_seed(seed, i))
+            counts["solved"] += solved
             counts["rollouts"] += len(search.taken)
             counts["... ending by abstaining"] += sum(t[-1] == "abstain" for t in search.taken)
         print("qa", seed, name, dict(counts))

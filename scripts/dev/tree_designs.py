@@ -17,8 +17,9 @@ normal 95% interval. The named defaults: ``hyper`` (before the evidence pruning)
 local objective was met by some rollout (the failure analysis); ``shopping SEED N --gold
 METHOD`` compares the failed shopping tasks with their hidden gold plans, ``--coupons`` their
 coupons with the best set for the products chosen. The variants that are not
-configurations are subclasses of HyperMCTS here, so run this on the pure-Python install (the
-compiled core refuses interpreted subclasses). Dev seeds only (0-999).
+configurations are parts of a tree design here (:class:`~hyperplan.search.parts.base.Design`;
+:func:`variant_design`), never subclasses of HyperMCTS, so either build runs them. Dev seeds
+only (0-999).
 """
 
 from __future__ import annotations
@@ -28,16 +29,20 @@ import statistics
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from multiprocessing import Pool
-from typing import Any
+from typing import Any, ClassVar
 
 from hyperplan.eval.treesearch.runner import METHOD_FUNCS, load_tasks, task_seed
 from hyperplan.search.common import INFO, SearchResult
 from hyperplan.search.env import Action, SearchEnv, Verdict
-from hyperplan.search.mcts import HyperMCTS, MCTSConfig, Pick, design_config
+from hyperplan.search.mcts import HyperMCTS, MCTSConfig, design_config
+from hyperplan.search.parts.base import Design, Mark
+from hyperplan.search.parts.designs import design_of
+from hyperplan.search.parts.pruning import EvidencePruning
 from hyperplan.search.policies import HeuristicPolicy, Policy, _gumbel_top_k, make_policy
+from hyperplan.search.selection import graph_priors
 from hyperplan.search.tree import Edge, Node
 
 Run = Callable[[SearchEnv, int], SearchResult]
@@ -48,6 +53,7 @@ BEFORE: dict[str, Any] = {"evidence_pruning": False, "free_last": False, "ending
 FL: dict[str, Any] = {"ending_last": False, "evidence_width": 1}
 # the full-path design without our two first rules
 PLAIN: dict[str, Any] = {"evidence_widening": False, "compose_every": 0}
+NONE: frozenset[Mark] = frozenset()
 
 
 class SortedHeuristic(HeuristicPolicy):
@@ -60,243 +66,170 @@ class SortedHeuristic(HeuristicPolicy):
         return [decisions[i] for i in idx], scores
 
 
-def select_among(select: Callable[[Node], Edge], node: Node, keep: list[Edge]) -> Edge:
-    """``select(node)`` over ``keep``, some of ``node``'s children (the only one left is taken
-    as it is)."""
-    if len(keep) == 1:
-        return keep[0]
-    full = node.edges
-    node.edges = keep
-    try:
-        return select(node)
-    finally:
-        node.edges = full
+# -- the rejected variants, as parts (all off: HyperMCTS itself) ------------------------------
 
 
-class Variant(HyperMCTS):
-    """HyperMCTS with the switches of the rejected variants (all off: HyperMCTS itself)."""
+@dataclass(frozen=True)
+class Refutation:
+    """The variants' own refutation rule: a recorded decision is refuted when every rollout
+    that took it failed one of its local objectives (``prune == "any"``) or all of them
+    (``"all"``); with ``prune_free`` a decision only global objectives scored is refuted when
+    it always failed them."""
 
-    select_child = False  # new in-tree children chosen by selection (first unvisited)
-    eps = 0.0  # ... or uniformly at random with this probability
-    fill = False  # unseen recorded decisions at the mean prior of their known siblings
-    replace_last = False  # a locally verified decision replaces the b-th proposal
-    boost = False  # locally verified children get +1 prior (forced first)
-    compose_local = False  # composed rollouts follow local verification only
-    reach = False  # composed rollouts widen with a verified decision of A_dec(h)
+    prune: str = "any"
+    prune_free: bool = False
 
-    prune_free = False  # ... decisions only global objectives score included
-    prune_select = False  # ... and selection too
-    prune_expand = False  # ... and the policy proposes among the unrefuted decisions only
-    free_yield = False  # spent free decisions yield to untried recorded siblings (_alive)
-    repair_cycle = False  # ... every near miss in turn (the least repaired first)
-    swap = False  # composed turns: the latest near miss with one bound decision swapped
-    swap_rr = False  # ... the position swapped least often first
-    repair_every = 0  # repair turns every m-th iteration once a near miss exists (0: composed)
-    repair_depth = 0  # k: the first near miss repaired fewer than k times, not the least
-    repair_rank = False  # among the least repaired, the best on the global objectives
-    repair = False  # composed turns replay the first locally complete trajectory, free
-    # decisions (global-only ones) left to the rollout after it
-    prune: str = ""  # "any"/"all": rollout choices skip refuted decisions (_refuted)
-    defer_free = False  # composed walks: free decisions (global-only ones) last
-    defer_local = False  # ... and a locally verified child first
-    novel_pick = False  # a new history takes a child never taken in any rollout, if any
-    defer_pick = False  # the rollout chooser leaves free decisions (coupons) for later
-    optimistic = False  # unseen recorded decisions get prior 1 instead of 0
-    budget_pick = False  # composed walks: else the locally verified child best on globals
-    prior_pick = ""  # composed walks: else a locally verified child by prior ("best"/"sample")
-    prereq_pick = False  # composed walks: else the child most verified decisions came after
-
-    _reach_on: frozenset[str] | None = None  # set during a composed walk with ``reach``
-    _prereqs: dict[str, frozenset[str]]  # verified action key -> the keys taken before it
-
-    def _verified_child(self, edges: list[Edge], path: list[Edge],
-                        verified_on: frozenset[str]) -> Edge | None:
-        edge = super()._verified_child(edges, path, verified_on)
-        if edge is not None:
-            return edge
-        if self.defer_free:
-            edge = self._deferring(edges)
-            if edge is not None:
-                return edge
-        if self.budget_pick:
-            edge = self._best_on_globals(edges)
-        if edge is None and self.prior_pick:
-            edge = self._verified_by_prior(edges)
-        if edge is None and self.prereq_pick:
-            edge = self._enabling(edges, path)
-        return edge
-
-    def _is_refuted(self, e: Edge) -> bool:
-        """Whether every rollout that took this decision failed one of its local objectives
-        (``prune == "any"``) or all of them (``"all"``)."""
-        return e.recorded and self._refuted_id(e.identity)
-
-    def _refuted_id(self, v: Any) -> bool:
-        hg = self.hypergraph
+    def refuted(self, search: HyperMCTS, v: Any) -> bool:
+        hg = search.hypergraph
         assert hg is not None
         node = hg.nodes.get(v)
         if node is None:
             return False
-        never = [p.total == 0.0 for g, p in node.by_label.items() if g in self._local_objectives]
+        local = search.ledger.local
+        never = [p.total == 0.0 for g, p in node.by_label.items() if g in local]
         if not never:
-            if self.prune_free:  # scored by global objectives only: refuted when always failed
+            if self.prune_free:
                 glob = [p.total == 0.0 for g, p in node.by_label.items()
-                        if g in self._objective_ids]
+                        if g in search.ledger.objective_ids]
                 return bool(glob) and all(glob)
             return False
         return any(never) if self.prune == "any" else all(never)
 
-    _repair_from: tuple[Action, ...] | None = None
+    def alive(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
+        return [e for e in edges if not (e.recorded and self.refuted(search, e.identity))]
 
-    def record(self, actions: Sequence[Action], verdict: Verdict) -> None:
-        """With ``repair``: keep the trajectory to repair -- the first one that met every
-        local objective and failed a global one -- without its free decisions (the recorded
-        ones no local objective is about) and its last step."""
-        super().record(actions, verdict)
-        if not (self.repair or self.swap) or (
-                self._repair_from is not None and not self.repair_cycle and not self.swap):
-            return
-        scores, local = verdict.objective_scores, self._local_objectives
-        if not local or not all(scores.get(g, 0.0) >= 1.0 for g in local):
-            return
-        if all(v >= 1.0 for v in scores.values()):
-            return
-        bound: set[Any] = set()
-        for g in local:
-            bound |= verdict.objective_decisions.get(g, frozenset())
-        if self.swap:  # every near miss, and its bound set as tried
-            self.__dict__.setdefault("_swaps_near", []).append(
-                (tuple(actions[:-1]), frozenset(bound)))
-            self.__dict__.setdefault("_swaps_tried", set()).add(frozenset(bound))
-            return
-        if self.repair_cycle:  # every near miss, by its bound decisions, first one kept
-            near = self.__dict__.setdefault("_near", {})
-            glob = [v for g, v in scores.items() if g not in local]
-            near.setdefault(frozenset(bound), [tuple(actions[:-1]), 0, -sum(glob) / len(glob)])
-            return
-        self._repair_bound = bound
-        self._repair_from = tuple(actions[:-1])
 
-    def _repair_turn(self) -> bool:
-        m = self.repair_every
-        if not m:
-            return self._composing()
-        return bool(self.__dict__.get("_near")) and self.rollouts % m == m - 1
+@dataclass(frozen=True)
+class PruneRule:
+    """A child filter (``prune``, ``prune_select``): children the rule refutes are skipped
+    while others are left; in the rollout (``in_select`` False) only once the hypergraph has
+    data, the only one left taken."""
 
-    def _labels(self, v: Any) -> frozenset[str]:
-        hg = self.hypergraph
-        assert hg is not None
-        node = hg.nodes.get(v)
-        return frozenset() if node is None else frozenset(
-            g for g in node.by_label if g in self._local_objectives)
+    rule: Refutation
+    in_select: bool = False
+    reads: ClassVar[frozenset[Mark]] = NONE
 
-    def _swap_plan(self) -> tuple[tuple[Action, ...], set[Any]] | None:
-        """The latest near miss with one bound decision swapped for a locally verified
-        alternative about the same local objectives, the bound set not tried yet."""
-        near = self.__dict__.get("_swaps_near")
-        if not near:
-            return None
-        tried = self.__dict__["_swaps_tried"]
-        used: dict[tuple[int, int], int] = self.__dict__.setdefault("_swaps_used", {})
-        verified = list(self._verified.values())
-        for j in range(len(near) - 1, -1, -1):
-            actions, bound = near[j]
-            candidates = []
-            for i, action in enumerate(actions):
-                v = action.key  # the suites' identities are their action keys
-                if v not in bound:
-                    continue
-                labels = self._labels(v)
-                if not labels:
-                    continue
-                for w, alternative in verified:
-                    if w == v or w in bound or self._labels(w) != labels:
-                        continue
-                    swapped = (bound - {v}) | {w}
-                    if swapped not in tried:
-                        candidates.append((i, alternative, swapped))
-            if not candidates:
-                continue
-            if self.swap_rr:  # the position swapped least often in this near miss first
-                candidates.sort(key=lambda c: used.get((j, c[0]), 0))
-            i, alternative, swapped = candidates[0]
-            used[(j, i)] = used.get((j, i), 0) + 1
-            tried.add(swapped)
-            return (*actions[:i], alternative, *actions[i + 1:]), set(swapped)
-        return None
-
-    def iterate(self) -> None:
-        if self.swap:
-            plan = self._swap_plan() if self._composing() else None
-            if plan is None:
-                return super().iterate()
-            self._repair_from, self._repair_bound = plan
-            return self._repair_iteration()
-        near = self.__dict__.get("_near")
-        if self.repair_cycle and near and self._repair_turn():
-            if self.repair_depth:  # the first near miss repaired fewer than k times
-                open_ = [item for item in near.items() if item[1][1] < self.repair_depth]
-                if self.repair_rank:  # the best on the global objectives first
-                    open_.sort(key=lambda item: item[1][2])
-                bound, entry = open_[0] if open_ else min(near.items(),
-                                                          key=lambda item: item[1][1])
-            elif self.repair_rank:  # ... the best on the global objectives among those
-                bound, entry = min(near.items(), key=lambda item: (item[1][1], item[1][2]))
-            else:  # the near miss repaired the fewest times so far (the first on ties)
-                bound, entry = min(near.items(), key=lambda item: item[1][1])
-            entry[1] += 1
-            self._repair_bound, self._repair_from = set(bound), entry[0]
-        if not (self.repair and self._repair_from is not None and self._repair_turn()):
-            return super().iterate()
-        return self._repair_iteration()
-
-    def _repair_iteration(self) -> None:
-        from hyperplan.search.mcts import _trajectory
-        from hyperplan.search.tree import backup
-        assert self.tree is not None and self.hypergraph is not None
-        root = self.tree.root
-        path: list[Edge] = []
-        node = self._replay(root, path)
-        if not node.terminal:
-            node = self._walk(node, path, None)
-        verdict = self._verify_at(node)
-        actions, recorded = _trajectory(path)
-        backup(path, root, verdict.reward)
-        self.hypergraph.observe(recorded, verdict, self.env.objectives)
-        self._note_evidence(path, actions, recorded, verdict)
-        self.record(actions, verdict)
-        return None
-
-    def _replay(self, node: Node, path: list[Edge]) -> Node:
-        """Down the tree along the trajectory to repair, skipping its free decisions
-        (widening a history whose children lack the step); stops where a step is invalid."""
-        assert self._repair_from is not None
-        env = self.env
-        for action in self._repair_from:
-            if node.terminal:
-                break
-            self._goto(node)
-            if env.recorded(action) and env.identity(action) not in self._repair_bound:
-                continue  # a free decision: left to the rollout after the replay
-            edges = self._open(node, path)
-            edge = next((e for e in edges if e.action.key == action.key), None)
-            if edge is None:
-                self._goto(node)
-                if action.key not in env.decision_index():
-                    break
-                edge = node.widen(action, env.identity(action), env.recorded(action))
-            node = self._enter(node, edge, path)
-        return node
-
-    def _alive(self, edges: list[Edge]) -> list[Edge]:
-        """With ``free_yield``: free decisions (scored by global objectives only) that failed
-        them in every rollout that took them also yield to a recorded sibling that did not."""
-        alive = super()._alive(edges)
-        if not self.free_yield:
+    def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
+        hg = search.hypergraph
+        if hg is None or (not self.in_select and hg.empty):
+            return edges
+        alive = self.rule.alive(search, edges)
+        if len(alive) == 1 and not self.in_select:
             return alive
-        hg = self.hypergraph
+        return alive if alive and len(alive) < len(edges) else edges
+
+
+@dataclass
+class PruneExpandPolicy:
+    """A policy proposing among the decisions the rule leaves (``prune_expand``): set
+    ``search`` after the search is made. Rollout choices and scored draws are the inner
+    policy's."""
+
+    inner: Any
+    rule: Refutation
+    search: HyperMCTS | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.inner.name)
+
+    def _alive(self, env: SearchEnv, decisions: Sequence[Action]) -> Sequence[Action]:
+        search = self.search
+        hg = search.hypergraph if search is not None else None
+        if search is None or hg is None or hg.empty:
+            return decisions
+        alive = [a for a in decisions if not (env.recorded(a) and self.rule.refuted(
+            search, env.identity(a)))]
+        return alive or decisions
+
+    def propose(self, env: SearchEnv, decisions: Sequence[Action], k: int,
+                rng: Any) -> list[Action]:
+        return list(self.inner.propose(env, self._alive(env, decisions), k, rng))
+
+    def propose_scored(self, env: SearchEnv, decisions: Sequence[Action], k: int,
+                       rng: Any) -> Any:
+        return self.inner.propose_scored(env, self._alive(env, decisions), k, rng)
+
+    def choose(self, scores: Sequence[float], rng: Any) -> int:
+        return int(self.inner.choose(scores, rng))
+
+    def rollout(self, env: SearchEnv, decisions: Sequence[Action], rng: Any) -> Action:
+        return self.inner.rollout(env, decisions, rng)  # type: ignore[no-any-return]
+
+
+def _free_on_globals(search: HyperMCTS, e: Edge) -> bool:
+    """Whether the hypergraph has scored ``e``'s decision under global objectives only."""
+    hg = search.hypergraph
+    assert hg is not None
+    node = hg.nodes.get(e.identity) if e.recorded else None
+    glob = search.ledger.objective_ids - search.ledger.local | {"global"}
+    return node is not None and set(node.by_label) <= glob
+
+
+@dataclass(frozen=True)
+class DeferPick:
+    """A child filter (``defer_pick``): free decisions wait while a recorded decision some
+    local objective is about is among the children; information steps and a non-recorded
+    commit (finish) do not hold them back."""
+
+    reads: ClassVar[frozenset[Mark]] = NONE
+
+    def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
+        hg = search.hypergraph
+        if hg is None or hg.empty:
+            return edges
+        frees = [e for e in edges if _free_on_globals(search, e)]
+        if not frees:
+            return edges
+        rest = [e for e in edges if not _free_on_globals(search, e)]
+        return rest if any(e.recorded for e in rest) else edges
+
+
+@dataclass(frozen=True)
+class NovelPick:
+    """A child filter (``novel_pick``): a new history takes a child never taken in any
+    rollout, if any."""
+
+    reads: ClassVar[frozenset[Mark]] = NONE
+
+    def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
+        hg = search.hypergraph
+        if hg is None or hg.empty:
+            return edges
+        fresh = next((e for e in edges if e.recorded and not hg.known(e.identity)), None)
+        return edges if fresh is None else [fresh]
+
+
+@dataclass(frozen=True)
+class SelectChild:
+    """The last child filter (``select_child``): a new history's child by selection (first
+    unvisited), or with probability ``eps`` a uniformly random one."""
+
+    eps: float = 0.0
+    reads: ClassVar[frozenset[Mark]] = NONE
+
+    def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
+        rng = search.rng
+        if self.eps and rng.random() < self.eps:
+            return [edges[rng.randrange(len(edges))]]
+        return [search.select(edges[0].parent)]
+
+
+@dataclass(frozen=True)
+class FreeYield:
+    """The evidence pruning (``free_yield``) where free decisions that failed their global
+    objectives in every rollout that took them also yield to a recorded sibling that did
+    not."""
+
+    reads: ClassVar[frozenset[Mark]] = frozenset({Mark.REFUTED})
+
+    def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
+        if not search.ledger.refuted:
+            return edges
+        alive = EvidencePruning().keep(search, edges)
+        hg = search.hypergraph
         assert hg is not None
-        glob = frozenset(o.id for o in self.env.objectives if o.scope == "global")
+        glob = frozenset(o.id for o in search.env.objectives if o.scope == "global")
 
         def spent(e: Edge) -> bool:
             node = hg.nodes.get(e.identity) if e.recorded else None
@@ -309,175 +242,22 @@ class Variant(HyperMCTS):
             return [e for e in alive if e not in out]
         return alive
 
-    def _deferring(self, edges: list[Edge]) -> Edge | None:
-        """Free decisions (recorded, and scored under global objectives only: coupons) wait
-        until no other child is left; then the first one no rollout has taken yet."""
-        hg = self.hypergraph
+
+@dataclass(frozen=True)
+class VariantPrior:
+    """The prior HyperUCT reads: ``optimistic`` (unseen recorded decisions at 1), ``fill``
+    (unseen recorded decisions at the mean prior of their known siblings), ``boost`` (+1 for
+    a locally verified child)."""
+
+    optimistic: bool = False
+    fill: bool = False
+    boost: bool = False
+    reads: ClassVar[frozenset[Mark]] = NONE
+
+    def priors(self, search: HyperMCTS, kids: list[Edge]) -> list[float]:
+        hg = search.hypergraph
         assert hg is not None
-        glob = frozenset(o.id for o in self.env.objectives if o.scope == "global") | {"global"}
-
-        def free(e: Edge) -> bool:
-            return e.recorded and hg.known(e.identity) and set(
-                hg.nodes[e.identity].by_label) <= glob
-
-        if self.defer_local:
-            local = next((e for e in edges if e.recorded
-                          and hg.verified(e.identity, self._local_objectives)), None)
-            if local is not None:
-                return local
-        frees = [e for e in edges if free(e)]
-        if not frees:
-            return None
-        if len(frees) < len(edges):
-            return next(e for e in edges if not free(e))
-        return None
-
-    def _best_on_globals(self, edges: list[Edge]) -> Edge | None:
-        """Among the children verified on their local objectives, the one whose rollouts met
-        the global objectives most often (pooled mean over the global labels)."""
-        hg = self.hypergraph
-        assert hg is not None
-        glob = frozenset(o.id for o in self.env.objectives if o.scope == "global")
-        best, best_mean = None, -1.0
-        for e in edges:
-            if not (e.recorded and hg.verified(e.identity, self._local_objectives)):
-                continue
-            stats = hg.nodes[e.identity].by_label
-            means = [p.total / p.count for g, p in stats.items() if g in glob]
-            mean = sum(means) / len(means) if means else 0.0
-            if mean > best_mean:
-                best, best_mean = e, mean
-        return best
-
-    def _verified_by_prior(self, edges: list[Edge]) -> Edge | None:
-        """Among the children verified on their local objectives, the one with the highest
-        HyperUCT prior (``prior_pick == "best"``) or one drawn with probability proportional
-        to its prior (``"sample"``; uniformly when every prior is 0)."""
-        hg = self.hypergraph
-        assert hg is not None
-        kids = [e for e in edges
-                if e.recorded and hg.verified(e.identity, self._local_objectives)]
-        if not kids:
-            return None
-        priors = [hg.prior(e.identity) for e in kids]
-        if self.prior_pick == "best":
-            return kids[max(range(len(kids)), key=priors.__getitem__)]
-        total = sum(priors)
-        if total <= 0.0:
-            return kids[self.rng.randrange(len(kids))]
-        x = self.rng.random() * total
-        for e, p in zip(kids, priors, strict=True):
-            x -= p
-            if x < 0.0:
-                return e
-        return kids[-1]
-
-    def _enabling(self, edges: list[Edge], path: list[Edge]) -> Edge | None:
-        """The child taken before the most verified decisions not yet on ``path`` in the
-        rollouts that verified them (their prerequisites: searches, opened documents)."""
-        taken = {e.action.key for e in path}
-        missing = [k for k in self._verified if k not in taken]
-        prereqs = getattr(self, "_prereqs", {})
-        best, best_n = None, 0
-        for e in edges:
-            n = sum(1 for k in missing if e.action.key in prereqs.get(k, ()))
-            if n > best_n:
-                best, best_n = e, n
-        return best
-
-    def _note_verified(self, path: list[Edge], actions: list[Action],
-                       touched: set[Any]) -> None:
-        super()._note_verified(path, actions, touched)
-        if not self.prereq_pick:
-            return
-        if not hasattr(self, "_prereqs"):
-            self._prereqs = {}
-        keys = [a.key for a in actions]
-        for k in self._verified:
-            if k not in self._prereqs and k in keys:
-                self._prereqs[k] = frozenset(keys[:keys.index(k)])
-
-    def _walk(self, node: Node, path: list[Edge], verified_on: frozenset[str] | None) -> Node:
-        if verified_on is not None and self.compose_local:
-            verified_on = self._local_objectives
-        self._reach_on = verified_on if self.reach else None
-        try:
-            return super()._walk(node, path, verified_on)
-        finally:
-            self._reach_on = None
-
-    def _open(self, node: Node, path: list[Edge]) -> list[Edge]:
-        """With ``reach`` in a composed walk: when no child is verified, widen with a verified
-        decision of A_dec(h), which the walk then takes."""
-        edges = super()._open(node, path)
-        on, hypergraph = self._reach_on, self.hypergraph
-        if on is not None and edges and hypergraph is not None and not any(
-                e.recorded and hypergraph.verified(e.identity, on) for e in edges):
-            self._reach(node, edges, on)
-        return node.edges
-
-    def _picked(self, node: Node, edges: list[Edge], pick: Pick, scored: bool = False) -> Edge:
-        """With ``select_child``, a new history's child by selection (first unvisited), or
-        with probability ``eps`` a uniformly random one, instead of the rollout chooser's."""
-        if self.prune and self.hypergraph is not None and not self.hypergraph.empty:
-            alive = [e for e in edges if not self._is_refuted(e)]
-            if len(alive) == 1:
-                return alive[0]
-            if alive and len(alive) < len(edges):
-                edges = alive
-        if self.defer_pick and self.hypergraph is not None and not self.hypergraph.empty:
-            edges = self._deferred(edges)
-            if len(edges) == 1:
-                return edges[0]
-        if self.novel_pick and self.hypergraph is not None and not self.hypergraph.empty:
-            hg = self.hypergraph
-            fresh = next((e for e in edges if e.recorded and not hg.known(e.identity)), None)
-            if fresh is not None:
-                return fresh
-        if not self.select_child:
-            return super()._picked(node, edges, pick, scored)
-        if self.eps and self.rng.random() < self.eps:
-            return edges[self.rng.randrange(len(edges))]
-        return self.select(node)
-
-    def _deferred(self, edges: list[Edge]) -> list[Edge]:
-        """With ``defer_pick``: the rollout chooser leaves free decisions (recorded ones the
-        hypergraph has scored under global objectives only: coupons) for later while a
-        recorded decision some local objective is about is among the children; information
-        steps and a non-recorded commit (finish) do not hold them back."""
-        hg = self.hypergraph
-        assert hg is not None
-        glob = self._objective_ids - self._local_objectives | {"global"}
-
-        def free(e: Edge) -> bool:
-            node = hg.nodes.get(e.identity) if e.recorded else None
-            return node is not None and set(node.by_label) <= glob
-
-        frees = [e for e in edges if free(e)]
-        if not frees:
-            return edges
-        rest = [e for e in edges if not free(e)]
-        if any(e.recorded for e in rest):
-            return rest
-        return edges
-
-    def _reach(self, node: Node, edges: list[Edge], on: frozenset[str]) -> Edge | None:
-        assert self.hypergraph is not None
-        self._goto(node)
-        have = {e.action.key for e in edges}
-        for action in self._decisions():
-            if action.kind is INFO or action.key in have:
-                continue
-            v = self.env.recorded_ids([action])[0]
-            if v is not None and self.hypergraph.verified(v, on):
-                return node.widen(action, v, True)
-        return None
-
-    def priors(self, node: Node, edges: list[Edge] | None = None) -> list[float]:
-        kids = node.edges if edges is None else edges
-        hg = self.hypergraph
-        assert hg is not None
-        if self.optimistic:  # unseen recorded decisions: prior 1 (optimism under uncertainty)
+        if self.optimistic:
             base = [hg.prior(e.identity) if not e.recorded or hg.known(e.identity) else 1.0
                     for e in kids]
             base = [p if e.recorded else -1.0 for e, p in zip(kids, base, strict=True)]
@@ -491,38 +271,381 @@ class Variant(HyperMCTS):
             mean = sum(known) / len(known) if known else 0.0
             base = [mean if v < 0.0 else v for v in values]
         else:
-            base = super().priors(node, edges)
+            base = graph_priors(hg, kids, search.config.info_prior == "neutral")
         if not self.boost:
             return base
-        return [p + (1.0 if e.recorded and hg.verified(e.identity, self._local_objectives)
-                     else 0.0) for e, p in zip(kids, base, strict=True)]
+        local = search.ledger.local
+        return [p + (1.0 if e.recorded and hg.verified(e.identity, local) else 0.0)
+                for e, p in zip(kids, base, strict=True)]
 
-    def select(self, node: Node) -> Edge:
-        """With ``prune_select``, selection skips refuted children while others are left."""
-        if self.prune_select and self.hypergraph is not None and len(node.edges) > 1:
-            alive = [e for e in node.edges if not self._is_refuted(e)]
-            if alive and len(alive) < len(node.edges):
-                return select_among(super().select, node, alive)
-        return super().select(node)
 
-    def _children(self, decisions: Sequence[Action], k: int) -> list[Action]:
-        hg = self.hypergraph
-        if self.prune_expand and hg is not None and not hg.empty:
-            ids = self.env.recorded_ids(decisions)
-            alive = [a for a, v in zip(decisions, ids, strict=True)
-                     if v is None or not self._refuted_id(v)]
-            if alive:
-                decisions = alive
-        out = super()._children(decisions, k)
-        hg = self.hypergraph
-        if not (self.replace_last and self.config.lam and hg is not None and not hg.empty):
-            return out
-        have = {a.key for a in out}
+@dataclass(frozen=True)
+class ReplaceLast:
+    """A widener (``replace_last``), before the evidence widening: a locally verified
+    decision of A_dec(h) replaces the b-th proposal of a new history."""
+
+    reads: ClassVar[frozenset[Mark]] = NONE
+
+    def visit(self, search: HyperMCTS, node: Node) -> None:
+        return None
+
+    def wants_index(self, search: HyperMCTS) -> bool:
+        return False
+
+    def expanded(self, search: HyperMCTS, node: Node, decisions: Sequence[Action],
+                 index: Mapping[str, int] | None, path: list[Edge]) -> None:
+        hg, k = search.hypergraph, search.config.branching
+        if not (search.config.lam and hg is not None and not hg.empty):
+            return
+        have = {e.action.key for e in node.edges}
         rest = [a for a in decisions if a.kind is not INFO and a.key not in have]
-        for action, v in zip(rest, self.env.recorded_ids(rest), strict=True):
-            if v is not None and hg.verified(v, self._local_objectives):
-                return (out[:k - 1] if len(out) >= k else out) + [action]
-        return out
+        for action, v in zip(rest, search.env.recorded_ids(rest), strict=True):
+            if v is not None and hg.verified(v, search.ledger.local):
+                if len(node.edges) >= k:
+                    node.edges.pop()
+                node.edges.append(Edge(action, v, True, node))
+                return
+
+
+@dataclass
+class Book:
+    """What the variants keep from the rollouts (an observer): the trajectory to repair and
+    its bound decisions, the near misses (``repair_cycle``), the swap candidates (``swap``)
+    and the keys taken before each verified decision (``prereq_pick``)."""
+
+    repair: bool = False
+    repair_cycle: bool = False
+    swap: bool = False
+    prereq_pick: bool = False
+    repair_from: tuple[Action, ...] | None = None
+    repair_bound: set[Any] = field(default_factory=set)
+    near: dict[frozenset[Any], list[Any]] = field(default_factory=dict)
+    swaps_near: list[tuple[tuple[Action, ...], frozenset[Any]]] = field(default_factory=list)
+    swaps_tried: set[frozenset[Any]] = field(default_factory=set)
+    swaps_used: dict[tuple[int, int], int] = field(default_factory=dict)
+    prereqs: dict[str, frozenset[str]] = field(default_factory=dict)
+    reads: ClassVar[frozenset[Mark]] = NONE
+
+    def observed(self, search: HyperMCTS, actions: Sequence[Action], verdict: Verdict) -> None:
+        if self.prereq_pick:
+            keys = [a.key for a in actions]
+            for k in search.ledger.verified:
+                if k not in self.prereqs and k in keys:
+                    self.prereqs[k] = frozenset(keys[:keys.index(k)])
+        if not (self.repair or self.swap) or (
+                self.repair_from is not None and not self.repair_cycle and not self.swap):
+            return
+        scores, local = verdict.objective_scores, search.ledger.local
+        if not local or not all(scores.get(g, 0.0) >= 1.0 for g in local):
+            return
+        if all(v >= 1.0 for v in scores.values()):
+            return
+        bound: set[Any] = set()
+        for g in local:
+            bound |= verdict.objective_decisions.get(g, frozenset())
+        if self.swap:  # every near miss, and its bound set as tried
+            self.swaps_near.append((tuple(actions[:-1]), frozenset(bound)))
+            self.swaps_tried.add(frozenset(bound))
+            return
+        if self.repair_cycle:  # every near miss, by its bound decisions, first one kept
+            glob = [v for g, v in scores.items() if g not in local]
+            self.near.setdefault(frozenset(bound),
+                                 [tuple(actions[:-1]), 0, -sum(glob) / len(glob)])
+            return
+        self.repair_bound = bound
+        self.repair_from = tuple(actions[:-1])
+
+
+def _labels(search: HyperMCTS, v: Any) -> frozenset[str]:
+    hg = search.hypergraph
+    assert hg is not None
+    node = hg.nodes.get(v)
+    local = search.ledger.local
+    return frozenset() if node is None else frozenset(g for g in node.by_label if g in local)
+
+
+@dataclass
+class VariantComposer:
+    """The composed walks of the variants: the default's (``every``; with ``local`` on the
+    local objectives only), ``reach`` (widen with a verified decision of A_dec(h) where no
+    child is verified), and, where no child is verified, ``defer_free`` / ``defer_local``,
+    ``budget_pick``, ``prior_pick``, ``prereq_pick``; and the repair turns (``repair``,
+    ``repair_cycle``, ``repair_every``, ``repair_depth``, ``repair_rank``, ``swap``,
+    ``swap_rr``) replaying a near miss read from ``book``."""
+
+    book: Book
+    every: int = 3
+    local: bool = False
+    reach: bool = False
+    defer_free: bool = False
+    defer_local: bool = False
+    budget_pick: bool = False
+    prior_pick: str = ""
+    prereq_pick: bool = False
+    repair: bool = False
+    repair_cycle: bool = False
+    repair_every: int = 0
+    repair_depth: int = 0
+    repair_rank: bool = False
+    swap: bool = False
+    swap_rr: bool = False
+    replaying: bool = False
+    cursor: int = 0
+    reads: ClassVar[frozenset[Mark]] = frozenset({Mark.VERIFIED})
+
+    def _composing(self, search: HyperMCTS) -> bool:
+        m = self.every
+        return m > 0 and bool(search.ledger.verified) and search.rollouts % m == m - 1
+
+    def _repair_turn(self, search: HyperMCTS) -> bool:
+        m = self.repair_every
+        if not m:
+            return self._composing(search)
+        return bool(self.book.near) and search.rollouts % m == m - 1
+
+    def due(self, search: HyperMCTS) -> bool:
+        self.replaying, self.cursor = False, 0
+        book = self.book
+        if self.swap:
+            plan = self._swap_plan(search) if self._composing(search) else None
+            if plan is None:
+                return self._composing(search)
+            book.repair_from, book.repair_bound = plan
+            self.replaying = True
+            return True
+        if self.repair_cycle and book.near and self._repair_turn(search):
+            self._next_near_miss()
+        if not (self.repair and book.repair_from is not None and self._repair_turn(search)):
+            return self._composing(search)
+        self.replaying = True
+        return True
+
+    def _next_near_miss(self) -> None:
+        near = self.book.near
+        if self.repair_depth:  # the first near miss repaired fewer than k times
+            open_ = [item for item in near.items() if item[1][1] < self.repair_depth]
+            if self.repair_rank:  # the best on the global objectives first
+                open_.sort(key=lambda item: item[1][2])
+            bound, entry = open_[0] if open_ else min(near.items(),
+                                                      key=lambda item: item[1][1])
+        elif self.repair_rank:  # ... the best on the global objectives among those
+            bound, entry = min(near.items(), key=lambda item: (item[1][1], item[1][2]))
+        else:  # the near miss repaired the fewest times so far (the first on ties)
+            bound, entry = min(near.items(), key=lambda item: item[1][1])
+        entry[1] += 1
+        self.book.repair_bound, self.book.repair_from = set(bound), entry[0]
+
+    def _swap_plan(self, search: HyperMCTS) -> tuple[tuple[Action, ...], set[Any]] | None:
+        """The latest near miss with one bound decision swapped for a locally verified
+        alternative about the same local objectives, the bound set not tried yet."""
+        book = self.book
+        verified = list(search.ledger.verified.values())
+        for j in range(len(book.swaps_near) - 1, -1, -1):
+            actions, bound = book.swaps_near[j]
+            candidates = []
+            for i, action in enumerate(actions):
+                v = action.key  # the suites' identities are their action keys
+                labels = _labels(search, v) if v in bound else frozenset()
+                if not labels:
+                    continue
+                for w, alternative in verified:
+                    if w == v or w in bound or _labels(search, w) != labels:
+                        continue
+                    swapped = (bound - {v}) | {w}
+                    if swapped not in book.swaps_tried:
+                        candidates.append((i, alternative, swapped))
+            if not candidates:
+                continue
+            if self.swap_rr:  # the position swapped least often in this near miss first
+                candidates.sort(key=lambda c: book.swaps_used.get((j, c[0]), 0))
+            i, alternative, swapped = candidates[0]
+            book.swaps_used[(j, i)] = book.swaps_used.get((j, i), 0) + 1
+            book.swaps_tried.add(swapped)
+            return (*actions[:i], alternative, *actions[i + 1:]), set(swapped)
+        return None
+
+    def child(self, search: HyperMCTS, edges: list[Edge]) -> Edge | None:
+        if self.replaying:
+            return self._replayed(search, edges)
+        hg = search.hypergraph
+        assert hg is not None
+        on = search.ledger.local if self.local else search.ledger.objective_ids
+        if self.reach and not any(e.recorded and hg.verified(e.identity, on) for e in edges):
+            _reach(search, edges[0].parent, edges, on)
+        edge = next((e for e in edges if e.recorded and hg.verified(e.identity, on)), None)
+        if edge is not None:
+            return edge
+        if self.defer_free:
+            edge = _deferring(search, edges, self.defer_local)
+            if edge is not None:
+                return edge
+        if self.budget_pick:
+            edge = _best_on_globals(search, edges)
+        if edge is None and self.prior_pick:
+            edge = _verified_by_prior(search, edges, self.prior_pick)
+        if edge is None and self.prereq_pick:
+            edge = _enabling(search, edges, self.book.prereqs)
+        return edge
+
+    def _replayed(self, search: HyperMCTS, edges: list[Edge]) -> Edge | None:
+        """Down the tree along the trajectory to repair, skipping its free decisions
+        (widening a history whose children lack the step); where a step is invalid, the
+        replay ends and HyperUCT chooses there."""
+        steps, bound, env = self.book.repair_from, self.book.repair_bound, search.env
+        assert steps is not None
+        node = edges[0].parent
+        while self.cursor < len(steps):
+            action = steps[self.cursor]
+            self.cursor += 1
+            search.goto(node)
+            if env.recorded(action) and env.identity(action) not in bound:
+                continue  # a free decision: left to the rollout after the replay
+            edge = next((e for e in edges if e.action.key == action.key), None)
+            if edge is None:
+                search.goto(node)
+                if action.key not in env.decision_index():
+                    self.cursor = len(steps)
+                    return search.select(node)
+                edge = node.widen(action, env.identity(action), env.recorded(action))
+            return edge
+        return None
+
+
+def _reach(search: HyperMCTS, node: Node, edges: list[Edge], on: frozenset[str]) -> None:
+    hg = search.hypergraph
+    assert hg is not None
+    search.goto(node)
+    have = {e.action.key for e in edges}
+    for action in search._decisions():
+        if action.kind is INFO or action.key in have:
+            continue
+        v = search.env.recorded_ids([action])[0]
+        if v is not None and hg.verified(v, on):
+            node.widen(action, v, True)
+            return
+
+
+def _deferring(search: HyperMCTS, edges: list[Edge], local_first: bool) -> Edge | None:
+    """Free decisions (recorded, and scored under global objectives only: coupons) wait
+    until no other child is left; then the first one no rollout has taken yet."""
+    hg = search.hypergraph
+    assert hg is not None
+    glob = frozenset(o.id for o in search.env.objectives if o.scope == "global") | {"global"}
+
+    def free(e: Edge) -> bool:
+        return e.recorded and hg.known(e.identity) and set(
+            hg.nodes[e.identity].by_label) <= glob
+
+    if local_first:
+        local = next((e for e in edges if e.recorded
+                      and hg.verified(e.identity, search.ledger.local)), None)
+        if local is not None:
+            return local
+    frees = [e for e in edges if free(e)]
+    if not frees:
+        return None
+    if len(frees) < len(edges):
+        return next(e for e in edges if not free(e))
+    return None
+
+
+def _best_on_globals(search: HyperMCTS, edges: list[Edge]) -> Edge | None:
+    """Among the children verified on their local objectives, the one whose rollouts met
+    the global objectives most often (pooled mean over the global labels)."""
+    hg = search.hypergraph
+    assert hg is not None
+    glob = frozenset(o.id for o in search.env.objectives if o.scope == "global")
+    best, best_mean = None, -1.0
+    for e in edges:
+        if not (e.recorded and hg.verified(e.identity, search.ledger.local)):
+            continue
+        stats = hg.nodes[e.identity].by_label
+        means = [p.total / p.count for g, p in stats.items() if g in glob]
+        mean = sum(means) / len(means) if means else 0.0
+        if mean > best_mean:
+            best, best_mean = e, mean
+    return best
+
+
+def _verified_by_prior(search: HyperMCTS, edges: list[Edge], how: str) -> Edge | None:
+    """Among the children verified on their local objectives, the one with the highest
+    HyperUCT prior (``how == "best"``) or one drawn with probability proportional to its
+    prior (``"sample"``; uniformly when every prior is 0)."""
+    hg = search.hypergraph
+    assert hg is not None
+    kids = [e for e in edges
+            if e.recorded and hg.verified(e.identity, search.ledger.local)]
+    if not kids:
+        return None
+    priors = [hg.prior(e.identity) for e in kids]
+    if how == "best":
+        return kids[max(range(len(kids)), key=priors.__getitem__)]
+    total = sum(priors)
+    if total <= 0.0:
+        return kids[search.rng.randrange(len(kids))]
+    x = search.rng.random() * total
+    for e, p in zip(kids, priors, strict=True):
+        x -= p
+        if x < 0.0:
+            return e
+    return kids[-1]
+
+
+def _enabling(search: HyperMCTS, edges: list[Edge],
+              prereqs: dict[str, frozenset[str]]) -> Edge | None:
+    """The child taken before the most verified decisions not yet on the path in the
+    rollouts that verified them (their prerequisites: searches, opened documents)."""
+    taken = {e.action.key for e in search.path}
+    missing = [k for k in search.ledger.verified if k not in taken]
+    best, best_n = None, 0
+    for e in edges:
+        n = sum(1 for k in missing if e.action.key in prereqs.get(k, ()))
+        if n > best_n:
+            best, best_n = e, n
+    return best
+
+
+SWITCHES = ("select_child", "eps", "fill", "replace_last", "boost", "compose_local", "reach",
+            "prune_free", "prune_select", "prune_expand", "free_yield", "repair_cycle", "swap",
+            "swap_rr", "repair_every", "repair_depth", "repair_rank", "repair", "prune",
+            "defer_free", "defer_local", "novel_pick", "defer_pick", "optimistic",
+            "budget_pick", "prior_pick", "prereq_pick")
+"""The variants' switches that are parts (the others are configuration fields)."""
+
+
+def variant_design(config: MCTSConfig, **on: Any) -> Design:
+    """The design of the configuration ``config`` with the variants' parts the switches
+    ``on`` (:data:`SWITCHES`) turn on, made anew for one search (its book is the search's)."""
+    design = design_of(config)
+    rule = Refutation(on.get("prune") or "any", on.get("prune_free", False))
+    first: list[Any] = [part for key, part in (
+        ("prune", PruneRule(rule)), ("defer_pick", DeferPick()), ("novel_pick", NovelPick()))
+        if on.get(key)]
+    last: list[Any] = [SelectChild(on.get("eps", 0.0))] if on.get("select_child") else []
+    if on.get("free_yield"):
+        design = design._replace(
+            select_filters=tuple(FreeYield() if isinstance(p, EvidencePruning) else p
+                                 for p in design.select_filters),
+            rollout_filters=tuple(FreeYield() if isinstance(p, EvidencePruning) else p
+                                  for p in design.rollout_filters))
+    select = (PruneRule(rule, True),) if on.get("prune_select") else ()
+    book = Book(**{k: on.get(k, False) for k in ("repair", "repair_cycle", "swap",
+                                                  "prereq_pick")})
+    replays = on.get("repair") or on.get("swap")
+    composer = VariantComposer(book, config.compose_every if design.composer else 0, **{
+        k: on[k] for k in ("defer_free", "defer_local", "budget_pick", "prior_pick",
+                           "repair", "repair_cycle", "repair_every", "repair_depth",
+                           "repair_rank", "swap", "swap_rr", "prereq_pick", "reach")
+        if k in on}, local=on.get("compose_local", False))
+    prior = VariantPrior(on.get("optimistic", False), on.get("fill", False),
+                         on.get("boost", False))
+    return design._replace(
+        rollout_filters=(*first, *design.rollout_filters, *last),
+        select_filters=(*select, *design.select_filters),
+        wideners=(ReplaceLast(),) * bool(on.get("replace_last")) + design.wideners,
+        composer=composer if design.composer is not None or replays else None,
+        observers=(book,),
+        prior=prior if prior != VariantPrior() else None)
 
 
 def graded_budget(verdict: Verdict, reward_too: bool = False) -> Verdict:
@@ -541,24 +664,30 @@ def graded_budget(verdict: Verdict, reward_too: bool = False) -> Verdict:
 
 def _variant(policy: Callable[[], Policy] = lambda: make_policy("heuristic"),
              plain: bool = False, graded: str = "", **switches: Any) -> Run:
-    """A Variant run: the switches that are class attributes set on a subclass, the rest
-    passed to the configuration (the full-path default); ``plain`` is UCT (lam = 0, no
-    hypergraph); ``graded``: the budget objective graded (:func:`graded_budget`), "rho" in
-    the objective scores only, "reward" in R as well."""
-    attrs = {k: switches.pop(k) for k in list(switches) if hasattr(Variant, k)
-             and not hasattr(MCTSConfig, k)}
-    cls: type[Variant] = type("V", (Variant,), attrs)
+    """A variant's run: the switches that are parts (:data:`SWITCHES`) in its design
+    (:func:`variant_design`, made anew for each search), the rest passed to the
+    configuration (the full-path default); ``plain`` is UCT (lam = 0, no hypergraph);
+    ``graded``: the budget objective graded (:func:`graded_budget`), "rho" in the objective
+    scores only, "reward" in R as well."""
+    on = {k: switches.pop(k) for k in list(switches) if k in SWITCHES}
 
     def run(env: SearchEnv, seed: int) -> SearchResult:
         config = MCTSConfig(**{**BEFORE, **switches})
         if plain:
             config = replace(config, lam=0.0, hypergraph=False)
+        chosen: Any = policy()
+        if on.get("prune_expand"):
+            chosen = PruneExpandPolicy(chosen, Refutation(on.get("prune") or "any",
+                                                          on.get("prune_free", False)))
+        search = HyperMCTS(env, chosen, config, seed, design=variant_design(config, **on))
+        if isinstance(chosen, PruneExpandPolicy):
+            chosen.search = search
         if not graded:
-            return cls(env, policy(), config, seed).run()
+            return search.run()
         verify = env.verify
         env.verify = lambda: graded_budget(verify(), graded == "reward")  # type: ignore[method-assign]
         try:
-            return cls(env, policy(), config, seed).run()
+            return search.run()
         finally:
             del env.verify
 
@@ -682,16 +811,27 @@ def compare(suite: str, seeds: list[int], n: int, names: list[str]) -> None:
         print(line, flush=True)
 
 
-class Recording(HyperMCTS):
-    """HyperMCTS keeping every evaluated verdict (``seen``) and its action keys (``taken``)."""
+@dataclass
+class Recorder:
+    """An observer keeping every evaluated verdict (``seen``) and its action keys
+    (``taken``)."""
 
-    seen: list[Verdict]
-    taken: list[list[str]]
+    seen: list[Verdict] = field(default_factory=list)
+    taken: list[list[str]] = field(default_factory=list)
+    reads: ClassVar[frozenset[Mark]] = NONE
 
-    def record(self, actions: Sequence[Action], verdict: Verdict) -> None:
+    def observed(self, search: HyperMCTS, actions: Sequence[Action], verdict: Verdict) -> None:
         self.seen.append(verdict)
         self.taken.append([a.key for a in actions])
-        super().record(actions, verdict)
+
+
+def recorded(env: SearchEnv, config: MCTSConfig, seed: int) -> tuple[bool, Recorder]:
+    """Whether HyperMCTS (the design ``config`` names, heuristic policy) solved ``env``, and
+    its rollouts."""
+    recorder = Recorder()
+    design = design_of(config)._replace(observers=(recorder,))
+    result = HyperMCTS(env, make_policy("heuristic"), config, seed, design=design).run()
+    return result.success, recorder
 
 
 def failures(suite: str, seed: int, n: int, method: str) -> None:
@@ -703,9 +843,8 @@ def failures(suite: str, seed: int, n: int, method: str) -> None:
         method, MCTSConfig(lam=0.0, hypergraph=False, **FL))
     counts: Counter[str] = Counter()
     for i, env in enumerate(load_tasks(suite, n, seed)):
-        search = Recording(env, make_policy("heuristic"), config, task_seed(seed, i))
-        search.seen, search.taken = [], []
-        if search.run().success:
+        solved, search = recorded(env, config, task_seed(seed, i))
+        if solved:
             counts["solved"] += 1
             continue
         local = [o.id for o in env.objectives if o.scope != "global"]
@@ -716,16 +855,6 @@ def failures(suite: str, seed: int, n: int, method: str) -> None:
         counts["one rollout met them all"] += any(
             all(v.objective_scores.get(g, 0.0) >= 1.0 for g in local) for v in seen)
     print(suite, seed, method, dict(counts))
-
-
-class Trajectories(HyperMCTS):
-    """HyperMCTS keeping every evaluated trajectory's action keys (``trajectories``)."""
-
-    trajectories: list[set[str]]
-
-    def record(self, actions: Sequence[Action], verdict: Verdict) -> None:
-        self.trajectories.append({a.key for a in actions})
-        super().record(actions, verdict)
 
 
 def gold_failures(seed: int, n: int, method: str) -> None:
@@ -739,15 +868,14 @@ def gold_failures(seed: int, n: int, method: str) -> None:
         method, MCTSConfig(lam=0.0, hypergraph=False, **FL))
     counts: Counter[str] = Counter()
     for i, env in enumerate(load_tasks("shopping", n, seed)):
-        search = Trajectories(env, make_policy("heuristic"), config, task_seed(seed, i))
-        search.trajectories = []
-        if search.run().success:
+        solved, search = recorded(env, config, task_seed(seed, i))
+        if solved:
             continue
         task: Any = env.task  # type: ignore[attr-defined]
         gold = {f"choose:{it.index}:{pid}" for it, pid in zip(task.items, task.gold,
                                                               strict=True)}
         coupons = {f"coupon:{name}" for name in task.gold_coupons}
-        seen = search.trajectories
+        seen = [set(taken) for taken in search.taken]
         complete = [t for t in seen if gold <= t]
         counts["failed"] += 1
         counts["every gold product chosen by some rollout"] += all(
@@ -769,9 +897,8 @@ def coupon_timing(seed: int, n: int, method: str = "pruned") -> None:
     counts: Counter[str] = Counter()
     for i, env in enumerate(load_tasks("shopping", n, seed)):
         config = MCTSConfig(free_last=method != "pruned", **FL)
-        search = Recording(env, make_policy("heuristic"), config, task_seed(seed, i))
-        search.seen, search.taken = [], []
-        if search.run().success:
+        solved, search = recorded(env, config, task_seed(seed, i))
+        if solved:
             continue
         task: Any = env.task  # type: ignore[attr-defined]
         products = {p.pid: p for p in task.products}

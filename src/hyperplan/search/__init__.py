@@ -19,7 +19,10 @@ if TYPE_CHECKING:
     from hyperplan.search.policies import HeuristicPolicy, Policy, RandomPolicy
 
 COMPILED_MODULES = ("tree", "hypergraph", "timing", "config", "common", "selection", "mcts",
-                    "baselines")
+                    "baselines", "parts.base", "parts.ledger", "parts.designs", "parts.pruning",
+                    "parts.free_last", "parts.ending_last", "parts.progressive",
+                    "parts.evidence_widening", "parts.open_parts", "parts.policy_rollout",
+                    "parts.prior_guided", "parts.scored", "parts.composed")
 """The bookkeeping modules ``HYPERPLAN_COMPILE=1 pip install .`` compiles with mypyc."""
 
 

@@ -97,41 +97,45 @@ class MCTSConfig:
     * ``trace`` -- keep each rollout's action keys (``SearchResult.trace``).
     * ``prior_tiebreak`` -- unvisited children in prior order (else in expansion order).
     * ``info_prior`` -- the prior of information actions (:class:`InfoPrior`).
-    * ``rollout_guidance`` -- with lam > 0, the prior picks among the policy's b rollout picks.
+    * ``rollout_guidance`` -- with lam > 0, the prior picks among the policy's b rollout picks
+      (:mod:`hyperplan.search.parts.prior_guided`).
     * ``branch_on`` -- where the tree branches (:class:`BranchOn`).
     * ``info_chain`` -- with "commit", single information children expand in the same iteration.
-    * ``widen`` -- progressive widening w: one more child each time N(h) >= w (j + 1)^2; 0 off.
+    * ``widen`` -- progressive widening w: one more child each time N(h) >= w (j + 1)^2; 0 off
+      (:mod:`hyperplan.search.parts.progressive`).
     * ``widen_prior`` -- with lam > 0, widening adds the best-prior decision seen elsewhere.
     * ``expand_rollout`` -- the rollout runs inside the tree (every history on it expanded).
     * ``evidence_widening`` -- with lam > 0, an expansion also adds one commit decision whose
       own objectives every earlier rollout that took it met
-      (:meth:`~hyperplan.search.mcts.HyperMCTS._add_evidence`).
+      (:mod:`hyperplan.search.parts.evidence_widening`).
     * ``evidence_width`` -- w: the evidence widening adds up to w decisions, the ones after the
       first only about parts of the plan still open on the path
-      (:meth:`~hyperplan.search.mcts.HyperMCTS._add_open_parts`); 1: one, as first built.
+      (:mod:`hyperplan.search.parts.open_parts`); 1: one, as first built.
     * ``compose_every`` -- m: with lam > 0 every m-th iteration is a composed rollout of the
-      decisions verified so far (:meth:`~hyperplan.search.mcts.HyperMCTS._compose`); 0 off.
+      decisions verified so far (:mod:`hyperplan.search.parts.composed`); 0 off.
     * ``evidence_pruning`` -- with lam > 0, selection and the rollout chooser skip children
       whose decision failed one of its local objectives in every rollout that took it
-      (:meth:`~hyperplan.search.mcts.HyperMCTS._alive`).
+      (:mod:`hyperplan.search.parts.pruning`).
     * ``free_last`` -- with lam > 0, the rollout chooser leaves a new history's free
       decisions (recorded decisions the hypergraph has scored under global objectives only,
       such as coupons) for later while a recorded decision not known to be free is among its
-      children (:meth:`~hyperplan.search.mcts.HyperMCTS._bound_first`).
+      children (:mod:`hyperplan.search.parts.free_last`).
     * ``ending_last`` -- the rollout chooser leaves a new history's ending children (commits
       that are not recorded, such as finishing or abstaining: they close the plan without a
       decision the verifier scores) for later while a recorded decision is among them
-      (:meth:`~hyperplan.search.mcts.HyperMCTS._picked`); at every lam, so UCT keeps it.
+      (:mod:`hyperplan.search.parts.ending_last`); at every lam, so UCT keeps it.
     * ``scored_picks`` -- with a scoring policy
       (:class:`~hyperplan.search.policies.ScoringPolicy`), the unguided rollout choice among
       a new history's children is drawn from the scores its proposal gave, by the policy's
       own rollout rule, instead of a second policy call (llm-reasoners' MCTS reuses
       ``fast_reward`` so); a child without a score falls back to the call. For the heuristic
       policy the choice is the same, draw for draw
-      (:meth:`~hyperplan.search.mcts.HyperMCTS._picked`).
+      (:mod:`hyperplan.search.parts.scored`).
 
     The defaults are the full-path design (:class:`TreeDesign`); :func:`design_config` gives
-    every design, Algorithm 1 as written among them.
+    every design, Algorithm 1 as written among them. The switches from ``rollout_guidance`` on
+    name the parts of the tree design the search runs
+    (:func:`~hyperplan.search.parts.designs.design_of`).
     """
 
     budget: int = 32

@@ -9,9 +9,25 @@ import math
 
 from hyperplan.search.common import INFO
 from hyperplan.search.env import Action
+from hyperplan.search.hypergraph import TrajectoryHypergraph
 from hyperplan.search.tree import Edge
 
-__all__ = ["hyperuct_argmax", "rank_by_prior", "uct_argmax"]
+__all__ = ["graph_priors", "hyperuct_argmax", "rank_by_prior", "uct_argmax"]
+
+
+def graph_priors(hypergraph: TrajectoryHypergraph, edges: list[Edge], neutral: bool) -> list[float]:
+    """prior(phi(a, h)) per edge of ``edges`` from the hypergraph (0 when unseen, as in the
+    paper). Non-recorded actions (information gathering) never enter C(tau), so the
+    hypergraph has no evidence about them; with ``neutral`` they get the mean prior of their
+    recorded siblings (0 when none) so the prior ranks commits against each other without a
+    systematic bias against information gathering; otherwise 0 (the paper's rule read
+    literally)."""
+    values = hypergraph.priors_of([e.identity if e.recorded else None for e in edges])
+    if neutral and -1.0 in values:
+        known = [v for v in values if v >= 0.0]
+        fill = sum(known) / len(known) if known else 0.0
+        return [fill if v < 0.0 else v for v in values]
+    return [0.0 if v < 0.0 else v for v in values]
 
 
 def uct_argmax(edges: list[Edge], n_parent: int, c: float) -> Edge:

@@ -23,19 +23,17 @@ from hyperplan.search.policies import Policy
 from hyperplan.search.tree import Child, child
 
 
-class TimedEnv:
-    """A :class:`~hyperplan.search.env.SearchEnv` whose ``seconds`` add up the duration of its
-    calls into ``raw``, a raising call included (the attributes ``query``, ``objectives`` and
-    ``horizon`` are read through, untimed)."""
+class TimedCalls:
+    """The calls of a :class:`~hyperplan.search.env.SearchEnv` into ``raw``, each adding its
+    duration to ``seconds``, a raising call included (the attributes ``query``,
+    ``objectives`` and ``horizon`` are read through, untimed). :class:`TimedEnv` adds the
+    search's compound calls."""
 
-    __slots__ = ("_own_index", "raw", "seconds")
+    __slots__ = ("raw", "seconds")
 
     def __init__(self, raw: SearchEnv) -> None:
         self.raw = raw
         self.seconds = 0.0
-        # the environment's own decision_index() when it has one (:meth:`decision_index`)
-        self._own_index: Callable[[], Mapping[str, int]] | None = getattr(
-            raw, "decision_index", None)
 
     @property
     def query(self) -> str:
@@ -126,7 +124,21 @@ class TimedEnv:
         finally:
             self.seconds += perf_counter() - t
 
-    # -- the search's compound calls, each timed once (fewer clock reads in the hot loops) --
+
+
+class TimedEnv(TimedCalls):
+    """A :class:`~hyperplan.search.env.SearchEnv` whose ``seconds`` add up the duration of its
+    calls into ``raw`` (:class:`TimedCalls`), with the search's compound calls, each timed
+    once (fewer clock reads in the hot loops)."""
+
+    __slots__ = ("_own_index",)
+
+    def __init__(self, raw: SearchEnv) -> None:
+        super().__init__(raw)
+        # the environment's own decision_index() when it has one (:meth:`decision_index`)
+        self._own_index: Callable[[], Mapping[str, int]] | None = getattr(
+            raw, "decision_index", None)
+
     def valid_decisions(self) -> Sequence[Action]:
         """A_dec(h) at the current history, empty when h is terminal."""
         t = perf_counter()
