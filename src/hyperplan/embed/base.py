@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol, Self, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["Embedder", "FloatMatrix", "check_texts", "cosine_matrix", "l2_normalize"]
+__all__ = ["ClosesOnExit", "Embedder", "FloatMatrix", "check_texts", "cosine_matrix",
+           "l2_normalize"]
 
 FloatMatrix = npt.NDArray[np.float32]
 
@@ -29,6 +30,20 @@ class Embedder(Protocol):
     def dim(self) -> int: ...
 
     def embed(self, texts: Sequence[str]) -> FloatMatrix: ...
+
+
+class ClosesOnExit:
+    """A base for an embedder holding a resource (a connection, a client): ``with embedder:``
+    calls its ``close`` on leaving."""
+
+    def close(self) -> None:
+        """Release the resource (a later use may open it again)."""
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
 
 
 def check_texts(texts: Sequence[str]) -> list[str]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from hyperplan.embed.base import Embedder, FloatMatrix, check_texts
+from hyperplan.embed.base import ClosesOnExit, Embedder, FloatMatrix, check_texts
 from hyperplan.errors import EmbeddingError
 
 __all__ = ["CachedEmbedder", "default_cache_dir"]
@@ -53,7 +53,7 @@ def default_cache_dir(name: str) -> Path:
     return base / "embeddings" / _sanitise(name)
 
 
-class CachedEmbedder:
+class CachedEmbedder(ClosesOnExit):
     """``inner`` with a disk cache: the same ``name``, ``dim`` and ``embed``.
 
     Vectors are stored as float32 blobs in a SQLite file (WAL mode) under ``cache_dir``, keyed
@@ -137,12 +137,6 @@ class CachedEmbedder:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
-
-    def __enter__(self) -> CachedEmbedder:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def _key(self, text: str) -> bytes:
         return hashlib.sha256(f"{self._name}\0{text}".encode()).digest()

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
-from hyperplan.embed.base import FloatMatrix, check_texts, l2_normalize
+from hyperplan.embed.base import ClosesOnExit, FloatMatrix, check_texts, l2_normalize
 from hyperplan.errors import EmbeddingError
 from hyperplan.secrets import redact_cut
 
@@ -52,7 +52,7 @@ def _public_url(url: str) -> str:
     return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(ClosesOnExit):
     """Vectors from ``POST {base_url}/embeddings`` (OpenAI API or any compatible server).
 
     ``base_url`` defaults to ``$HYPERPLAN_EMBED_BASE_URL``, then ``$OPENAI_BASE_URL``, then the
@@ -115,12 +115,6 @@ class OpenAIEmbedder:
             if self._client is not None:
                 self._client.close()
                 self._client = None
-
-    def __enter__(self) -> OpenAIEmbedder:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def embed(self, texts: Sequence[str]) -> FloatMatrix:
         items = check_texts(texts)
