@@ -127,6 +127,11 @@ _SONG = ("SELECT s.song_id, s.title, s.artist_name, a.album_title, s.duration_se
          "FROM songs s JOIN albums a ON a.album_id = s.album_id")
 
 
+# what a mark table's error says when the mark is already set (True) or not set (False)
+_MARK_ERRORS = {"liked_songs": {True: "already liked", False: "not in the liked songs"},
+                "saved_albums": {True: "already saved", False: "not saved"}}
+
+
 class MusicApp(App):
     """Music streaming: search, like, save albums and manage playlists."""
 
@@ -270,11 +275,7 @@ class MusicApp(App):
         Returns:
             The song id and its liked flag.
         """
-        self._auth(access_token)
-        self._row("songs", "song_id", song_id, "song")
-        if self._store.one("SELECT 1 FROM liked_songs WHERE song_id = ?", (song_id,)):
-            raise InvalidArgumentError(f"music: song {song_id} is already liked")
-        self._store.insert("liked_songs", {"song_id": song_id})
+        self._set_mark(access_token, "liked_songs", "song", song_id, True)
         return {"song_id": song_id, "liked": True}
 
     def unlike_song(self, access_token: str, song_id: int) -> SongLike:
@@ -287,11 +288,7 @@ class MusicApp(App):
         Returns:
             The song id and its liked flag.
         """
-        self._auth(access_token)
-        self._row("songs", "song_id", song_id, "song")
-        if not self._store.one("SELECT 1 FROM liked_songs WHERE song_id = ?", (song_id,)):
-            raise InvalidArgumentError(f"music: song {song_id} is not in the liked songs")
-        self._store.execute("DELETE FROM liked_songs WHERE song_id = ?", (song_id,))
+        self._set_mark(access_token, "liked_songs", "song", song_id, False)
         return {"song_id": song_id, "liked": False}
 
     def save_album(self, access_token: str, album_id: int) -> AlbumSave:
@@ -304,11 +301,7 @@ class MusicApp(App):
         Returns:
             The album id and its saved flag.
         """
-        self._auth(access_token)
-        self._row("albums", "album_id", album_id, "album")
-        if self._store.one("SELECT 1 FROM saved_albums WHERE album_id = ?", (album_id,)):
-            raise InvalidArgumentError(f"music: album {album_id} is already saved")
-        self._store.insert("saved_albums", {"album_id": album_id})
+        self._set_mark(access_token, "saved_albums", "album", album_id, True)
         return {"album_id": album_id, "saved": True}
 
     def create_playlist(self, access_token: str, playlist_name: str) -> NewPlaylist:
@@ -378,6 +371,20 @@ class MusicApp(App):
                 "UPDATE playlist_tracks SET position = ? WHERE playlist_id = ? AND position = ?",
                 (later - 1, playlist_id, later))
         return {"playlist_id": playlist_id, "song_count": count - 1}
+
+    def _set_mark(self, access_token: str, marks: str, what: str, value: int, on: bool) -> None:
+        """Check the token and that the ``what`` (song, album) ``value`` exists, then add it to
+        (``on``) or remove it from the ``marks`` table (liked songs, saved albums)."""
+        self._auth(access_token)
+        key = f"{what}_id"
+        self._row(f"{what}s", key, value, what)
+        present = self._store.one(f"SELECT 1 FROM {marks} WHERE {key} = ?", (value,)) is not None
+        if present == on:
+            raise InvalidArgumentError(f"music: {what} {value} is {_MARK_ERRORS[marks][on]}")
+        if on:
+            self._store.insert(marks, {key: value})
+        else:
+            self._store.execute(f"DELETE FROM {marks} WHERE {key} = ?", (value,))
 
     def _count(self, playlist_id: int) -> int:
         row = self._store.one("SELECT COUNT(*) AS n FROM playlist_tracks WHERE playlist_id = ?",
