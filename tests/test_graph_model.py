@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from hyperplan.errors import GraphError
+from hyperplan.graph import neighbours, subgraph, views
 from hyperplan.graph.model import Hypergraph, Link, NodeKind, SchemaNode, ToolEdge, node_key
 
 IN, PRE, OUT, EFF = NodeKind.INPUT, NodeKind.PRECONDITION, NodeKind.OUTPUT, NodeKind.EFFECT
@@ -255,3 +256,41 @@ def test_empty_graph():
     graph = Hypergraph.from_parts([], [], [])
     assert graph.n_nodes == graph.n_tools == graph.n_links == graph.induce([]).n_tools == 0
     assert graph.producer_matrix.shape == (0, 0)
+
+
+def test_views_name_writers_logins_and_input_nodes_by_name():
+    """graph/views.py: the effect ``<tool>.done`` marks a writer, ``<ns>.authenticated`` a
+    login; a writer that is no login is an unprompted writer; inputs and preconditions are
+    indexed by path. The graph's attributes are these functions' results, computed once."""
+    graph = make_graph([
+        ("a.login", [(IN, "user"), (OUT, "token"), (EFF, "a.authenticated"),
+                     (EFF, "a.login.done")]),
+        ("a.delete", [(IN, "item_id"), (IN, "token"), (PRE, "a.authenticated"),
+                      (EFF, "a.delete.done")]),
+        ("a.show", [(IN, "item_id"), (OUT, "name"), (EFF, "a.show.seen")]),
+    ])
+    assert views.writing_tools(graph).tolist() == [True, True, False]
+    assert views.authenticating_tools(graph).tolist() == [True, False, False]
+    assert graph.unprompted_writers.tolist() == [False, True, False]
+    assert graph.unprompted_writers is graph.unprompted_writers  # cached
+    assert not graph.writing_tools.flags.writeable
+    by_name = {name: [graph.node_name(i) for i in ids]
+               for name, ids in graph.inputs_by_name.items()}
+    assert by_name == {"user": ["a.login:in:user"],
+                       "item_id": ["a.delete:in:item_id", "a.show:in:item_id"],
+                       "token": ["a.delete:in:token"]}
+    assert [graph.node_name(i) for i in graph.preconditions_by_path["a.authenticated"]] == [
+        "a.delete:pre:a.authenticated"]
+
+
+def test_queries_are_the_neighbour_functions(small):
+    """The graph's neighbourhood methods are graph/neighbours.py's functions, and
+    graph/subgraph.py's ``induce`` builds the same graph as the method."""
+    show = small.tool_index["a.show"]
+    item = small.node_index["a.show:in:item_id"]
+    assert small.upstream(show) == neighbours.upstream(small, show) == {0, 1}
+    assert small.producers_of(item) == neighbours.producers_of(small, item)
+    assert small.links_into(item) == neighbours.links_into(small, item)
+    assert small.support(1, item) == pytest.approx(0.9)
+    sub = subgraph.induce(small, [1, 2])
+    assert list(sub.links()) == list(small.induce([1, 2]).links())
