@@ -64,6 +64,7 @@ import hashlib
 import os
 import sys
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
@@ -109,6 +110,7 @@ from hyperplan.integrations.mcp_gateway.selection import Conversation
 _T = TypeVar("_T")
 _V = TypeVar("_V")
 BACKSTOP_MARGIN = 15.0  # seconds past the call deadline before the gateway stops waiting
+FALLBACK_WAIT = 10.0  # seconds the first find_tools waits for the build's BM25 and tokens
 _MAX_HINTS = 10_000  # conversations remembered for announcing (a hint, not state)
 _BLOCK = TypeAdapter(types.ContentBlock)
 PASSTHROUGH_ERRORS = "io.hyperplan/upstream-errors"  # _meta key: upstreams left out of a list
@@ -181,7 +183,7 @@ class GatewayServer:
         self._load = load
         self._on_failure = on_failure or _exit_with
         self._loaded = threading.Event()
-        self._warmed = threading.Event()  # the token counter is loaded (_warm_tokens)
+        self._warmed = threading.Event()  # the BM25 fallback is ready (_warm_tokens)
         self._loader: threading.Thread | None = None
         self.bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self.bus)
@@ -250,15 +252,17 @@ class GatewayServer:
             self._settle_upstreams(gateway)
 
     def _warm_tokens(self, gateway: Gateway) -> None:
-        """Load the token counter ``find_tools`` answers with (tiktoken's encoding: about a
-        second of CPU) now that the tools are served, so the first ``find_tools`` waits for
-        what is left of it instead of loading it itself (and a second one at once)."""
+        """Wait (at most :data:`FALLBACK_WAIT` s) until the build thread has what the
+        first ``find_tools`` needs before the graph is ready: the BM25 index and the token
+        counts (tiktoken's encoding: about a second of CPU), which it makes first. A
+        ``find_tools`` that came meanwhile would make a second copy of both at once, on
+        the same two cores (:meth:`_call_tool` waits for this instead)."""
+        service = gateway.service
+        until = time.monotonic() + FALLBACK_WAIT
         try:
-            names = gateway.upstream.names
-            if names:
-                gateway.service.tokens(names[0])
-        except Exception:  # only a warm-up: find_tools counts (or fails) as before
-            pass
+            while time.monotonic() < until and not service.wait(0.02):
+                if getattr(service, "_all_tokens", 0) is not None:
+                    break  # counted: the fallback is ready
         finally:
             self._warmed.set()
 
