@@ -91,7 +91,8 @@ def _run_task(task: DemoTask, world: DemoWorld, graph: Hypergraph, index: GraphI
     client = llm_from_options(llm, model, accounting) if use_llm else None
     ctx = RunContext(graph=graph, catalog=world.catalog(),
                      runtime=PythonRuntime(world.callables()), accounting=accounting,
-                     tracer=tracer, llm=TracedLLM(client, tracer) if client else None)
+                     tracer=tracer, llm=TracedLLM(client, tracer) if client else None,
+                     request=task.request, embedder=emb, index=index)
     if show:
         out.print(f"\n[bold cyan]{task.id}[/bold cyan] {task.request}", highlight=False)
     try:

@@ -139,7 +139,8 @@ def run(
     tracer = TraceWriter(trace, max_chars=trace_max_chars)
     ctx = RunContext(graph=graph, catalog=setup.catalog, runtime=setup.runtime,
                      accounting=accounting, tracer=tracer, config=AgentConfig(),
-                     llm=TracedLLM(client, tracer) if client else None)
+                     llm=TracedLLM(client, tracer) if client else None, request=request,
+                     embedder=emb)
     try:
         result = (run_goal(ctx, structured) if structured is not None
                   else run_request(ctx, request, emb))

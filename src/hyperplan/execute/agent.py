@@ -124,7 +124,9 @@ def plan_request(ctx: RunContext, request: str, embedder: Embedder,
     llm = ctx.llm
     if llm is None:
         raise PlanError("planning a request needs an LLM; use run_goal for LLM-free runs")
-    ctx = replace(ctx, request=request)
+    ctx = replace(ctx, request=request,
+                  embedder=embedder if ctx.embedder is None else ctx.embedder,
+                  index=index if ctx.index is None else ctx.index)
     ctx.tracer.emit(RunStarted(mode="request", request=request, plain_context=plain_context))
     state = AgentState.start()
     try:
