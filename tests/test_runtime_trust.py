@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from hyperplan.catalog import Catalog
+from hyperplan.execute.events import ToolCalled
 from hyperplan.execute.results import ErrorKind
 from hyperplan.execute.runtimes import MCPRuntime, OpenAPIRuntime
 from hyperplan.execute.trace import TraceWriter, clip
@@ -282,7 +283,8 @@ def test_huge_body_stops_at_the_cap(server: ThreadingHTTPServer, catalog: Catalo
 def test_traces_keep_a_bounded_prefix(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     with TraceWriter(path, max_chars=100, max_items=3) as tracer:
-        tracer.emit("tool_call", value="y" * 10_000, items=list(range(10)))
+        tracer.emit(ToolCalled(tool="t", value="y" * 10_000,
+                               printed={"items": list(range(10))}))
     assert path.stat().st_size < 500
     event = json.loads(path.read_text())
     assert event["value"].endswith("[9900 more chars]")

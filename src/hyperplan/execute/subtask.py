@@ -38,6 +38,7 @@ import numpy as np
 from hyperplan.catalog import Catalog
 from hyperplan.execute.binding import Candidate, bind_arguments
 from hyperplan.execute.choose import choose_arguments
+from hyperplan.execute.events import Blocked, Refined, SupportGraphChosen, ToolCalled
 from hyperplan.execute.results import ErrorKind, ToolResult, ToolRuntime
 from hyperplan.execute.state import AgentState
 from hyperplan.execute.trace import TraceWriter
@@ -159,8 +160,8 @@ def execute_subtask(ctx: RunContext, subtask: Subtask,
         graph = _without(ctx.graph, excluded)
         chosen, reason = _select(ctx, graph, subtask, state)
         if chosen is None:
-            ctx.tracer.emit("support_graph", subtask=subtask.id, attempt=round_, ok=False,
-                            reason=reason)
+            ctx.tracer.emit(SupportGraphChosen(subtask=subtask.id, attempt=round_, ok=False,
+                                               reason=reason))
             return state, Attempt(False, reason)
         _trace_support(ctx, graph, subtask, chosen, round_, via=reason)
         start = len(state.history)
@@ -178,8 +179,8 @@ def execute_subtask(ctx: RunContext, subtask: Subtask,
         if attempt.failed_tool and attempt.error_kind not in (ErrorKind.TIMEOUT,
                                                                 ErrorKind.TRANSPORT):
             excluded.add(attempt.failed_tool)
-        ctx.tracer.emit("refinement", scope="subtask", subtask=subtask.id, reason=attempt.reason,
-                        excluded=sorted(excluded))
+        ctx.tracer.emit(Refined(scope="subtask", subtask=subtask.id, reason=attempt.reason,
+                                excluded=sorted(excluded)))
     return state, attempt
 
 
@@ -212,13 +213,13 @@ def _select(ctx: RunContext, graph: Hypergraph, subtask: Subtask,
 
 def _trace_support(ctx: RunContext, graph: Hypergraph, subtask: Subtask, sg: SupportGraph,
                    round_: int, via: str) -> None:
-    ctx.tracer.emit(
-        "support_graph", subtask=subtask.id, attempt=round_, ok=True, via=via,
+    ctx.tracer.emit(SupportGraphChosen(
+        subtask=subtask.id, attempt=round_, ok=True, via=via,
         terminal=graph.tools[sg.terminal].name,
         tools=[graph.tools[t].name for t in sg.tools],
         resolutions=[{"deficit": graph.node_name(r.deficit), "source": graph.node_name(r.source),
                       "weight": round(r.weight, 4)} for r in sg.resolutions],
-    )
+    ))
 
 
 def realize(ctx: RunContext, graph: Hypergraph, subtask: Subtask, sg: SupportGraph,
@@ -250,8 +251,8 @@ def _run_one(ctx: RunContext, graph: Hypergraph, subtask: Subtask, name: str,
             [BlockedChoice(subtask.id, name, p, c) for p, c in plan.ambiguous.items()]
             + [BlockedChoice(subtask.id, name, p) for p in plan.missing])
         if ctx.llm is None:
-            ctx.tracer.emit("blocked", subtask=subtask.id, tool=name,
-                            choices=[b.as_dict() for b in blocked])
+            ctx.tracer.emit(Blocked(subtask=subtask.id, tool=name,
+                                    choices=[b.as_dict() for b in blocked]))
             needs = ", ".join(b.parameter for b in blocked)
             return state, Attempt(False, f"{name}: needs a choice for {needs}", name,
                                   blocked=blocked)
@@ -263,8 +264,8 @@ def _run_one(ctx: RunContext, graph: Hypergraph, subtask: Subtask, name: str,
                                   ErrorKind.INVALID_ARGUMENTS)
     earlier = _earlier_call(graph, state, subtask.id, name, arguments)
     if earlier is not None and earlier.ok:  # a write that succeeded: never sent twice
-        ctx.tracer.emit("tool_call", subtask=subtask.id, sources=dict(plan.sources),
-                        reused=True, **earlier.as_dict())
+        ctx.tracer.emit(ToolCalled.of(subtask.id, earlier.as_dict(),
+                                      sources=dict(plan.sources), reused=True))
         return state.after_call(graph, subtask.id, earlier), None
     if earlier is not None:  # its outcome is unknown: sending it again could do it twice
         return state, Attempt(False, f"{name}: an earlier identical call's outcome is unknown; "
@@ -275,8 +276,8 @@ def _run_one(ctx: RunContext, graph: Hypergraph, subtask: Subtask, name: str,
     state = state.after_call(graph, subtask.id, result)
     printed = {k: result.metadata[k] for k in ("stdout", "stderr", "truncated")
                if k in result.metadata}  # what the tool printed, kept out of the output
-    ctx.tracer.emit("tool_call", subtask=subtask.id, sources=dict(plan.sources),
-                    **result.as_dict(), **printed)
+    ctx.tracer.emit(ToolCalled.of(subtask.id, result.as_dict(), sources=dict(plan.sources),
+                                  printed=printed))
     if not result.ok:
         return state, Attempt(False, f"{name}: {result.error}", name, result.error_kind)
     return state, None

@@ -102,11 +102,7 @@ class TraceWriter:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._file = self.path.open("w", encoding="utf-8")
 
-    def emit(self, event: TraceEvent | str, **legacy: Any) -> None:
-        """Write ``event``. A type name with keyword fields is the old call form, parsed into
-        its event (kept only while the last callers move to typed events)."""
-        if isinstance(event, str):
-            event = event_from_record({"type": event, **legacy})
+    def emit(self, event: TraceEvent) -> None:
         data = event_record(event)
         kind = data.pop("type")
         data = clip(SECRETS.redact_value(redact(data)), self.max_chars, self.max_items)
