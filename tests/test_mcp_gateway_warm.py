@@ -173,3 +173,57 @@ def test_serve_warm_start_end_to_end(tmp_path: Path) -> None:
 
     run_bounded(second, 120)
     assert "ghost" not in kept.read_text()
+
+
+def test_narrow_warm_start_announces_a_changed_catalog(tmp_path: Path) -> None:
+    """Narrow mode: a conversation that was offered a tool of the kept catalog (``ghost``,
+    planted) is told its list changed once the upstream is up and lists other tools; its
+    tools/list then no longer holds the planted tool."""
+    from mcp_types import ToolListChangedNotification
+
+    config = tmp_path / "mcp.json"
+    cache_dir = tmp_path / "cache"
+
+    def params(delay: str) -> StdioServerParameters:
+        config.write_text(json.dumps({"mcpServers": {"slow": _slow(delay)}}), encoding="utf-8")
+        return StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "hyperplan", "serve", "--embedder", "hashing", "--mode", "narrow",
+                  "--cache-dir", str(cache_dir), "--config", str(config)],
+            env={**os.environ, "HYPERPLAN_CACHE_DIR": str(tmp_path / "home-cache")})
+
+    async def first() -> None:
+        async with Client(params("0"), read_timeout_seconds=60) as client:
+            await client.call_tool("find_tools", {"request": "wait"})
+
+    run_bounded(first, 120)
+    (kept,) = list((cache_dir / "upstream-catalogs").glob("*.json"))
+    data = json.loads(kept.read_text())
+    data["tools"].append({"name": "ghost", "description": "Summon the ghost of the server.",
+                          "inputSchema": {"type": "object", "properties": {}}})
+    kept.write_text(json.dumps(data))
+
+    async def second() -> None:
+        changes: list[float] = []
+
+        async def on_message(message: object) -> None:
+            if isinstance(message, ToolListChangedNotification):
+                changes.append(time.monotonic())
+
+        # the server now takes 6 s to start: the planted catalog is served meanwhile
+        async with Client(params("6"), mode="legacy", message_handler=on_message,
+                          read_timeout_seconds=60) as client:
+            found = result_data(await client.call_tool("find_tools", {
+                "request": "summon the ghost", "budget": 1}))
+            assert found["listed"] == ["ghost"], found
+            seen = len(changes)
+            for _ in range(300):
+                if len(changes) > seen:
+                    break
+                await asyncio.sleep(0.05)
+            else:
+                raise AssertionError("no list_changed after the upstream came up")
+            names = [t.name for t in (await client.list_tools()).tools]
+            assert "ghost" not in names and "find_tools" in names
+
+    run_bounded(second, 120)
