@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
+from hyperplan.catalog import Catalog
 from hyperplan.cli.common import budget_from_options, console, embedder_from_option, fail, out
 from hyperplan.cli.options import (
     AllowUnsafeTools,
@@ -72,49 +74,55 @@ def _goal(goal: str) -> StructuredGoal:
     return StructuredGoal.from_dict(data, source=where)
 
 
+RunTools = Annotated[str | None, typer.Option(
+    "--tools",
+    help="python:MOD | openapi:FILE | demo-world | any catalog source (planning only)")]
+GraphFile = Annotated[Path | None, typer.Option(
+    "--graph", help="A graph saved by `graph build` from the same tools (its links and "
+    "overrides are used; nothing is rebuilt).")]
+Overrides = Annotated[Path | None, typer.Option(
+    help="YAML/JSON link overrides for the graph built from --tools.")]
+MaxSeconds = Annotated[float | None, typer.Option(
+    help="Budget: wall time, a hard deadline for the whole run (every call gets the time "
+    "left).")]
+TraceMaxChars = Annotated[int, typer.Option(
+    help="Longest string value a trace keeps (the rest is cut and marked).")]
+SandboxOption = Annotated[Sandbox, typer.Option(
+    help="subprocess: run python: tools in a child process without network, with CPU, "
+    "memory and file-size limits and the run's deadline.")]
+
+
 def run(
     request: str = typer.Argument("", help="What to do, in natural language (needs an LLM)."),
-    tools: str = typer.Option(None, "--tools", help="python:MOD | openapi:FILE | demo-world | "
-                              "any catalog source (planning only)"),
+    tools: RunTools = None,
     mcp_command: str = typer.Option(None, help="Run the tools of this stdio MCP server."),
     goal: str = typer.Option(None, help="Structured goal (JSON or a file): LLM-free mode."),
     llm: str | None = llm_option("the agent's model (else HYPERPLAN_LLM_BASE_URL); key from "
                                  "HYPERPLAN_LLM_API_KEY"),
     model: Model = None,
     embedder: str = embedder_option("auto"),
-    graph_file: Path = typer.Option(None, "--graph", help="A graph saved by `graph build` "
-                                    "from the same tools (its links and overrides are used; "
-                                    "nothing is rebuilt)."),
-    overrides: Path = typer.Option(None, help="YAML/JSON link overrides for the graph built "
-                                   "from --tools."),
+    graph_file: GraphFile = None,
+    overrides: Overrides = None,
     base_url: BaseUrl = None,
     header: Headers = [],  # noqa: B006 (typer copies it)
     trace: Path = typer.Option(None, help="Write the JSONL trace here."),
     max_llm_calls: int = typer.Option(None, help="Budget: LLM calls."),
     max_tokens: int = typer.Option(None, help="Budget: prompt + completion tokens."),
     max_tool_calls: int = typer.Option(None, help="Budget: tool calls."),
-    max_seconds: float = typer.Option(None, help="Budget: wall time, a hard deadline for "
-                                      "the whole run (every call gets the time left)."),
+    max_seconds: MaxSeconds = None,
     max_response_bytes: MaxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES,
     idempotency_key_header: IdempotencyKeyHeader = None,
-    trace_max_chars: int = typer.Option(DEFAULT_MAX_CHARS, help="Longest string value a "
-                                        "trace keeps (the rest is cut and marked)."),
+    trace_max_chars: TraceMaxChars = DEFAULT_MAX_CHARS,
     allow_unsafe_tools: AllowUnsafeTools = False,
-    sandbox: Sandbox = typer.Option(Sandbox.NONE, help="subprocess: run python: tools in a "
-                                    "child process without network, with CPU, memory and "
-                                    "file-size limits and the run's deadline."),
+    sandbox: SandboxOption = Sandbox.NONE,
     as_json: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Run the agent: LLM-free on a structured --goal, or the full agent on REQUEST."""
     accounting = Accounting(budget_from_options(max_llm_calls, max_tokens, max_tool_calls,
                                                 max_seconds))
-    if goal is not None and not goal.strip():
-        raise HyperplanError("--goal is empty: give a JSON object or a file holding one")
     if max_response_bytes < 1 or trace_max_chars < 1:
         raise HyperplanError("--max-response-bytes and --trace-max-chars must be positive")
-    structured = _goal(goal) if goal else None
-    if structured is not None:  # secret goal values are redacted from everything below
-        SECRETS.add_all(str(v) for v in structured.secret_values())
+    structured = _secret_goal(goal)
     setup = tools_from_source(tools, base_url=base_url, headers=parse_headers(header),
                               mcp_command=mcp_command,
                               timeout=accounting.deadline(30.0) or 30.0,
@@ -122,20 +130,10 @@ def run(
                               idempotency_header=idempotency_key_header,
                               allow_unsafe_tools=allow_unsafe_tools, sandbox=sandbox)
     client = None if goal else llm_from_options(llm, model, accounting, check=True)
-    if goal is None and client is None:
-        raise HyperplanError("give --goal for an LLM-free run, or --llm URL (or set "
-                             "HYPERPLAN_LLM_BASE_URL) to run the agent on a request")
-    if goal is None and not request.strip():
-        raise HyperplanError("the request is empty")
-    if graph_file is not None and overrides is not None:
-        raise HyperplanError("--overrides applies to a graph built here; a --graph file "
-                             "already has its overrides (give them to `graph build`)")
+    if goal is None:
+        _check_request(request, has_llm=client is not None)
     emb = search_embedder(embedder)
-    if graph_file is not None:
-        graph = load_graph(graph_file)
-        check_graph_tools(graph, [t.name for t in setup.catalog.tools], graph_file)
-    else:
-        graph = build_graph(setup.catalog, embedder=emb, overrides=overrides)
+    graph = _run_graph(setup.catalog, graph_file, overrides, emb)
     tracer = TraceWriter(trace, max_chars=trace_max_chars)
     ctx = RunContext(graph=graph, catalog=setup.catalog, runtime=setup.runtime,
                      accounting=accounting, tracer=tracer, config=AgentConfig(),
@@ -151,6 +149,38 @@ def run(
         setup.runtime.close()
     if result.status not in ("success", "blocked"):
         raise typer.Exit(2)
+
+
+def _secret_goal(goal: str | None) -> StructuredGoal | None:
+    """The structured goal of ``--goal``; its secret values are redacted from everything."""
+    if goal is None:
+        return None
+    if not goal.strip():
+        raise HyperplanError("--goal is empty: give a JSON object or a file holding one")
+    structured = _goal(goal)
+    SECRETS.add_all(str(v) for v in structured.secret_values())
+    return structured
+
+
+def _check_request(request: str, *, has_llm: bool) -> None:
+    if not has_llm:
+        raise HyperplanError("give --goal for an LLM-free run, or --llm URL (or set "
+                             "HYPERPLAN_LLM_BASE_URL) to run the agent on a request")
+    if not request.strip():
+        raise HyperplanError("the request is empty")
+
+
+def _run_graph(catalog: Catalog, graph_file: Path | None, overrides: Path | None,
+               emb: Embedder) -> Hypergraph:
+    """The graph a run plans over: a saved one (built from the same tools), else built here."""
+    if graph_file is not None and overrides is not None:
+        raise HyperplanError("--overrides applies to a graph built here; a --graph file "
+                             "already has its overrides (give them to `graph build`)")
+    if graph_file is None:
+        return build_graph(catalog, embedder=emb, overrides=overrides)
+    graph = load_graph(graph_file)
+    check_graph_tools(graph, [t.name for t in catalog.tools], graph_file)
+    return graph
 
 
 def print_outcome(result: RunResult, events: list[TraceEvent], as_json: bool,
