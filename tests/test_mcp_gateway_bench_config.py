@@ -84,6 +84,7 @@ def test_a_real_run_measures_every_part(tmp_path: Path) -> None:
 
     assert set(out["alone"]) == {"tiny", "git"}
     assert out["alone"]["git"]["tools"] >= 10 and out["alone"]["tiny"]["tools"] == 3
+    assert out["together_s"] > 0
     for kind in ("cold", "warm"):
         (start,) = out["start"][kind]
         assert 0 < start["initialize_s"] <= start["tools_list_s"] <= start["find_tools_s"]
