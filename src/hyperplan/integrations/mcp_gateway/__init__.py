@@ -14,8 +14,10 @@ a BM25 fallback until it is ready, one state-conditioned session per conversatio
 :mod:`.modes` (search and narrow mode, free of SDK types), :mod:`.server` (the MCP server on
 the official SDK's low-level ``Server``: stdio, streamable HTTP, list-changed for both protocol
 generations), :mod:`.http` (streamable HTTP's protections: Host and Origin checks, the bearer
-token, sessions bounded per client) and :mod:`.bench` (its added latency). Importing this
-package does not import the MCP SDK.
+token, sessions bounded per client), :mod:`.catalog_cache` (the upstreams' listings kept for
+a warm start), :mod:`.bench` (its added latency) and :mod:`.bench_config` (an ``mcpServers``
+file's start, per-call overhead and selection). Importing this package does not import the
+MCP SDK.
 """
 
 from __future__ import annotations
