@@ -80,7 +80,11 @@ def gateway_over(upstream: Upstream, config: GatewayConfig) -> Gateway:
 
 
 class _Early:
-    """``make()`` started now in a thread of its own; :meth:`result` waits for it."""
+    """``make()`` started now in a thread of its own; :meth:`result` waits for it.
+    ``spawning`` is set once what starting an MCP upstream needs is imported (the runtimes
+    and the SDK's client): the caller waits for it before importing the SDK's server side,
+    so that the upstream processes, which then start at once, are not held up by that
+    import (one interpreter lock for both) and run on the other core meanwhile."""
 
     def __init__(self, make: Callable[[], Gateway]) -> None:
         import threading
@@ -88,12 +92,19 @@ class _Early:
         self._make = make
         self._value: Gateway | None = None
         self._error: BaseException | None = None
+        self.spawning = threading.Event()
         self._thread = threading.Thread(target=self._run, name="hyperplan-gateway-early",
                                         daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
         try:
+            try:
+                import mcp.client  # noqa: F401
+
+                import hyperplan.execute.runtimes  # noqa: F401
+            finally:
+                self.spawning.set()
             self._value = self._make()
         except BaseException as exc:
             self._error = exc
@@ -104,6 +115,9 @@ class _Early:
             raise self._error
         assert self._value is not None
         return self._value
+
+
+SPAWN_HEAD_START = 3.0  # seconds serve() waits at most for _Early.spawning
 
 
 def _redacted(catalog: Catalog) -> Catalog:
@@ -149,7 +163,9 @@ def serve(sources: Sequence[str], config: GatewayConfig | None = None,
     if all(s.startswith(MCP_SERVER) for s in sources):
         # only MCP upstreams: nothing in this process prints while they load, so they start
         # now, while the MCP SDK's server side is imported
-        load = _Early(lambda: build_gateway(sources, cfg, opts, servers=servers)).result
+        early = _Early(lambda: build_gateway(sources, cfg, opts, servers=servers))
+        early.spawning.wait(SPAWN_HEAD_START)  # the upstream processes first (see _Early)
+        load = early.result
 
     import anyio
 
