@@ -12,7 +12,7 @@ import pytest
 def _shared_data_dir() -> Path:
     """``$HYPERPLAN_DATA`` (the old ``$HYPERPLAN_SHARED_DATA`` with a warning), else
     ``shared/data`` beside the checkout, else ``/work/shared/data``."""
-    from hyperplan.eval.suite_api import data_variable
+    from hyperplan_bench.eval.suite_api import data_variable
 
     env = data_variable()
     if env:

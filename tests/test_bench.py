@@ -14,16 +14,16 @@ import pytest
 from typer.testing import CliRunner
 
 from hyperplan.cli import app
-from hyperplan.cli.bench_cmds import parse_sizes
 from hyperplan.errors import GraphError
-from hyperplan.eval.link_scale import measure_links
-from hyperplan.eval.scale import degree_stats
 from hyperplan.graph.build import build_graph
 from hyperplan.graph.effects import namespace
 from hyperplan.graph.model import Hypergraph, Link, NodeKind, SchemaNode, ToolEdge
 from hyperplan.graph.schema_paths import input_fields, output_fields
 from hyperplan.graph.text import name_tokens
-from hyperplan.synthetic import (
+from hyperplan_bench.cli.bench_cmds import parse_sizes
+from hyperplan_bench.eval.link_scale import measure_links
+from hyperplan_bench.eval.scale import degree_stats
+from hyperplan_bench.synthetic import (
     MAX_IN_DEGREE,
     TOOLS_PER_APP,
     RandomWordEmbedder,
@@ -44,7 +44,7 @@ def test_same_seed_same_catalog_other_seed_other_catalog():
 
 
 def test_catalog_is_identical_across_hash_seeds():
-    code = ("import hashlib, json; from hyperplan.synthetic import synthetic_catalog; "
+    code = ("import hashlib, json; from hyperplan_bench.synthetic import synthetic_catalog; "
             "c = synthetic_catalog(250, seed=1); print(hashlib.sha256(json.dumps("
             "[t.model_dump() for t in c.tools], sort_keys=True).encode()).hexdigest())")
     digests = {

@@ -20,9 +20,9 @@ import pytest
 from typer.testing import CliRunner
 
 from hyperplan.cli import app
-from hyperplan.faults import all_cases, select_cases
-from hyperplan.faults.servers import LabServer
-from hyperplan.faults.verdict import (
+from hyperplan_bench.faults import all_cases, select_cases
+from hyperplan_bench.faults.servers import LabServer
+from hyperplan_bench.faults.verdict import (
     SUMMARY_KEYS,
     TRACEBACK,
     Check,

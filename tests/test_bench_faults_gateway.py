@@ -20,10 +20,10 @@ import pytest
 from typer.testing import CliRunner
 
 from hyperplan.cli import app
-from hyperplan.faults import SECTIONS, all_cases, select_cases
-from hyperplan.faults.gateway_drive import _messages
-from hyperplan.faults.report import section_line, table
-from hyperplan.faults.verdict import (
+from hyperplan_bench.faults import SECTIONS, all_cases, select_cases
+from hyperplan_bench.faults.gateway_drive import _messages
+from hyperplan_bench.faults.report import section_line, table
+from hyperplan_bench.faults.verdict import (
     FRAGMENT_CHARS,
     SUMMARY_KEYS,
     TRACEBACK,

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from hyperplan.cli import app
 from hyperplan.embed.hashing import HashingEmbedder
 from hyperplan.embed.memo import MemoEmbedder
-from hyperplan.eval.select_scale import build_selector, linked_requests, query_texts
+from hyperplan_bench.eval.select_scale import build_selector, linked_requests, query_texts
 
 TIMING_KEYS = {f"{mode}_{kind}_{p}" for mode in ("context", "doe")
                for kind in ("ms", "cpu_ms") for p in ("p50", "p99")}

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from hyperplan.cli import app
 from hyperplan.errors import HyperplanError
-from hyperplan.eval.store import RunStore
+from hyperplan_bench.eval.store import RunStore
 
 runner = CliRunner()
 NOTES = {1: "groceries", 2: "gym plan"}

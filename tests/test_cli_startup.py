@@ -18,7 +18,7 @@ def test_root_help_loads_nothing_heavy(option: str) -> None:
             "from hyperplan.cli import main\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
             "heavy = [m for m in ('numpy', 'scipy', 'openai', 'rich', 'hyperplan.graph',"
-            " 'hyperplan.search', 'hyperplan.eval', 'matplotlib') if m in sys.modules]\n"
+            " 'hyperplan.search', 'hyperplan_bench.eval', 'matplotlib') if m in sys.modules]\n"
             "heavy += [m for m in sys.modules if m.startswith('hyperplan.cli.')]\n"
             "print('HEAVY', heavy)")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

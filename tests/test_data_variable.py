@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from hyperplan.eval import suite_api
-from hyperplan.eval.replay_suite import default_data_path
+from hyperplan_bench.eval import suite_api
+from hyperplan_bench.eval.replay_suite import default_data_path
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,12 @@ import numpy as np
 from conftest import shared_path
 from hyperplan.catalog import build_catalog, make_tool
 from hyperplan.embed import get_embedder
-from hyperplan.eval.chains import (
+from hyperplan.graph.build import structure_from_catalog
+from hyperplan.graph.links import LinkConfig
+from hyperplan.graph.model import Hypergraph, Link
+from hyperplan.plan.doe import DOEConfig
+from hyperplan.plan.grounding import empty_grounding
+from hyperplan_bench.eval.chains import (
     LINK_FALLBACK,
     LINK_RETENTION,
     OPEN_WORLD,
@@ -16,11 +21,6 @@ from hyperplan.eval.chains import (
     evaluate_chains,
     plan_terminals,
 )
-from hyperplan.graph.build import structure_from_catalog
-from hyperplan.graph.links import LinkConfig
-from hyperplan.graph.model import Hypergraph, Link
-from hyperplan.plan.doe import DOEConfig
-from hyperplan.plan.grounding import empty_grounding
 
 
 def _graph() -> Hypergraph:

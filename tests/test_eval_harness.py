@@ -17,9 +17,9 @@ from typer.testing import CliRunner
 
 from hyperplan.cli import app
 from hyperplan.errors import HyperplanError
-from hyperplan.eval.harness import EvalConfig, run_eval
-from hyperplan.eval.store import RunStore
 from hyperplan.llm import Budget
+from hyperplan_bench.eval.harness import EvalConfig, run_eval
+from hyperplan_bench.eval.store import RunStore
 
 runner = CliRunner()
 

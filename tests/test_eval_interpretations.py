@@ -14,10 +14,10 @@ from conftest import shared_path
 from hyperplan.cli import app
 from hyperplan.embed import get_embedder
 from hyperplan.errors import HyperplanError
-from hyperplan.eval.interpretations import InterpretationStore, Interpreted, llm_interpreter
-from hyperplan.eval.retrieval import RetrievalEvalError, evaluate_retrieval
 from hyperplan.llm.scripted import ScriptedLLM, ScriptedRule
 from hyperplan.retrieve.interpret import TaskInterpretation, interpret_request, match_apps
+from hyperplan_bench.eval.interpretations import InterpretationStore, Interpreted, llm_interpreter
+from hyperplan_bench.eval.retrieval import RetrievalEvalError, evaluate_retrieval
 
 ANSWER = {"operations": ["send money to a friend"], "schemas": ["amount", "friend"],
           "apps": ["Venmo", "File System", "nosuchapp"], "values": {"amount": 5}}

@@ -10,9 +10,9 @@ from conftest import shared_path
 from hyperplan.catalog import Catalog, build_catalog, make_tool
 from hyperplan.cli import app
 from hyperplan.embed import get_embedder
-from hyperplan.eval.links import evaluate_links, score_task, split_tasks
 from hyperplan.graph.build import build_graph
-from hyperplan.importers.gold import GoldFlow, GoldTask
+from hyperplan_bench.eval.links import evaluate_links, score_task, split_tasks
+from hyperplan_bench.importers.gold import GoldFlow, GoldTask
 
 
 def _graph():  # type: ignore[no-untyped-def]
@@ -96,7 +96,7 @@ def _typed_pair() -> tuple[Catalog, tuple[GoldTask, ...]]:
 
 
 def test_stripped_links_are_scored_against_the_typed_ones() -> None:
-    from hyperplan.eval.stripped import evaluate_stripped_links, strip_outputs
+    from hyperplan_bench.eval.stripped import evaluate_stripped_links, strip_outputs
 
     catalog, tasks = _typed_pair()
     assert all(t.output_schema is None for t in strip_outputs(catalog).tools)
@@ -110,7 +110,7 @@ def test_stripped_links_are_scored_against_the_typed_ones() -> None:
 
 
 def test_silver_matches_tools_and_input_not_output_paths() -> None:
-    from hyperplan.eval.stripped import silver
+    from hyperplan_bench.eval.stripped import silver
 
     scores = silver({("a", "b", "x"), ("a", "c", "y")}, {("a", "b", "x"), ("c", "b", "x")})
     assert (scores.true_positives, scores.precision, scores.recall) == (1, 0.5, 0.5)

@@ -1,11 +1,11 @@
-"""DOE against its baselines at equal recall (hyperplan.eval.operating_points), on hand-made
+"""DOE against its baselines at equal recall (hyperplan_bench.eval.operating_points), on hand-made
 operating points whose answers can be read off directly."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from hyperplan.eval.operating_points import equal_recall_comparison
+from hyperplan_bench.eval.operating_points import equal_recall_comparison
 
 
 def _pt(knob: str, value: int, precision: float, recall: float) -> dict[str, Any]:

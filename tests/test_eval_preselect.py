@@ -13,9 +13,9 @@ from typer.testing import CliRunner
 from conftest import shared_path
 from hyperplan.catalog import build_catalog, make_tool
 from hyperplan.cli import app
-from hyperplan.eval.preselect import METHODS, MemoEmbedder, PreselectError, evaluate_preselect
-from hyperplan.eval.preselect_replay import synthetic, synthetic_calls
-from hyperplan.importers.gold import GoldCall, GoldFlow, GoldTask
+from hyperplan_bench.eval.preselect import METHODS, MemoEmbedder, PreselectError, evaluate_preselect
+from hyperplan_bench.eval.preselect_replay import synthetic, synthetic_calls
+from hyperplan_bench.importers.gold import GoldCall, GoldFlow, GoldTask
 
 TIMES = {"ms_p50", "ms_p99", "cpu_ms_p50", "cpu_ms_p99"}
 SELECT_METRICS = {"recall", "complete", "mean_tools", "tokens", "token_ratio", "ms_cold_p50",

@@ -15,11 +15,11 @@ from typer.testing import CliRunner
 
 from conftest import shared_path
 from hyperplan.cli import app
-from hyperplan.eval.baseline_gtc import gtc_status, mcp_tool
-from hyperplan.eval.preselect import SuiteSource, evaluate_preselect, load_preselect_suite
-from hyperplan.eval.preselect_bench import Baselines, PartBench, gold_slots
-from hyperplan.eval.preselect_corpus import MCP_SIX
-from hyperplan.eval.preselect_custom import TasksFileError, read_tasks
+from hyperplan_bench.eval.baseline_gtc import gtc_status, mcp_tool
+from hyperplan_bench.eval.preselect import SuiteSource, evaluate_preselect, load_preselect_suite
+from hyperplan_bench.eval.preselect_bench import Baselines, PartBench, gold_slots
+from hyperplan_bench.eval.preselect_corpus import MCP_SIX
+from hyperplan_bench.eval.preselect_custom import TasksFileError, read_tasks
 
 DATA = Path(__file__).parent / "data" / "preselect_custom"
 CORPUS = DATA / "corpus"

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from conftest import shared_path
 from hyperplan.cli import app
 from hyperplan.embed import get_embedder
-from hyperplan.eval.retrieval import (
+from hyperplan_bench.eval.retrieval import (
     METHODS,
     RetrievalEvalError,
     evaluate_retrieval,

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from hyperplan.errors import HyperplanError
-from hyperplan.eval import agent_suites
-from hyperplan.eval.agent_suites import DemoSuite, EvalTask, SuiteSession
-from hyperplan.eval.harness import EvalConfig, TaskRunsLost, run_eval
-from hyperplan.eval.store import RunStore
 from hyperplan.execute.results import ToolRuntime
+from hyperplan_bench.eval import agent_suites
+from hyperplan_bench.eval.agent_suites import DemoSuite, EvalTask, SuiteSession
+from hyperplan_bench.eval.harness import EvalConfig, TaskRunsLost, run_eval
+from hyperplan_bench.eval.store import RunStore
 
 AGENTS = "hyperagent-goal,react,planexec"
 ADVICE = "move it away or pass another --store"
@@ -213,7 +213,7 @@ def test_workers_die_with_the_killed_parent(tmp_path: Path) -> None:
 _WATCHED_CHILD = """
 import subprocess, sys, time
 child = subprocess.Popen([sys.executable, "-c", '''
-import os, sys, time, hyperplan.eval.workers as w
+import os, sys, time, hyperplan_bench.eval.workers as w
 w._set_parent_death_signal = lambda: False  # as where there is no prctl
 w.die_with_parent(os.getppid())
 print(os.getpid(), flush=True)

@@ -16,10 +16,10 @@ from conftest import shared_path
 from hyperplan.catalog import Catalog, ToolSpec
 from hyperplan.cli import app
 from hyperplan.errors import HyperplanError
-from hyperplan.eval import registry
-from hyperplan.eval.agent_suites import SUITES, EvalTask, get_suite
-from hyperplan.eval.harness import EvalConfig, run_eval
-from hyperplan.eval.replay_suite import (
+from hyperplan_bench.eval import registry
+from hyperplan_bench.eval.agent_suites import SUITES, EvalTask, get_suite
+from hyperplan_bench.eval.harness import EvalConfig, run_eval
+from hyperplan_bench.eval.replay_suite import (
     RecordedCall,
     SymbolicRuntime,
     goal_from_gold,
@@ -29,9 +29,9 @@ from hyperplan.eval.replay_suite import (
     replay_gold,
     value_at,
 )
-from hyperplan.eval.report import summarize_agents
-from hyperplan.eval.store import ResultRow, RunStore
-from hyperplan.importers.gold import GoldCall, GoldFlow, GoldTask
+from hyperplan_bench.eval.report import summarize_agents
+from hyperplan_bench.eval.store import ResultRow, RunStore
+from hyperplan_bench.importers.gold import GoldCall, GoldFlow, GoldTask
 
 
 def _tool(name: str, inputs: dict[str, str], outputs: dict[str, Any]) -> ToolSpec:
@@ -226,9 +226,9 @@ def test_demo_tasks_carry_scenarios() -> None:
 
 
 def test_suite_table_matches_every_registry() -> None:
-    from hyperplan.eval import links, preselect, replay_suite
-    from hyperplan.eval.retrieval import SUITES as RETRIEVAL
     from hyperplan.eval.treesearch.suites import SUITES as SEARCH
+    from hyperplan_bench.eval import links, preselect, replay_suite
+    from hyperplan_bench.eval.retrieval import SUITES as RETRIEVAL
 
     assert set(registry.suites_of_kind("agent")) == set(SUITES)
     assert set(registry.suites_of_kind("retrieval")) == set(RETRIEVAL)

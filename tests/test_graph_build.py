@@ -13,8 +13,8 @@ from hyperplan.graph import LinkConfig, build_graph, infer_links, structure_from
 from hyperplan.graph.effects import namespace
 from hyperplan.graph.links import type_codes, type_compatibility, type_fit
 from hyperplan.graph.model import Hypergraph, NodeKind
-from hyperplan.importers.appworld import load_appworld
 from hyperplan.importers.openai_functions import load_openai_functions
+from hyperplan_bench.importers.appworld import load_appworld
 
 
 def _obj(**props):

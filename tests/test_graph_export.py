@@ -13,8 +13,8 @@ from hyperplan.errors import GraphError
 from hyperplan.graph import build_graph
 from hyperplan.graph.export import neighbourhood, to_dot, to_mermaid
 from hyperplan.graph.model import Hypergraph, Link, NodeKind, SchemaNode, ToolEdge
-from hyperplan.importers.appworld import load_appworld
 from hyperplan.importers.openai_functions import load_openai_functions
+from hyperplan_bench.importers.appworld import load_appworld
 
 DOT_STRING = r'"(?:[^"\\]|\\.)*"'
 DOT_NODE = re.compile(rf"^  t(\d+) \[label=({DOT_STRING})\];$")

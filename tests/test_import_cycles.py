@@ -69,12 +69,12 @@ def _reaches(graph: dict[str, set[str]], start: str, goal: str) -> bool:
 
 def test_eval_modules_import_no_cycle():
     graph = _graph()
-    for name in (m for m in graph if m.startswith("hyperplan.eval.")):
+    for name in (m for m in graph if m.startswith("hyperplan_bench.eval.")):
         assert not _reaches(graph, name, name), name
 
 
 def test_execute_demo_world_and_sources_import_no_cycle():
     graph = _graph(collapse=2)
     for name in ("hyperplan.execute", "hyperplan.demo_world", "hyperplan.sources",
-                 "hyperplan.synthetic", "hyperplan.plan", "hyperplan.llm"):
+                 "hyperplan_bench.synthetic", "hyperplan.plan", "hyperplan.llm"):
         assert not _reaches(graph, name, name), name

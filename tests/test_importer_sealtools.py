@@ -1,4 +1,5 @@
-"""The Seal-Tools importer (``tool.jsonl`` + ``dev.jsonl``, :mod:`hyperplan.importers.sealtools`)
+"""The Seal-Tools importer (``tool.jsonl`` + ``dev.jsonl``,
+:mod:`hyperplan_bench.importers.sealtools`)
 on small hand-made files and on the release under ../shared/data/sealtools, and the suites built
 on it (retrieval, chains, links)."""
 
@@ -16,14 +17,14 @@ from conftest import shared_path
 from hyperplan.catalog import CatalogWarning
 from hyperplan.cli import app
 from hyperplan.errors import CatalogError, HyperplanError
-from hyperplan.eval import registry
-from hyperplan.eval.chains import evaluate_chains, terminals_of
-from hyperplan.eval.links import evaluate_links, load_suite, split_tasks
-from hyperplan.eval.retrieval import METHODS, load_retrieval_suite
 from hyperplan.graph.schema_paths import output_fields
-from hyperplan.importers.gold import GoldCall, GoldFlow
-from hyperplan.importers.sealtools import load_sealtools, load_sealtools_tasks
 from hyperplan.sources import load_source
+from hyperplan_bench.eval import registry
+from hyperplan_bench.eval.chains import evaluate_chains, terminals_of
+from hyperplan_bench.eval.links import evaluate_links, load_suite, split_tasks
+from hyperplan_bench.eval.retrieval import METHODS, load_retrieval_suite
+from hyperplan_bench.importers.gold import GoldCall, GoldFlow
+from hyperplan_bench.importers.sealtools import load_sealtools, load_sealtools_tasks
 
 
 def _spec(kind: str, text: str = "") -> dict[str, str]:

@@ -14,12 +14,12 @@ from conftest import shared_path
 from hyperplan.catalog import Catalog
 from hyperplan.errors import CatalogError
 from hyperplan.graph.schema_paths import input_fields, output_fields
-from hyperplan.importers.appworld import load_appworld, load_appworld_tasks
 from hyperplan.importers.common import read_json
-from hyperplan.importers.gold import GoldFlow, GoldTask, resolve_output_path
-from hyperplan.importers.nestful import load_nestful, load_nestful_tasks, references
-from hyperplan.importers.nestools import load_nestools, load_nestools_tasks
-from hyperplan.importers.stabletoolbench import (
+from hyperplan_bench.importers.appworld import load_appworld, load_appworld_tasks
+from hyperplan_bench.importers.gold import GoldFlow, GoldTask, resolve_output_path
+from hyperplan_bench.importers.nestful import load_nestful, load_nestful_tasks, references
+from hyperplan_bench.importers.nestools import load_nestools, load_nestools_tasks
+from hyperplan_bench.importers.stabletoolbench import (
     load_stabletoolbench,
     load_stabletoolbench_queries,
     parse_truncated_json,

@@ -13,7 +13,7 @@ CORE = (
     "hyperplan.graph.build", "hyperplan.retrieve.context_graph", "hyperplan.plan",
     "hyperplan.plan.doe", "hyperplan.plan.planner", "hyperplan.execute",
     "hyperplan.execute.agent", "hyperplan.connect", "hyperplan.search.mcts",
-    "hyperplan.eval.chains", "hyperplan.eval.harness", "hyperplan.demo_world",
+    "hyperplan_bench.eval.chains", "hyperplan_bench.eval.harness", "hyperplan.demo_world",
 )
 
 

@@ -171,8 +171,12 @@ def test_retrieval_benchmark_reads_the_real_models_interpretation(
     """``eval retrieval`` with the interpretation from the real server (the paper's setting),
     on a custom suite of the demo catalog: every task is interpreted once, by the model or by
     the rules after an unusable answer, and a second run reads every answer from the store."""
-    from hyperplan.eval.interpretations import InterpretationStore, Interpreted, llm_interpreter
-    from hyperplan.eval.retrieval import METHODS, evaluate_retrieval
+    from hyperplan_bench.eval.interpretations import (
+        InterpretationStore,
+        Interpreted,
+        llm_interpreter,
+    )
+    from hyperplan_bench.eval.retrieval import METHODS, evaluate_retrieval
 
     tasks = tmp_path / "tasks.jsonl"
     tasks.write_text(

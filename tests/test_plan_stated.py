@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from hyperplan.catalog import build_catalog, make_tool
-from hyperplan.eval.chains import plan_terminals
 from hyperplan.graph.build import structure_from_catalog
 from hyperplan.graph.model import Hypergraph, Link
 from hyperplan.plan.doe import DOEConfig
@@ -22,6 +21,7 @@ from hyperplan.plan.stated import (
     takers,
     unused_values,
 )
+from hyperplan_bench.eval.chains import plan_terminals
 
 KNOWN = {"amount", "tax_rate", "from", "to"}  # "tax on $500 at 7%, in euros"
 

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 ROOTS = ("hyperplan.search", "hyperplan.plan", "hyperplan.execute", "hyperplan.importers",
-         "hyperplan.eval", "hyperplan.retrieve", "hyperplan.select")
+         "hyperplan_bench.eval", "hyperplan.retrieve", "hyperplan.select")
 
 
 @pytest.mark.parametrize("root", ROOTS)
@@ -32,7 +32,7 @@ def test_the_readme_names_import_from_package_roots() -> None:
 
 
 @pytest.mark.parametrize("root", ["hyperplan.search", "hyperplan.plan", "hyperplan.execute",
-                                  "hyperplan.importers", "hyperplan.eval"])
+                                  "hyperplan.importers", "hyperplan_bench.eval"])
 def test_importing_a_root_loads_no_submodule(root: str) -> None:
     code = (f"import sys, {root}; "
             f"print([m for m in sys.modules if m.startswith('{root}.')])")

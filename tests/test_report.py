@@ -12,10 +12,10 @@ import pytest
 from typer.testing import CliRunner
 
 from hyperplan.cli import app
-from hyperplan.eval.harness import EvalConfig, run_eval
-from hyperplan.eval.report import wilson, write_report
-from hyperplan.eval.store import RunStore
 from hyperplan.llm import Budget
+from hyperplan_bench.eval.harness import EvalConfig, run_eval
+from hyperplan_bench.eval.report import wilson, write_report
+from hyperplan_bench.eval.store import RunStore
 
 runner = CliRunner()
 

@@ -120,8 +120,8 @@ def test_graph_learn_command(tmp_path: Path) -> None:
 
 
 def test_eval_learning_uses_one_split_and_scores_the_other() -> None:
-    from hyperplan.eval.learning import check_learning_split, learned
-    from hyperplan.importers.gold import GoldFlow, GoldTask
+    from hyperplan_bench.eval.learning import check_learning_split, learned
+    from hyperplan_bench.importers.gold import GoldFlow, GoldTask
 
     check_learning_split(None, "all")
     check_learning_split("dev", "heldout")

@@ -35,13 +35,13 @@ from hyperplan.execute.runtimes import CompositeRuntime
 from hyperplan.graph import build_graph
 from hyperplan.graph.export import to_dot, to_mermaid
 from hyperplan.graph.model import Hypergraph, Link, NodeKind, SchemaNode, ToolEdge
-from hyperplan.importers.appworld import load_appworld
 from hyperplan.importers.mcp import load_mcp_tools
-from hyperplan.importers.nestful import load_nestful
-from hyperplan.importers.nestools import load_nestools
 from hyperplan.importers.openai_functions import load_openai_functions
-from hyperplan.importers.stabletoolbench import load_stabletoolbench
 from hyperplan.sources import load_source
+from hyperplan_bench.importers.appworld import load_appworld
+from hyperplan_bench.importers.nestful import load_nestful
+from hyperplan_bench.importers.nestools import load_nestools
+from hyperplan_bench.importers.stabletoolbench import load_stabletoolbench
 
 
 def _cli(*args: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -462,8 +462,8 @@ def test_a_catalog_where_no_pair_can_link_builds() -> None:
     that can reach the minimum weight (the fault lab's OpenAPI service) raised ``need at least
     one array to concatenate`` in link inference."""
     from hyperplan.embed import HashingEmbedder
-    from hyperplan.faults.servers import openapi_spec
     from hyperplan.importers.openapi import load_openapi
+    from hyperplan_bench.faults.servers import openapi_spec
 
     catalog = load_openapi(openapi_spec("http://127.0.0.1:1"))
     graph = build_graph(catalog, embedder=HashingEmbedder())

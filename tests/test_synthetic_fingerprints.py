@@ -1,6 +1,6 @@
-"""The synthetic generators (:mod:`hyperplan.synthetic`) give the same data bit for bit: the
+"""The synthetic generators (:mod:`hyperplan_bench.synthetic`) give the same data bit for bit: the
 SHA-256 of one catalog, one hypergraph and one embedding matrix at a fixed seed, as computed
-before the generators moved out of ``hyperplan.eval``."""
+before the generators moved out of ``hyperplan_bench.eval``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 
 import numpy as np
 
-from hyperplan.synthetic import RandomWordEmbedder, synthetic_catalog, synthetic_hypergraph
+from hyperplan_bench.synthetic import RandomWordEmbedder, synthetic_catalog, synthetic_hypergraph
 
 CATALOG_300_SEED_3 = "6066fc1ae8c279f7a8b10080cb3a99d5ea0912a8057ea351f14a5020aa284931"
 HYPERGRAPH_500_SEED_3 = "efbe8c31105f4eb9ff44fce82c9629fd9cfdd1e7bbaef1f858a56f8bdbeb28e9"

@@ -15,16 +15,17 @@ from typing import Any
 import pytest
 
 from hyperplan.errors import CatalogError
-from hyperplan.eval.agent_suites import EvalTask, get_suite
 from hyperplan.execute.results import ErrorKind
 from hyperplan.graph.effects import write_evidence
+from hyperplan_bench.eval.agent_suites import EvalTask, get_suite
 
 _REQUIRED = os.environ.get("CI") == "true" and os.environ.get("HYPERPLAN_TAU2_REQUIRED") == "1"
 _HAVE_TAU2 = importlib.util.find_spec("tau2") is not None
 if not _HAVE_TAU2 and not _REQUIRED:
     pytest.skip("tau2 not installed (pip install 'hyperplan[tau2]')", allow_module_level=True)
 
-from hyperplan.importers.tau2 import (  # noqa: E402
+from hyperplan.sources import load_source  # noqa: E402
+from hyperplan_bench.importers.tau2 import (  # noqa: E402
     DOMAINS,
     gold_task,
     load_tau2_catalog,
@@ -32,7 +33,6 @@ from hyperplan.importers.tau2 import (  # noqa: E402
     replay_gold,
     tau2_terminals,
 )
-from hyperplan.sources import load_source  # noqa: E402
 
 
 def test_tau2_importable() -> None:
@@ -220,7 +220,7 @@ def test_suite_gold_replay_other_domains(domain: str, task_index: int) -> None:
 
 def test_chains_contract_on_tau2_telecom() -> None:
     from hyperplan.embed import get_embedder
-    from hyperplan.eval.chains import evaluate_chains
+    from hyperplan_bench.eval.chains import evaluate_chains
 
     result = evaluate_chains("tau2", "telecom", embedder=get_embedder("hashing"))
     assert result["suite"] == "tau2" and result["domain"] == "telecom"

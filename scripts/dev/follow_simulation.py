@@ -17,13 +17,13 @@ import numpy as np
 
 from hyperplan.embed import get_embedder
 from hyperplan.embed.base import l2_normalize
-from hyperplan.eval.links import split_tasks
-from hyperplan.eval.preselect import load_preselect_suite
-from hyperplan.eval.preselect_bench import PartBench, gold_tools
-from hyperplan.eval.preselect_replay import synthetic_calls
 from hyperplan.retrieve.context_graph import embed_interpretation
 from hyperplan.retrieve.interpret import interpret_request
 from hyperplan.select.cache import default_cache_dir
+from hyperplan_bench.eval.links import split_tasks
+from hyperplan_bench.eval.preselect import load_preselect_suite
+from hyperplan_bench.eval.preselect_bench import PartBench, gold_tools
+from hyperplan_bench.eval.preselect_replay import synthetic_calls
 
 BUDGETS = (5, 10, 20)
 

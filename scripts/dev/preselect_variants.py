@@ -12,10 +12,10 @@ import sys
 from dataclasses import replace
 
 from hyperplan.embed import get_embedder
-from hyperplan.eval.links import split_tasks
-from hyperplan.eval.preselect import load_preselect_suite
-from hyperplan.eval.preselect_bench import PartBench, gold_tools
 from hyperplan.select.cache import default_cache_dir
+from hyperplan_bench.eval.links import split_tasks
+from hyperplan_bench.eval.preselect import load_preselect_suite
+from hyperplan_bench.eval.preselect_bench import PartBench, gold_tools
 
 BUDGETS = (5, 10, 20)
 VARIANTS = {"base": (False, False), "row": (True, False), "fill": (False, True),

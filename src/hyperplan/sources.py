@@ -1,35 +1,31 @@
 """Catalog sources named on the command line: ``KIND:LOCATION``.
 
 ==================  ==========================================================
-``appworld:DIR``     AppWorld API docs (a directory of ``<app>.json`` or one file)
 ``openai:FILE``      OpenAI / JSON-Schema function specs
 ``openapi:FILE``     OpenAPI 3.x or Swagger 2.0 document (JSON or YAML)
 ``mcp:FILE``         MCP ``tools/list`` result
 ``mcp-server:CMD``   the tools a stdio MCP server lists (started, asked, stopped)
-``nestful:FILE``     NESTFUL ``*-spec.json``
-``nestools:FILE``    NesTools ``*.jsonl`` (union of the tasks' APIs)
-``sealtools:PATH``   Seal-Tools ``tool.jsonl`` (or the release directory holding it)
-``stabletoolbench:FILE``  StableToolBench query file (union of ``api_list``)
 ``python:MOD:ATTR``  Python callables (type hints + docstrings)
-``tau2:DOMAIN``      τ² airline / retail / telecom assistant tools (extra ``tau2``)
 ``demo``             the example catalog shipped with hyperplan
 ==================  ==========================================================
+
+Installed packages add kinds (:data:`SOURCE_GROUP`): hyperplan-bench, the benchmark lab, adds
+the benchmark datasets' ``appworld:DIR``, ``nestful:FILE``, ``nestools:FILE``,
+``sealtools:PATH``, ``stabletoolbench:FILE`` and ``tau2:DOMAIN`` (:mod:`hyperplan_bench.sources`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hyperplan.catalog import Catalog
 from hyperplan.errors import CatalogError
 
-
-def _appworld(loc: str) -> Catalog:
-    from hyperplan.importers.appworld import load_appworld
-
-    return load_appworld(loc)
+if TYPE_CHECKING:
+    from hyperplan.plugins import Point
 
 
 def _openai(loc: str) -> Catalog:
@@ -65,55 +61,71 @@ def _mcp_server(loc: str) -> Catalog:
         return runtime.catalog()
 
 
-def _nestful(loc: str) -> Catalog:
-    from hyperplan.importers.nestful import load_nestful
-
-    return load_nestful(loc)
-
-
-def _nestools(loc: str) -> Catalog:
-    from hyperplan.importers.nestools import load_nestools
-
-    return load_nestools(loc)
-
-
-def _sealtools(loc: str) -> Catalog:
-    from hyperplan.importers.sealtools import load_sealtools
-
-    return load_sealtools(loc)
-
-
-def _stabletoolbench(loc: str) -> Catalog:
-    from hyperplan.importers.stabletoolbench import load_stabletoolbench
-
-    return load_stabletoolbench(loc)
-
-
-def _tau2(loc: str) -> Catalog:
-    from hyperplan.importers.tau2 import load_tau2_catalog
-
-    return load_tau2_catalog(loc)
-
-
 def _python(loc: str) -> Catalog:
     from hyperplan.importers.python_callables import load_python_target
 
     return load_python_target(loc)
 
 
-LOADERS: dict[str, Callable[[str], Catalog]] = {
-    "appworld": _appworld,
+CORE_LOADERS: dict[str, Callable[[str], Catalog]] = {
     "openai": _openai,
     "openapi": _openapi,
     "mcp": _mcp,
     "mcp-server": _mcp_server,
-    "nestful": _nestful,
-    "nestools": _nestools,
-    "sealtools": _sealtools,
-    "stabletoolbench": _stabletoolbench,
     "python": _python,
-    "tau2": _tau2,
 }
+"""The library's own source kinds; installed packages add kinds through the entry-point group
+:data:`SOURCE_GROUP` (hyperplan-bench adds the benchmark datasets')."""
+
+SOURCE_GROUP = "hyperplan.sources"
+"""Entry points adding catalog source kinds: ``kind = "module:function"``, a function from the
+LOCATION to a :class:`~hyperplan.catalog.Catalog`."""
+
+LAB_KINDS = ("appworld", "nestful", "nestools", "sealtools", "stabletoolbench", "tau2")
+"""Source kinds of the benchmark lab (hyperplan-bench): without it, naming one says how to
+install it."""
+
+
+class _Loaders(Mapping[str, Callable[[str], Catalog]]):
+    """:data:`CORE_LOADERS` and the kinds installed packages add (:data:`SOURCE_GROUP`),
+    the entry points read on first use (``import hyperplan.sources`` stays cheap)."""
+
+    def __init__(self) -> None:
+        self._all: dict[str, Callable[[str], Catalog]] | None = None
+
+    def _loaded(self) -> dict[str, Callable[[str], Catalog]]:
+        if self._all is None:
+            from hyperplan.plugins import entry_points
+
+            added = {point.name: point for point in entry_points(SOURCE_GROUP)
+                     if point.name not in CORE_LOADERS}
+            self._all = {**CORE_LOADERS, **{name: _plugin_loader(point)
+                                            for name, point in sorted(added.items())}}
+        return self._all
+
+    def __getitem__(self, kind: str) -> Callable[[str], Catalog]:
+        return self._loaded()[kind]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._loaded())
+
+    def __len__(self) -> int:
+        return len(self._loaded())
+
+
+def _plugin_loader(point: Point) -> Callable[[str], Catalog]:
+    """The loader an entry point names, imported when a source of its kind is loaded."""
+
+    def load(location: str) -> Catalog:
+        loader: Callable[[str], Catalog] = point.load()
+        return loader(location)
+
+    return load
+
+
+LOADERS: Mapping[str, Callable[[str], Catalog]] = _Loaders()
+"""Every source kind with its loader: the library's (:data:`CORE_LOADERS`) and those of
+installed packages."""
 
 
 def demo_catalog_path() -> Path:
@@ -131,6 +143,10 @@ def load_source(spec: str, *, allow_unsafe_tools: bool = False) -> Catalog:
     if spec == "demo":
         return _openai(str(demo_catalog_path()))
     kind, sep, location = spec.partition(":")
+    if sep and location and kind in LAB_KINDS and kind not in LOADERS:
+        raise CatalogError(f"catalog source {kind}: is part of hyperplan-bench, the benchmark "
+                           "lab, which is not installed; install it beside hyperplan (from a "
+                           "checkout of the repository: pip install -e ./bench)")
     if not sep or kind not in LOADERS or not location:
         raise CatalogError(
             f"unknown catalog source {spec!r}; expected KIND:LOCATION with KIND one of "

@@ -1,8 +1,11 @@
-"""The ``hyperplan`` command line, grouped by what users do (:data:`COMMANDS`); the options
-the commands share, one meaning per name, are in :mod:`hyperplan.cli.options`, and old names
-stay as hidden aliases (:data:`ALIASES`, :func:`hyperplan.cli.options.deprecated_alias`).
+"""The ``hyperplan`` command line, grouped by what users do (:func:`commands`: the library's
+own, :data:`CORE_COMMANDS`, and those an installed package adds through an entry point, as
+hyperplan-bench adds ``eval`` and ``bench``); the options the commands share, one meaning per
+name, are in :mod:`hyperplan.cli.options`, and old names stay as hidden aliases
+(:func:`aliases`, :func:`hyperplan.cli.options.deprecated_alias`). ``COMMANDS`` and
+``ALIASES`` are the two as dicts, read on first access.
 
-Commands load lazily: ``hyperplan --help`` reads the one-line helps of :data:`COMMANDS` and a
+Commands load lazily: ``hyperplan --help`` reads the one-line helps of :func:`commands` and a
 command imports only its own module, so starting the CLI does not load the numeric stack or
 the LLM SDK. :data:`app` (the whole command line as one Typer app, for tests and for
 embedding) is assembled on first access.
@@ -35,7 +38,7 @@ class Entry:
     extra: tuple[tuple[str, str], ...] = ()
 
 
-COMMANDS: dict[str, Entry] = {
+CORE_COMMANDS: dict[str, Entry] = {
     "demo": Entry("hyperplan.cli.demo:demo", "Run the agent on the demo world's tasks "
                   "(LLM-free unless an endpoint is configured)."),
     "run": Entry("hyperplan.cli.run_cmds:run", "Run the agent: LLM-free on a structured "
@@ -48,26 +51,69 @@ COMMANDS: dict[str, Entry] = {
                   "graph."),
     "search": Entry("hyperplan.cli.search_cmds:search_app", "Tree search (HyperMCTS) on "
                     "generated long-horizon tasks: runs, sweeps, benchmarks."),
-    "eval": Entry("hyperplan.cli.eval_cmds:eval_app", "Benchmarks with stable JSON output, "
-                  "agent runs and their reports.",
-                  (("retrieval", "hyperplan.cli.eval_retrieval:retrieval_cmd"),
-                   ("preselect", "hyperplan.cli.eval_preselect:preselect_cmd"),
-                   ("run", "hyperplan.cli.eval_run:eval_run_cmd"),
-                   ("report", "hyperplan.cli.eval_run:report_cmd"))),
-    "bench": Entry("hyperplan.cli.bench_cmds:bench_app", "Scale benchmarks on synthetic "
-                   "catalogs.", (("select", "hyperplan.cli.bench_select:select_cmd"),)),
     "trace": Entry("hyperplan.cli.run_cmds:trace_app", "Read run traces."),
 }
-"""The top-level commands, grouped by what users do: run the agent (``demo``, ``run``, and
-``serve``, which runs the tools for another agent), build and read graphs (``graph``,
-``plan``), search (``search``), evaluate (``eval``, with ``eval report``), measure scale
-(``bench``), read traces (``trace``)."""
+"""The library's own top-level commands, grouped by what users do: run the agent (``demo``,
+``run``, and ``serve``, which runs the tools for another agent), build and read graphs
+(``graph``, ``plan``), search (``search``), read traces (``trace``). Installed packages add
+commands through the entry-point group :data:`COMMAND_GROUP` (:func:`commands`)."""
 
-ALIASES: dict[str, tuple[str, str]] = {
-    "report": ("hyperplan.cli.eval_run:report_cmd", "eval report"),
-}
-"""Old top-level names (hidden): ``name -> (module:function, new command)``; each prints
-one deprecation line and runs the new command."""
+COMMAND_GROUP = "hyperplan.commands"
+"""Entry points adding top-level commands: ``name = "module:ENTRY"``, an :class:`Entry`
+(hyperplan-bench adds ``eval`` and ``bench`` this way)."""
+
+ALIAS_GROUP = "hyperplan.aliases"
+"""Entry points adding hidden old names: ``name = "module:ALIAS"``, a ``(module:function,
+new command)`` pair."""
+
+LAB_COMMANDS = ("eval", "bench", "report")
+"""Commands of the benchmark lab (the hyperplan-bench distribution): without it installed,
+running one says where it lives and how to install it."""
+
+LISTING = ("demo", "run", "serve", "graph", "plan", "search", "eval", "bench", "trace")
+"""The order of ``hyperplan --help``, by what users do (run, graphs, search, evaluate, measure,
+read traces); commands it does not name come last."""
+
+LAB_INSTALL = ("hyperplan {name} is part of hyperplan-bench, the benchmark lab, which is not "
+               "installed; install it beside hyperplan (from a checkout of the repository: "
+               "pip install -e ./bench)")
+
+_PLUGINS: dict[str, dict[str, Any]] = {}
+
+
+def _plugins(group: str) -> dict[str, Any]:
+    """The objects the installed entry points of ``group`` name, by entry-point name, loaded
+    once (:mod:`hyperplan.plugins`: cheap enough for ``hyperplan --help``); one that cannot be
+    loaded is skipped with a warning naming it."""
+    if group not in _PLUGINS:
+        from hyperplan.plugins import entry_points
+
+        found: dict[str, Any] = {}
+        for point in entry_points(group):
+            try:
+                found[point.name] = point.load()
+            except Exception as exc:  # a broken plugin must not take the CLI down
+                warnings.warn(f"cannot load {group} entry point {point.name!r} "
+                              f"({point.value}): {exc}", stacklevel=2)
+        _PLUGINS[group] = found
+    return _PLUGINS[group]
+
+
+def commands() -> dict[str, Entry]:
+    """Every top-level command: :data:`CORE_COMMANDS`, then those installed packages add
+    (:data:`COMMAND_GROUP`; a name the core has stays the core's)."""
+    added = {name: entry for name, entry in _plugins(COMMAND_GROUP).items()
+             if name not in CORE_COMMANDS and isinstance(entry, Entry)}
+    every = {**CORE_COMMANDS, **added}
+    place = {name: i for i, name in enumerate(LISTING)}
+    return {name: every[name] for name in sorted(every, key=lambda n: place.get(n, len(place)))}
+
+
+def aliases() -> dict[str, tuple[str, str]]:
+    """Old top-level names (hidden): ``name -> (module:function, new command)``, from
+    :data:`ALIAS_GROUP`; each prints one deprecation line and runs the new command."""
+    return {name: alias for name, alias in _plugins(ALIAS_GROUP).items()
+            if name not in CORE_COMMANDS and isinstance(alias, tuple)}
 
 
 def _resolve(target: str) -> Any:
@@ -104,7 +150,7 @@ def typer_app(name: str) -> typer.Typer:
     or a one-command app; help texts unwrapped."""
     import typer
 
-    entry = COMMANDS[name]
+    entry = commands()[name]
     target = _resolve(entry.target)
     if isinstance(target, typer.Typer):
         present = {info.name for info in target.registered_commands}
@@ -125,21 +171,22 @@ def _group_class() -> type:
     from typer.core import TyperCommand, TyperGroup
 
     class LazyGroup(TyperGroup):
-        """Lists :data:`COMMANDS` from their static help and imports a command only when it
-        is run (or its own ``--help`` is asked for)."""
+        """Lists :func:`commands` from their static help and imports a command only when it
+        is run (or its own ``--help`` is asked for); a lab command without the lab installed
+        says how to install it (:func:`_lab_missing`)."""
 
         listing = False
 
         def list_commands(self, ctx: Any) -> list[str]:
-            return list(COMMANDS)
+            return list(commands())
 
         def get_command(self, ctx: Any, cmd_name: str) -> Any:
-            if cmd_name in ALIASES and not self.listing:
+            if cmd_name in aliases() and not self.listing:
                 return load_command(cmd_name)
-            if cmd_name not in COMMANDS:
-                return None
+            if cmd_name not in commands():
+                return _lab_missing(cmd_name) if cmd_name in LAB_COMMANDS else None
             if self.listing:  # the root's help: a stand-in with the static help
-                return TyperCommand(name=cmd_name, help=COMMANDS[cmd_name].help)
+                return TyperCommand(name=cmd_name, help=commands()[cmd_name].help)
             return load_command(cmd_name)
 
         def format_help(self, ctx: Any, formatter: Any) -> None:
@@ -152,11 +199,27 @@ def _group_class() -> type:
     return LazyGroup
 
 
+def _lab_missing(name: str) -> Any:
+    """A stand-in for lab command ``name`` when hyperplan-bench is not installed: whatever
+    its arguments (``--help`` included), it says where the command lives and exits 1."""
+    import click
+
+    def explain() -> None:
+        from hyperplan.cli.common import fail
+
+        fail(LAB_INSTALL.format(name=name))
+
+    return click.Command(name, callback=explain, add_help_option=False, hidden=True,
+                         context_settings={"ignore_unknown_options": True,
+                                           "allow_extra_args": True},
+                         help=f"(needs hyperplan-bench) hyperplan {name}")
+
+
 def _add_alias(app: typer.Typer, name: str) -> None:
-    """Register the hidden old top-level command ``name`` (:data:`ALIASES`) on ``app``."""
+    """Register the hidden old top-level command ``name`` (:func:`aliases`) on ``app``."""
     from hyperplan.cli.options import deprecated_alias
 
-    target, new = ALIASES[name]
+    target, new = aliases()[name]
     deprecated_alias(app, name, _resolve(target), name, new)
 
 
@@ -165,13 +228,13 @@ def load_command(name: str) -> Any:
     import typer
 
     wrapper = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
-    if name in ALIASES:
+    if name in aliases():
         _add_alias(wrapper, name)
         wrapper.command("_")(lambda: None)
-    elif isinstance(_resolve(COMMANDS[name].target), typer.Typer):
+    elif isinstance(_resolve(commands()[name].target), typer.Typer):
         wrapper.add_typer(typer_app(name), name=name)
     else:
-        wrapper.command(name)(_resolve(COMMANDS[name].target))
+        wrapper.command(name)(_resolve(commands()[name].target))
         wrapper.command("_")(lambda: None)  # two commands: get_command returns a group
     _unwrap_help(wrapper)
     return typer.main.get_command(wrapper).commands[name]  # type: ignore[attr-defined]
@@ -231,13 +294,13 @@ def _assemble() -> typer.Typer:
     def version(show: bool = _version_option()) -> None:
         """Plan and act over Tool-Schema Hypergraphs (HyperAgent) and HyperMCTS."""
 
-    for name, entry in COMMANDS.items():
+    for name, entry in commands().items():
         target = _resolve(entry.target)
         if isinstance(target, typer.Typer):
             whole.add_typer(typer_app(name), name=name)
         else:
             whole.command(name)(target)
-    for name in ALIASES:
+    for name in aliases():
         _add_alias(whole, name)
     _unwrap_help(whole)
     return whole
@@ -251,6 +314,10 @@ def __getattr__(name: str) -> Any:
         if not _APP:
             _APP.append(_assemble())
         return _APP[0]
+    if name == "COMMANDS":
+        return commands()
+    if name == "ALIASES":
+        return aliases()
     raise AttributeError(f"module 'hyperplan.cli' has no attribute {name!r}")
 
 
@@ -291,4 +358,4 @@ def _fail(message: str) -> None:
     fail(message)
 
 
-__all__ = ["COMMANDS", "app", "main"]
+__all__ = ["ALIASES", "COMMANDS", "CORE_COMMANDS", "Entry", "app", "commands", "main"]
