@@ -248,7 +248,7 @@ def figure_plot(results: Mapping[str, Mapping[str, Any]], path: str, title: str 
     if any("completion_tokens_per_case" in r for res in results.values() for r in res["rows"]):
         costs.append(("completion_tokens_per_case", "output tokens per case"))
     fig, axes = plt.subplots(len(costs), len(suites), squeeze=False,
-                             figsize=(5.5 * len(suites), 4.2 * len(costs)))
+                             figsize=(5.5 * len(suites) + 1.5, 4.2 * len(costs)))
     for col, suite in enumerate(suites):
         for row, (key, label) in enumerate(costs):
             ax = axes[row][col]
@@ -268,7 +268,7 @@ def figure_plot(results: Mapping[str, Mapping[str, Any]], path: str, title: str 
             ax.set_ylabel("Case Accuracy (%)")
             ax.set_title(f"{suite} ({results[suite]['n_tasks']} tasks)", fontsize=10)
             ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=7, loc="lower right")
+    axes[0][-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     if title:
         fig.suptitle(title)
     fig.tight_layout()
