@@ -57,17 +57,20 @@ __all__ = ["Gateway", "GatewayConfig", "HttpAddress", "HttpSecurity", "Mode",
 def build_gateway(sources: Sequence[str], config: GatewayConfig | None = None,
                   options: UpstreamOptions | None = None, *,
                   servers: Sequence[ServerEntry] = (),
-                  report: Callable[[str], None] | None = None) -> Gateway:
+                  report: Callable[[str], None] | None = None,
+                  warm_start: bool = False) -> Gateway:
     """Load the upstream tools of ``sources`` and ``servers`` (an ``mcpServers`` file's,
     :mod:`.mcp_config`; MCP upstreams started together, one that fails told to ``report``)
     and the selection over them; the graph is not built until ``gateway.service.start()``.
-    MCP upstreams whose tools an earlier run with the same ``cache_dir`` listed are loaded
-    from its catalog cache (:mod:`.catalog_cache`) and started in the background (a warm
-    start: :meth:`~.upstream.Upstream.settle`)."""
+    With ``warm_start`` (what ``hyperplan serve`` does), MCP upstreams whose tools an earlier
+    run with the same ``cache_dir`` listed are loaded from its catalog cache
+    (:mod:`.catalog_cache`) and started in the background; the caller then owes
+    :meth:`~.upstream.Upstream.settle` (the server calls it) to learn whether they started
+    and still list those tools. Without it every upstream is listed before this returns."""
     cfg = config or GatewayConfig()
     upstream = load_upstream(sources, options or UpstreamOptions(call_timeout=cfg.call_timeout),
                              servers=servers, report=report,
-                             catalogs=CatalogCache.beside(cfg.cache_dir))
+                             catalogs=CatalogCache.beside(cfg.cache_dir) if warm_start else None)
     return gateway_over(upstream, cfg)
 
 
@@ -158,12 +161,13 @@ def serve(sources: Sequence[str], config: GatewayConfig | None = None,
 
     def load() -> Gateway:
         with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's (stdio)
-            return build_gateway(sources, cfg, opts, servers=servers)
+            return build_gateway(sources, cfg, opts, servers=servers, warm_start=True)
 
     if all(s.startswith(MCP_SERVER) for s in sources):
         # only MCP upstreams: nothing in this process prints while they load, so they start
         # now, while the MCP SDK's server side is imported
-        early = _Early(lambda: build_gateway(sources, cfg, opts, servers=servers))
+        early = _Early(lambda: build_gateway(sources, cfg, opts, servers=servers,
+                                             warm_start=True))
         early.spawning.wait(SPAWN_HEAD_START)  # the upstream processes first (see _Early)
         load = early.result
 
