@@ -221,7 +221,7 @@ def test_small_release_runs_through_every_suite(release: Path) -> None:
     assert links["n_tasks"] == 2 and links["gold_links"] == 3 and links["n_tools"] == 3
     chains = evaluate_chains("sealtools", release, embedder=None)
     assert chains["n_tasks"] == 2 and set(chains["methods"]) == {
-        "doe", "all_producers", "semantic_topk"}
+        "doe", "doe_agent_policy", "all_producers", "semantic_topk"}
     with pytest.raises(HyperplanError, match="'nestful', 'nestools', 'sealtools' or 'tau2'"):
         load_suite("nosuch", release)
 
