@@ -227,4 +227,4 @@ def test_chains_contract_on_tau2_telecom() -> None:
     assert result["n_tasks"] > 0
     for key in ("exact", "producer_recall", "producer_precision", "unsatisfiable"):
         assert 0.0 <= result[key] <= 1.0
-    assert set(result["methods"]) == {"doe", "all_producers", "semantic_topk"}
+    assert set(result["methods"]) == {"doe", "doe_agent_policy", "all_producers", "semantic_topk"}
