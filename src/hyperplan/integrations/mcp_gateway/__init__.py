@@ -82,6 +82,25 @@ def gateway_over(upstream: Upstream, config: GatewayConfig) -> Gateway:
     return Gateway(upstream, service, config)
 
 
+def _loader(sources: Sequence[str], cfg: GatewayConfig, opts: UpstreamOptions,
+            servers: Sequence[ServerEntry]) -> Callable[[], Gateway]:
+    """What loads the gateway's tools (warm start: :func:`build_gateway`). With only MCP
+    upstreams nothing in this process prints while they load, so they start now, before
+    the MCP SDK's server side is imported (:class:`_Early`); else in the server's loader
+    thread, with stdout (the protocol's, over stdio) sent to stderr meanwhile."""
+    if all(s.startswith(MCP_SERVER) for s in sources):
+        early = _Early(lambda: build_gateway(sources, cfg, opts, servers=servers,
+                                             warm_start=True))
+        early.spawning.wait(SPAWN_HEAD_START)  # the upstream processes first (see _Early)
+        return early.result
+
+    def load() -> Gateway:
+        with contextlib.redirect_stdout(sys.stderr):
+            return build_gateway(sources, cfg, opts, servers=servers, warm_start=True)
+
+    return load
+
+
 class _Early:
     """``make()`` started now in a thread of its own; :meth:`result` waits for it.
     ``spawning`` is set once what starting an MCP upstream needs is imported (the runtimes
@@ -158,18 +177,7 @@ def serve(sources: Sequence[str], config: GatewayConfig | None = None,
     security = security or HttpSecurity()
     exposure = check_exposure(http, security) if http is not None else None
     check_sources(sources, opts, servers=servers)
-
-    def load() -> Gateway:
-        with contextlib.redirect_stdout(sys.stderr):  # stdout is the protocol's (stdio)
-            return build_gateway(sources, cfg, opts, servers=servers, warm_start=True)
-
-    if all(s.startswith(MCP_SERVER) for s in sources):
-        # only MCP upstreams: nothing in this process prints while they load, so they start
-        # now, while the MCP SDK's server side is imported
-        early = _Early(lambda: build_gateway(sources, cfg, opts, servers=servers,
-                                             warm_start=True))
-        early.spawning.wait(SPAWN_HEAD_START)  # the upstream processes first (see _Early)
-        load = early.result
+    load = _loader(sources, cfg, opts, servers)
 
     import anyio
 
