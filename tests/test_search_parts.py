@@ -14,13 +14,14 @@ from typing import ClassVar
 import pytest
 
 from hyperplan.eval.treesearch.runner import load_tasks, task_seed
-from hyperplan.search.env import Action
+from hyperplan.search.env import Action, Verdict
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, TreeDesign, design_config
 from hyperplan.search.parts.base import Design, Mark, reads
 from hyperplan.search.parts.designs import COMMIT_WIDEN, FULL_PATH, PAPER, design_of
 from hyperplan.search.parts.ending_last import EndingLast
 from hyperplan.search.parts.pruning import EvidencePruning
 from hyperplan.search.policies import make_policy
+from hyperplan.search.selection import graph_priors
 from hyperplan.search.tree import Edge, Node
 
 SEARCH = Path(__file__).resolve().parents[1] / "src" / "hyperplan" / "search"
@@ -101,6 +102,36 @@ def test_new_parts_change_the_search_without_a_subclass() -> None:
     base = _run(None, config)
     assert search.trace != base.trace
     assert coupons < sum(k.startswith("coupon:") for k in base.trace[0]) or not coupons
+
+
+@dataclass
+class Seen:
+    """An experiment's observer: every rollout's reward."""
+
+    rewards: list[float]
+    reads: ClassVar[frozenset[Mark]] = frozenset()
+
+    def observed(self, search: HyperMCTS, actions: Sequence[Action], verdict: Verdict) -> None:
+        self.rewards.append(verdict.reward)
+
+
+@dataclass(frozen=True)
+class GraphPrior:
+    """An experiment's prior rule that is the hypergraph's own (the search is unchanged)."""
+
+    reads: ClassVar[frozenset[Mark]] = frozenset()
+
+    def priors(self, search: HyperMCTS, edges: list[Edge]) -> list[float]:
+        assert search.hypergraph is not None
+        return graph_priors(search.hypergraph, edges, neutral=True)
+
+
+def test_observers_see_every_rollout_and_a_prior_rule_replaces_the_prior() -> None:
+    config = MCTSConfig(budget=16, early_stop=False, trace=True)
+    seen = Seen([])
+    search = _run(FULL_PATH._replace(observers=(seen,), prior=GraphPrior()), config)
+    assert seen.rewards == search.rewards and len(seen.rewards) == 16
+    assert search.trace == _run(None, config).trace
 
 
 def test_pruning_is_one_part_in_two_places() -> None:

@@ -233,7 +233,12 @@ class HyperMCTS(SearchBase):
         self.goto(node)
         index: Mapping[str, int] | None = None
         wideners = self._wideners
-        if any(part.wants_index(self) for part in wideners):
+        wanted = False
+        for part in wideners:
+            if part.wants_index(self):
+                wanted = True
+                break
+        if wanted:
             decisions, index = self.env.indexed_decisions()
         else:
             decisions = self.env.valid_decisions()
@@ -297,7 +302,11 @@ class HyperMCTS(SearchBase):
             edges = part.keep(self, edges)
             if len(edges) == 1:
                 return edges[0]
-        key = self.choose(node, [e.action for e in edges]).key
+        action = self.choose(node, [e.action for e in edges])
+        for edge in edges:
+            if edge.action is action:
+                return edge
+        key = action.key
         for edge in edges:
             if edge.action.key == key:
                 return edge

@@ -36,11 +36,16 @@ class Ledger:
       (:meth:`TrajectoryHypergraph.free`).
     """
 
-    __slots__ = ("_served", "_served_path", "_served_upto", "free", "keeps", "local",
-                 "objective_ids", "refuted", "verified")
+    __slots__ = ("_keeps_free", "_keeps_refuted", "_keeps_verified", "_served", "_served_path",
+                 "_served_upto", "free", "keeps", "local", "objective_ids", "refuted",
+                 "verified")
 
     def __init__(self, objectives: Sequence[Objective], keeps: frozenset[Mark]) -> None:
         self.keeps = keeps
+        # (as booleans: an enum's hash is a Python-level call)
+        self._keeps_verified = Mark.VERIFIED in keeps
+        self._keeps_refuted = Mark.REFUTED in keeps
+        self._keeps_free = Mark.FREE in keeps
         # the objectives about one part of the plan, and every objective but the global one
         self.local = frozenset(o.id for o in objectives if o.scope != "global")
         self.objective_ids = frozenset(o.id for o in objectives) - {GLOBAL}
@@ -55,13 +60,12 @@ class Ledger:
              actions: list[Action], recorded: list[Hashable], verdict: Verdict) -> None:
         """After the hypergraph update: the marks kept, from the identities this rollout's
         observations touched (the only ones whose statistics changed)."""
-        keeps = self.keeps
-        if not keeps:
+        if not self.keeps:
             return
         changed = touched(recorded, verdict)
-        if Mark.VERIFIED in keeps:
+        if self._keeps_verified:
             self._note_verified(hypergraph, env, path, actions, changed)
-        if Mark.REFUTED in keeps or Mark.FREE in keeps:
+        if self._keeps_refuted or self._keeps_free:
             self._note_marks(hypergraph, changed)
 
     def _note_verified(self, hypergraph: TrajectoryHypergraph, env: TimedEnv,
@@ -90,8 +94,8 @@ class Ledger:
         """``refuted`` and ``free`` (the ones kept) for the ``changed`` identities, each read
         once for both (:meth:`TrajectoryHypergraph.local_marks`)."""
         marks, local = hypergraph.local_marks, self.local
-        refuted = self.refuted if Mark.REFUTED in self.keeps else None
-        free = self.free if Mark.FREE in self.keeps else None
+        refuted = self.refuted if self._keeps_refuted else None
+        free = self.free if self._keeps_free else None
         for v in changed:
             is_refuted, is_free = marks(v, local)
             if refuted is not None:
