@@ -18,6 +18,7 @@ import hashlib
 import importlib.util
 import math
 import re
+import threading
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -221,8 +222,18 @@ def cl100k_file() -> Path | None:
     return None
 
 
-@lru_cache(maxsize=1)
+_ENCODING_LOCK = threading.Lock()
+
+
 def _encoding() -> Any:
+    """The cl100k_base encoding, loaded once even when several threads ask at the same time
+    (a gateway's build thread and its first ``find_tools``): loading it costs about a second."""
+    with _ENCODING_LOCK:
+        return _load_encoding()
+
+
+@lru_cache(maxsize=1)
+def _load_encoding() -> Any:
     """The cl100k_base encoding built from the verified offline file, or None."""
     try:
         import tiktoken
