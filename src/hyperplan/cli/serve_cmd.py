@@ -93,10 +93,11 @@ def serve_cmd(
     call_timeout: float = typer.Option(DEFAULT_CALL_TIMEOUT, help="Hard deadline of every "
                                        "forwarded call, in seconds."),
     embedder: str = embedder_option("auto"),
-    cache_dir: Path = typer.Option(None, help="Where the built graph is kept (default: "
+    cache_dir: Path = typer.Option(None, help="Where the built graph and each MCP upstream's "
+                                   "last tool list are kept (default: "
                                    "$HYPERPLAN_CACHE_DIR/selectors or ~/.cache/hyperplan)."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Build the graph anew, keep "
-                                  "nothing."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Build the graph anew and wait "
+                                  "for every upstream's tool list; keep nothing."),
     allow_unsafe_tools: AllowUnsafeTools = False,
     sandbox: Sandbox = typer.Option(Sandbox.SUBPROCESS, help="subprocess (default): run "
                                     "python: tools in a child process without network, with "
