@@ -117,6 +117,7 @@ class HyperMCTS(SearchBase):
         # the scores of the latest expansion's first proposal, for the scored picks
         self._keep_scores = self.policy.scoring and any(
             isinstance(c, ScoredPicks) for c in d.choosers)
+        self._below = tuple(c for c in d.choosers if not isinstance(c, ScoredPicks))
         self._proposal_scores: dict[str, float] | None = None
 
     def priors(self, node: Node, edges: list[Edge] | None = None) -> list[float]:
@@ -327,13 +328,19 @@ class HyperMCTS(SearchBase):
 
     def _rollout_pick(self) -> Pick:
         """The simulation's chooser below the tree (:meth:`SearchBase.simulate`): the
-        policy's own, or the design's choosers first when it has any."""
-        if not self._choosers:
+        policy's own, or the design's choosers first when it has any that choose there (the
+        scored picks choose inside the tree only, so they are not asked)."""
+        choosers = self._below
+        if not choosers:
             return self.policy.rollout
-        choose = self.choose
+        rollout = self.policy.rollout
 
         def pick(env: SearchEnv, decisions: Sequence[Action], rng: random.Random) -> Action:
-            return choose(None, decisions)
+            for part in choosers:
+                action = part.choose(self, None, decisions)
+                if action is not None:
+                    return action
+            return rollout(env, decisions, rng)
 
         return pick
 
