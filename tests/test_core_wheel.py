@@ -80,9 +80,9 @@ def test_the_wheels_split_their_package_data() -> None:
 
 def _without_lab(code: str) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh interpreter where no entry point of the lab is installed."""
-    prelude = ("from hyperplan import cli, sources\n"
+    prelude = ("from hyperplan import cli, sources, tool_sources\n"
                "cli._PLUGINS.update({cli.COMMAND_GROUP: {}, cli.ALIAS_GROUP: {}})\n"
-               "sources.LOADERS._all = dict(sources.CORE_LOADERS)\n")
+               "tool_sources.KINDS._all = dict(tool_sources.CORE_KINDS)\n")
     return subprocess.run([sys.executable, "-c", prelude + code], capture_output=True,
                           text=True, timeout=60, cwd=ROOT)
 

@@ -251,7 +251,7 @@ def test_two_outputs_never_share_one_npz(tmp_path: Path) -> None:
 # -- item 10: the smaller crashes ---------------------------------------------------------------
 
 def test_unterminated_mcp_command_is_one_line(tmp_path: Path) -> None:
-    line = _one_error(_cli("run", "--mcp-command", "python3 'unterminated", "--goal",
+    line = _one_error(_cli("run", "--tools", "mcp-server:python3 'unterminated", "--goal",
                            '{"terminals": ["x"]}', cwd=tmp_path))
     assert "cannot split" in line
 

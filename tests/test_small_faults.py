@@ -84,9 +84,17 @@ def _catalog_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
 # -- 1. an unsplittable MCP command ------------------------------------------------------------
 
 def test_unsplittable_mcp_command_is_one_line(tmp_path: Path) -> None:
-    line = _one_error(_cli("run", "--mcp-command", "python3 'unterminated", "--goal",
-                           '{"terminals": ["x"]}', cwd=tmp_path))
+    proc = _cli("run", "--mcp-command", "python3 'unterminated", "--goal",
+                '{"terminals": ["x"]}', cwd=tmp_path)
+    deprecated, line = proc.stderr.splitlines()  # the deprecated option says so first
+    assert deprecated == ("warning: --mcp-command CMD is deprecated; use --tools "
+                          "'mcp-server:CMD'")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert line == ("error: --mcp-command: cannot split \"python3 'unterminated\": "
+                    "No closing quotation")
+    line = _one_error(_cli("run", "--tools", "mcp-server:python3 'unterminated", "--goal",
+                           '{"terminals": ["x"]}', cwd=tmp_path))
+    assert line == ("error: mcp-server: cannot split \"python3 'unterminated\": "
                     "No closing quotation")
 
 
@@ -350,12 +358,15 @@ def test_merge_lists_every_clash() -> None:
                                "'a' (first and second); rename one side of each")
 
 
-def test_run_uses_both_sources(both: Path) -> None:
+@pytest.mark.parametrize("server_option", [("--tools", "mcp-server:"), ("--mcp-command", "")])
+def test_run_uses_both_sources(both: Path, server_option: tuple[str, str]) -> None:
     goal = {"terminals": ["shout"], "values": {"word": "hi"}}
-    proc = _cli("run", "--tools", "python:small_faults_tools", "--mcp-command",
-                _server_command(both), "--goal", json.dumps(goal), "--json",
+    option, prefix = server_option  # one grammar; --mcp-command CMD is its deprecated alias
+    proc = _cli("run", "--tools", "python:small_faults_tools", option,
+                prefix + _server_command(both), "--goal", json.dumps(goal), "--json",
                 "--trace", "t.jsonl", cwd=both)
     assert proc.returncode == 0, proc.stderr
+    assert ("--mcp-command CMD is deprecated" in proc.stderr) == (option == "--mcp-command")
     assert json.loads(proc.stdout)["status"] == "success"
     events = [json.loads(line) for line in (both / "t.jsonl").read_text().splitlines()]
     calls = [(e["tool"], e["ok"]) for e in events if e["type"] == "tool_call"]

@@ -8,36 +8,33 @@ Tool sources (``--tools``):
   modules that act on the host are refused unless ``allow_unsafe_tools``;
 * ``openapi:FILE`` — an OpenAPI document, run over HTTP (``base_url`` overrides its server);
 * ``demo-world`` — the shipped demo world (a fresh in-memory database);
-* an MCP server command (``mcp_command="python server.py"``) — tools listed live and run over
-  stdio;
+* ``mcp-server:CMD`` — a stdio MCP server: tools listed live and run over stdio
+  (``mcp_command="CMD"``, the command line's ``--mcp-command``, is its deprecated spelling);
 * any other ``KIND:LOCATION`` source loads a catalog with no runtime (planning only; every
-  call comes back as an ``unknown_tool`` observation).
+  call comes back as an ``unknown_tool`` observation, :class:`NoRuntime`).
+
+Each kind is registered once, in :mod:`hyperplan.tool_sources`.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import os
-import shlex
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hyperplan.catalog import Catalog, ToolSpec, merge_catalogs
+from hyperplan.catalog import Catalog, merge_catalogs
 from hyperplan.errors import HyperplanError
-from hyperplan.execute.results import ErrorKind, ToolResult, ToolRuntime
-from hyperplan.execute.runtimes import (
-    CompositeRuntime,
-    MCPRuntime,
-    OpenAPIRuntime,
-    PythonRuntime,
-)
+from hyperplan.execute.results import ToolRuntime
+from hyperplan.execute.runtimes import CompositeRuntime
 from hyperplan.execute.runtimes.http import DEFAULT_MAX_RESPONSE_BYTES
-from hyperplan.execute.runtimes.sandbox import Sandbox, SubprocessPythonRuntime
+from hyperplan.execute.runtimes.sandbox import Sandbox
 from hyperplan.llm.budget import Accounting
 from hyperplan.secrets import register_secret
-from hyperplan.sources import load_source
+from hyperplan.tool_sources import NoRuntime as NoRuntime  # re-exported: its old home
+from hyperplan.tool_sources import OpenSource, SourceOptions, open_mcp_server, open_source
 
 if TYPE_CHECKING:
     from hyperplan.llm.openai_client import OpenAICompatibleLLM
@@ -50,77 +47,46 @@ class ToolSetup:
     world: Any = None  # the DemoWorld behind ``demo-world``, for checkers
 
 
-class NoRuntime:
-    """The runtime of a catalog nobody can execute: every call is an observation saying so."""
-
-    def can_run(self, tool: ToolSpec) -> bool:
-        return False
-
-    def call(self, tool: ToolSpec, arguments: Mapping[str, Any], *,
-             timeout: float | None = None) -> ToolResult:
-        return ToolResult.failure(tool.name, arguments, ErrorKind.UNKNOWN_TOOL,
-                                  f"{tool.name}: no runtime for catalog source {tool.source!r}")
-
-    def close(self) -> None:
-        return None
-
-
-def tools_from_source(spec: str | None, *, base_url: str | None = None,
+def tools_from_source(spec: str | Sequence[str] | None, *, base_url: str | None = None,
                       headers: Mapping[str, str] | None = None,
                       mcp_command: str | None = None, timeout: float = 30.0,
                       max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
                       idempotency_header: str | None = None,
                       allow_unsafe_tools: bool = False,
                       sandbox: Sandbox = Sandbox.NONE) -> ToolSetup:
-    """Catalog and runtime for a tool source (module doc). ``max_response_bytes`` and
-    ``idempotency_header`` go to the OpenAPI runtime (:class:`OpenAPIRuntime`);
+    """Catalog and runtime for one tool source or several (module doc), each opened through
+    the registry (:func:`hyperplan.tool_sources.open_source`); several are merged in order,
+    one runtime over them all. ``mcp_command`` is the deprecated spelling of one more source,
+    ``mcp-server:CMD``, after the others. ``max_response_bytes`` and ``idempotency_header``
+    go to the OpenAPI runtime (:class:`~hyperplan.execute.runtimes.OpenAPIRuntime`);
     ``allow_unsafe_tools`` and ``sandbox`` to a ``python:`` source."""
-    if sandbox is not Sandbox.NONE and not (spec or "").startswith("python:"):
+    specs = [spec] if isinstance(spec, str) else list(spec or ())
+    if sandbox is not Sandbox.NONE and not any(s.startswith("python:") for s in specs):
         raise HyperplanError(f"--sandbox {sandbox.value} runs the tools of a python: source; "
-                             f"{spec or '--mcp-command'} has none to run there")
-    if mcp_command:
-        try:
-            parts = shlex.split(mcp_command)
-        except ValueError as exc:
-            raise HyperplanError(f"--mcp-command: cannot split {mcp_command!r}: {exc}") from None
-        if not parts:
-            raise HyperplanError("--mcp-command is empty")
-        mcp = MCPRuntime(parts[0], parts[1:], timeout=timeout,
-                         max_response_bytes=max_response_bytes)
-        if not spec:
-            return ToolSetup(mcp.catalog(), mcp)
-        try:  # both: --tools first, then the server's tools, one runtime over the two
-            other = tools_from_source(spec, base_url=base_url, headers=headers,
-                                      timeout=timeout, max_response_bytes=max_response_bytes,
-                                      idempotency_header=idempotency_header,
-                                      allow_unsafe_tools=allow_unsafe_tools, sandbox=sandbox)
-            catalog = merge_catalogs([other.catalog, mcp.catalog()],
-                                     labels=[f"--tools {spec}", "--mcp-command"])
-        except BaseException:
-            mcp.close()
-            raise
-        return ToolSetup(catalog, CompositeRuntime([other.runtime, mcp]), other.world)
-    if not spec:
-        raise HyperplanError("give --tools SOURCE or --mcp-command CMD")
-    if spec == "demo-world":
-        from hyperplan.demo_world import DemoWorld
-
-        world = DemoWorld()
-        return ToolSetup(world.catalog(), PythonRuntime(world.callables(), timeout=timeout),
-                         world)
-    catalog = load_source(spec, allow_unsafe_tools=allow_unsafe_tools)
-    kind = spec.partition(":")[0]
-    if kind == "python" and sandbox is Sandbox.SUBPROCESS:
-        return ToolSetup(catalog, SubprocessPythonRuntime.from_catalog(
-            catalog, timeout=timeout, allow_unsafe=allow_unsafe_tools))
-    if kind == "python":
-        return ToolSetup(catalog, PythonRuntime.from_catalog(
-            catalog, timeout=timeout, allow_unsafe=allow_unsafe_tools))
-    if kind == "openapi":
-        return ToolSetup(catalog, OpenAPIRuntime(base_url, headers, timeout=timeout,
-                                                 max_response_bytes=max_response_bytes,
-                                                 idempotency_header=idempotency_header))
-    return ToolSetup(catalog, NoRuntime())
+                             f"{specs[0] if specs else '--mcp-command'} has none to run there")
+    if not specs and not mcp_command:
+        raise HyperplanError("give --tools SOURCE (e.g. python:MOD, openapi:FILE, "
+                             "'mcp-server:CMD', demo-world)")
+    opts = SourceOptions(timeout=timeout, allow_unsafe_tools=allow_unsafe_tools,
+                         sandbox=sandbox.value, base_url=base_url, headers=headers,
+                         max_response_bytes=max_response_bytes,
+                         idempotency_header=idempotency_header)
+    opened: list[OpenSource] = []
+    try:
+        for one in specs:
+            opened.append(open_source(one, opts))
+        if mcp_command is not None:
+            opened.append(open_mcp_server(mcp_command, opts, label="--mcp-command"))
+        if len(opened) == 1:
+            return ToolSetup(opened[0].catalog, opened[0].runtime, opened[0].world)
+        labels = [f"--tools {s}" for s in specs] + ["--mcp-command"] * (mcp_command is not None)
+        catalog = merge_catalogs([o.catalog for o in opened], labels=labels)
+    except BaseException:
+        for source in opened:
+            source.close()
+        raise
+    world = next((o.world for o in opened if o.world is not None), None)
+    return ToolSetup(catalog, CompositeRuntime([o.runtime for o in opened]), world)
 
 
 def parse_headers(items: list[str]) -> dict[str, str]:

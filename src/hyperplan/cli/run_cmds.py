@@ -19,6 +19,7 @@ from hyperplan.cli.options import (
     IdempotencyKeyHeader,
     MaxResponseBytes,
     Model,
+    deprecation,
     embedder_option,
     llm_option,
 )
@@ -74,9 +75,12 @@ def _goal(goal: str) -> StructuredGoal:
     return StructuredGoal.from_dict(data, source=where)
 
 
-RunTools = Annotated[str | None, typer.Option(
+RunTools = Annotated[list[str], typer.Option(
     "--tools",
-    help="python:MOD | openapi:FILE | demo-world | any catalog source (planning only)")]
+    help="python:MOD | openapi:FILE | 'mcp-server:CMD' | demo-world | any catalog source "
+    "(planning only); repeat to use several (merged in order)")]
+McpCommand = Annotated[str | None, typer.Option(
+    "--mcp-command", hidden=True, help="Deprecated: use --tools 'mcp-server:CMD'.")]
 GraphFile = Annotated[Path | None, typer.Option(
     "--graph", help="A graph saved by `graph build` from the same tools (its links and "
     "overrides are used; nothing is rebuilt).")]
@@ -94,8 +98,8 @@ SandboxOption = Annotated[Sandbox, typer.Option(
 
 def run(
     request: str = typer.Argument("", help="What to do, in natural language (needs an LLM)."),
-    tools: RunTools = None,
-    mcp_command: str = typer.Option(None, help="Run the tools of this stdio MCP server."),
+    tools: RunTools = [],  # noqa: B006 (typer copies it)
+    mcp_command: McpCommand = None,
     goal: str = typer.Option(None, help="Structured goal (JSON or a file): LLM-free mode."),
     llm: str | None = llm_option("the agent's model (else HYPERPLAN_LLM_BASE_URL); key from "
                                  "HYPERPLAN_LLM_API_KEY"),
@@ -123,6 +127,8 @@ def run(
     if max_response_bytes < 1 or trace_max_chars < 1:
         raise HyperplanError("--max-response-bytes and --trace-max-chars must be positive")
     structured = _secret_goal(goal)
+    if mcp_command is not None:
+        deprecation("--mcp-command CMD", "--tools 'mcp-server:CMD'")
     setup = tools_from_source(tools, base_url=base_url, headers=parse_headers(header),
                               mcp_command=mcp_command,
                               timeout=accounting.deadline(30.0) or 30.0,

@@ -69,13 +69,15 @@ def default_cache_dir() -> Path:
 def load_catalogs(sources: Sequence[str | Catalog], *,
                   allow_unsafe_tools: bool = False) -> Catalog:
     """One catalog from several sources (``KIND:LOCATION`` strings or catalogs), merged in
-    order; a name two sources define is one :class:`~hyperplan.errors.CatalogError`."""
-    from hyperplan.sources import load_source, tag_server
+    order; a name two sources define is one :class:`~hyperplan.errors.CatalogError`. Strings
+    load through the tool-source registry (:func:`hyperplan.tool_sources.load_catalog`, the
+    one import of the wiring above the core, made when a source is named)."""
+    from hyperplan.tool_sources import SourceOptions, load_catalog, tag_server
 
     if not sources:
         raise HyperplanError("no tool source given")
-    catalogs = [s if isinstance(s, Catalog)
-                else load_source(s, allow_unsafe_tools=allow_unsafe_tools) for s in sources]
+    opts = SourceOptions(allow_unsafe_tools=allow_unsafe_tools)
+    catalogs = [s if isinstance(s, Catalog) else load_catalog(s, opts) for s in sources]
     labels = [s if isinstance(s, str) else (s.source or f"catalog {i + 1}")
               for i, s in enumerate(sources)]
     if len(catalogs) == 1:

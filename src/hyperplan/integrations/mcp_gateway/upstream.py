@@ -2,7 +2,9 @@
 hardened runtime that executes it (the trust rules of docs/benchmarks.md, "Runtime trust under
 faults" hold for every forwarded call).
 
-Sources are the ``KIND:LOCATION`` strings ``hyperplan graph build`` takes:
+Sources are the ``KIND:LOCATION`` strings ``hyperplan graph build`` takes, each opened through
+the tool-source registry (:mod:`hyperplan.tool_sources`; the gateway adds its catalog cache and
+warm start to MCP upstreams):
 
 * ``mcp-server:CMD``: a stdio MCP server, started once at gateway start (listing its tools)
   and kept running for the calls (:class:`~hyperplan.execute.runtimes.MCPRuntime`). The
@@ -63,7 +65,16 @@ from hyperplan.integrations.mcp_gateway.catalog_cache import CatalogCache, entry
 from hyperplan.integrations.mcp_gateway.config import NAMESPACE_SEPARATOR, Namespace
 from hyperplan.integrations.mcp_gateway.mcp_config import ServerEntry, ServerKind
 from hyperplan.secrets import redact_cut, redact_value
-from hyperplan.sources import tag_server
+from hyperplan.tool_sources import (
+    BARE,
+    KINDS,
+    SourceOptions,
+    mcp_runtime,
+    mcp_server_runtime,
+    open_source,
+    split_command,
+    tag_server,
+)
 
 # The runtimes (and with them httpx, numpy and the graph code) are imported when the sources
 # load, in the background, not when the gateway starts: the handshake does not wait for them.
@@ -89,25 +100,6 @@ class UpstreamOptions:
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     idempotency_header: str | None = None
     namespace: Namespace = Namespace.COLLISIONS
-
-
-class _NoRuntime:
-    """The runtime of a catalog nobody can execute (a schema-only source)."""
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-
-    def can_run(self, tool: ToolSpec) -> bool:
-        return False
-
-    def call(self, tool: ToolSpec, arguments: Mapping[str, Any], *,
-             timeout: float | None = None) -> ToolResult:
-        return ToolResult.failure(tool.name, arguments, ErrorKind.UNKNOWN_TOOL,
-                                  f"{tool.name}: the source {self.source} describes this tool "
-                                  "but gives no way to run it")
-
-    def close(self) -> None:
-        return None
 
 
 @dataclass
@@ -389,24 +381,17 @@ def check_sources(sources: Sequence[str], options: UpstreamOptions | None = None
     import shutil
     from pathlib import Path
 
-    from hyperplan.sources import LOADERS
-
     opts = options or UpstreamOptions()
     _check_choice(sources, servers)
     for spec in sources:
         kind, sep, location = spec.partition(":")
-        if spec in ("demo", "demo-world"):
+        if spec in BARE:
             continue
-        if not sep or kind not in LOADERS or not location.strip():
+        if not sep or kind not in KINDS or not location.strip():
             raise HyperplanError(f"unknown tool source {spec!r}; expected KIND:LOCATION with "
-                                 f"KIND one of {', '.join(sorted(LOADERS))} (or demo-world)")
+                                 f"KIND one of {', '.join(sorted(KINDS))} (or demo-world)")
         if kind == "mcp-server":
-            try:
-                parts = shlex.split(location)
-            except ValueError as exc:
-                raise HyperplanError(f"{spec}: cannot split the command: {exc}") from None
-            if not parts:
-                raise HyperplanError(f"{spec}: no server command")
+            parts = split_command(location, spec)
             found = shutil.which(parts[0]) or (parts[0] if os.sep in parts[0] and os.access(
                 parts[0], os.X_OK) and Path(parts[0]).is_file() else None)
             if found is None:
@@ -502,56 +487,26 @@ def _stderr(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
+def source_options(opts: UpstreamOptions) -> SourceOptions:
+    """The registry's options (:mod:`hyperplan.tool_sources`) for the gateway's."""
+    return SourceOptions(timeout=opts.call_timeout, allow_unsafe_tools=opts.allow_unsafe_tools,
+                         sandbox=opts.sandbox, base_url=opts.base_url, headers=opts.headers,
+                         max_response_bytes=opts.max_response_bytes,
+                         idempotency_header=opts.idempotency_header)
+
+
 def _load(spec: str, opts: UpstreamOptions, catalogs: CatalogCache | None = None) -> _Source:
+    """One source opened through the registry; an MCP server with the catalog cache's warm
+    start (:func:`_started`)."""
     if spec.startswith(MCP_SERVER):
         return _load_mcp_server(spec, opts, catalogs)
-    if spec == "demo-world":
-        from hyperplan.demo_world import DemoWorld
-        from hyperplan.execute.runtimes import PythonRuntime
-
-        world = DemoWorld()
-        return _Source(spec, world.catalog(),
-                       PythonRuntime(world.callables(), timeout=opts.call_timeout), {})
-    from hyperplan.sources import load_source
-
-    catalog = load_source(spec, allow_unsafe_tools=opts.allow_unsafe_tools)
-    kind = spec.partition(":")[0]
-    runtime: ToolRuntime
-    if kind == "python" and opts.sandbox == SUBPROCESS:
-        from hyperplan.execute.runtimes import SubprocessPythonRuntime
-
-        runtime = SubprocessPythonRuntime.from_catalog(catalog, timeout=opts.call_timeout,
-                                                       allow_unsafe=opts.allow_unsafe_tools)
-        return _Source(spec, catalog, runtime, {}, slots=1)  # one child, one call at a time
-    elif kind == "python":
-        from hyperplan.execute.runtimes import PythonRuntime
-
-        runtime = PythonRuntime.from_catalog(catalog, timeout=opts.call_timeout,
-                                             allow_unsafe=opts.allow_unsafe_tools)
-    elif kind == "openapi":
-        from hyperplan.execute.runtimes import OpenAPIRuntime
-
-        runtime = OpenAPIRuntime(opts.base_url, opts.headers, timeout=opts.call_timeout,
-                                 max_response_bytes=opts.max_response_bytes,
-                                 idempotency_header=opts.idempotency_header)
-    else:
-        runtime = _NoRuntime(spec)
-    return _Source(spec, catalog, runtime, {})
+    opened = open_source(spec, source_options(opts))
+    return _Source(spec, opened.catalog, opened.runtime, {}, slots=opened.slots)
 
 
 def _load_mcp_server(spec: str, opts: UpstreamOptions,
                      catalogs: CatalogCache | None = None) -> _Source:
-    from hyperplan.execute.runtimes import MCPRuntime
-
-    command = spec[len(MCP_SERVER):]
-    try:
-        parts = shlex.split(command)
-    except ValueError as exc:
-        raise HyperplanError(f"{spec}: cannot split the command: {exc}") from None
-    if not parts:
-        raise HyperplanError(f"{spec}: no server command")
-    runtime = MCPRuntime(parts[0], parts[1:], timeout=opts.call_timeout,
-                         max_response_bytes=opts.max_response_bytes)
+    runtime = mcp_server_runtime(spec[len(MCP_SERVER):], source_options(opts), label=spec)
     return _started(runtime, spec, spec, None, catalogs, spec_key(spec))
 
 
@@ -561,8 +516,6 @@ def _load_entry(entry: ServerEntry, opts: UpstreamOptions,
     import os
     import shutil
     from pathlib import Path
-
-    from hyperplan.execute.runtimes import MCPRuntime
 
     where = f"server {entry.name!r}"
     if entry.kind is ServerKind.STDIO:
@@ -574,9 +527,9 @@ def _load_entry(entry: ServerEntry, opts: UpstreamOptions,
         if entry.cwd is not None and not Path(entry.cwd).is_dir():
             raise HyperplanError(f"{where}: cannot start it: its cwd {entry.cwd!r} is not a "
                                  "directory")
-    runtime = MCPRuntime(entry.command, entry.args, env=dict(entry.env), cwd=entry.cwd,
-                         timeout=opts.call_timeout, max_response_bytes=opts.max_response_bytes,
-                         url=entry.url or None, headers=dict(entry.headers) or None)
+    runtime = mcp_runtime(entry.command, entry.args, source_options(opts), env=dict(entry.env),
+                          cwd=entry.cwd, url=entry.url or None,
+                          headers=dict(entry.headers) or None)
     return _started(runtime, f"{MCP_SERVER}{entry.name}", where, entry.name, catalogs,
                     entry_key(entry))
 
