@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hyperplan.catalog import Catalog
+from hyperplan.integrations._catalog import Call, Turn, open_session
 from hyperplan.integrations.mcp_gateway.build import failure_line
 from hyperplan.secrets import redact_cut
 
@@ -318,21 +319,6 @@ def _sweep_stale_tempdirs() -> None:
 
 
 @dataclass
-class _Call:
-    tool: str
-    arguments: dict[str, Any]
-    value: Any
-    ok: bool
-
-
-@dataclass
-class _Turn:
-    """A new user request seen before the selector was ready (replayed in order)."""
-
-    request: str
-
-
-@dataclass
 class Conversation:
     """One client's state (Definition 4; module doc). ``listed``: in narrow mode, the tools
     currently selected (what ``tools/list`` shows besides ``find_tools``). Methods are
@@ -348,7 +334,7 @@ class Conversation:
     offered: set[str] = field(default_factory=set)  # every tool ever selected for it
     last: Found | None = None
     _session: Session | None = None
-    _pending: list[_Call | _Turn] = field(default_factory=list)
+    _pending: list[Call | Turn] = field(default_factory=list)  # replayed when ready
     _lock: threading.RLock = field(default_factory=threading.RLock)
 
     def session(self) -> Session | None:
@@ -357,18 +343,7 @@ class Conversation:
         with self._lock:
             selector = self.service.selector
             if self._session is None and selector is not None:
-                turns = [i for i, p in enumerate(self._pending) if isinstance(p, _Turn)]
-                first = turns[0] if turns else -1
-                start = self._pending[first] if first >= 0 else None
-                self._session = selector.session(
-                    start.request if isinstance(start, _Turn) else self.request)
-                for i, item in enumerate(self._pending):
-                    if isinstance(item, _Turn):
-                        if i != first:
-                            self._session.new_turn(item.request)
-                    else:
-                        self._session.observe(item.tool, item.arguments, item.value,
-                                              ok=item.ok)
+                self._session = open_session(selector, self._pending, self.request)
                 self._pending.clear()
             return self._session
 
@@ -390,7 +365,7 @@ class Conversation:
         session = self.session()
         if session is None:
             if len(self._pending) < _MAX_PENDING:
-                self._pending.append(_Turn(request))
+                self._pending.append(Turn(request))
         elif self.request and session.new_turn(request):
             self.known.clear()
 
@@ -407,7 +382,7 @@ class Conversation:
             if session is not None:
                 session.observe(tool, arguments, value, ok=ok)
             elif len(self._pending) < _MAX_PENDING:
-                self._pending.append(_Call(tool, dict(arguments), value, ok))
+                self._pending.append(Call(tool, dict(arguments), value, ok))
 
     def state(self) -> dict[str, Any]:
         """The state as JSON-ready data."""
@@ -417,7 +392,7 @@ class Conversation:
                 return session.state()
             return {"request": self.request, "held": sorted(self.known),
                     "calls": [{"tool": c.tool, "arguments": sorted(c.arguments), "ok": c.ok}
-                              for c in self._pending if isinstance(c, _Call)]}
+                              for c in self._pending if isinstance(c, Call)]}
 
     def _select(self, budget: int | None) -> Found:
         k = budget or self.budget or self.service.budget

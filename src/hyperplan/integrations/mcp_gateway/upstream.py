@@ -67,7 +67,9 @@ from hyperplan.integrations.mcp_gateway.mcp_config import ServerEntry, ServerKin
 from hyperplan.secrets import redact_cut, redact_value
 from hyperplan.tool_sources import (
     BARE,
+    DEFAULT_MAX_RESPONSE_BYTES,
     KINDS,
+    SUBPROCESS,
     SourceOptions,
     mcp_runtime,
     mcp_server_runtime,
@@ -79,8 +81,6 @@ from hyperplan.tool_sources import (
 # The runtimes (and with them httpx, numpy and the graph code) are imported when the sources
 # load, in the background, not when the gateway starts: the handshake does not wait for them.
 MCP_SERVER = "mcp-server:"
-DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024  # as hyperplan.execute.runtimes.http's
-SUBPROCESS = "subprocess"  # hyperplan.execute.runtimes.sandbox.Sandbox.SUBPROCESS
 _DEFINITION_KEYS = ("name", "title", "description", "inputSchema", "outputSchema",
                     "annotations", "icons")
 
