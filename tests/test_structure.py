@@ -31,7 +31,7 @@ ALLOWED: dict[str, int] = {
     "cli/eval_preselect.py:preselect_cmd": 79,
     "cli/eval_run.py:eval_run_cmd": 71,
     "cli/search_cmds.py:mcts_sweep_cmd": 61,
-    "cli/serve_cmd.py:serve_cmd": 132,
+    "cli/serve_cmd.py:serve_cmd": 131,
     # integrations/ (H2): methods of the class
     "integrations/mcp_gateway/server.py:GatewayServer": 32,
     # eval/ (H7)

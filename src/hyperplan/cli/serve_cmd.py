@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
@@ -48,6 +48,11 @@ class Sandbox(StrEnum):
 
     NONE = "none"
     SUBPROCESS = "subprocess"
+
+
+CacheDir = Annotated[Path | None, typer.Option(
+    help="Where the built graph and each MCP upstream's last tool list are kept (default: "
+    "$HYPERPLAN_CACHE_DIR/selectors or ~/.cache/hyperplan).")]
 
 
 def serve_cmd(
@@ -93,9 +98,7 @@ def serve_cmd(
     call_timeout: float = typer.Option(DEFAULT_CALL_TIMEOUT, help="Hard deadline of every "
                                        "forwarded call, in seconds."),
     embedder: str = embedder_option("auto"),
-    cache_dir: Path = typer.Option(None, help="Where the built graph and each MCP upstream's "
-                                   "last tool list are kept (default: "
-                                   "$HYPERPLAN_CACHE_DIR/selectors or ~/.cache/hyperplan)."),
+    cache_dir: CacheDir = None,
     no_cache: bool = typer.Option(False, "--no-cache", help="Build the graph anew and wait "
                                   "for every upstream's tool list; keep nothing."),
     allow_unsafe_tools: AllowUnsafeTools = False,

@@ -1,7 +1,7 @@
 """Cases of ``hyperplan bench faults`` about files and small inputs (fault items 7, 8 and 10 of
 docs/benchmarks.md, "Runtime trust under faults"): tampered graph files read by ``graph stats``,
 output paths that would destroy data given to ``graph build -o``, and the smaller crashes
-(unsplittable ``--mcp-command``, an MCP server printing garbage, control characters in tool
+(an unsplittable ``mcp-server:`` command, an MCP server printing garbage, control characters in tool
 names, an empty trace).
 
 The tampering is the one of ``tests/test_faults.py`` and
@@ -236,9 +236,9 @@ def output_another_graphs_npz(ctx: CaseContext) -> Check:
 
 @case("mcp-command-unterminated", 10)
 def mcp_command_unterminated(ctx: CaseContext) -> Check:
-    """``--mcp-command "python3 'unterminated"``: one line, no ``ValueError`` traceback
+    """``--tools "mcp-server:python3 'unterminated"``: one line, no ``ValueError`` traceback
     (item 10)."""
-    step = ctx.cli("run", "--mcp-command", "python3 'unterminated", "--goal",
+    step = ctx.cli("run", "--tools", "mcp-server:python3 'unterminated", "--goal",
                    goal("x"))
     return expect_error(step, "cannot split")
 
@@ -248,7 +248,7 @@ def mcp_server_prints_garbage(ctx: CaseContext) -> Check:
     """An MCP server writing non-UTF-8, non-JSON bytes on its stdout before serving: one line
     quoting it, within a few seconds of that line (item 10; before the fix: the SDK's traceback
     and a 35 s wait)."""
-    step = ctx.cli("run", "--mcp-command", mcp_command(ctx, "--banner"), "--goal",
+    step = ctx.cli("run", "--tools", "mcp-server:" + mcp_command(ctx, "--banner"), "--goal",
                    goal("nap", {"seconds": 0}), "--json")
     banner = ctx.work / "mcp_writes.log.banner"
     if not banner.exists():

@@ -98,7 +98,7 @@ def post_answered_500(ctx: CaseContext) -> Check:
 def mcp_write_deadline(ctx: CaseContext) -> Check:
     """An MCP tool that records a payment and then sits for a minute, ``--max-seconds 8``:
     called once, ``outcome_unknown``, the run stops at its deadline (items 1 and 3)."""
-    step = ctx.cli("run", "--mcp-command", mcp_command(ctx), "--goal",
+    step = ctx.cli("run", "--tools", "mcp-server:" + mcp_command(ctx), "--goal",
                    goal("send_payment", {"amount": 5}), "--json", "--trace", "t.jsonl",
                    "--max-seconds", f"{MCP_DEADLINE:g}", deadline=MCP_DEADLINE, expect=(2,))
     writes = line_count(ctx, "mcp_writes.log")
@@ -231,7 +231,7 @@ def sandbox_loop_deadline(ctx: CaseContext) -> Check:
 def mcp_slow_deadline(ctx: CaseContext) -> Check:
     """An MCP tool sleeping a minute, ``--max-seconds 8``: the request gets the time left,
     not the SDK's timeout (item 3)."""
-    step = ctx.cli("run", "--mcp-command", mcp_command(ctx), "--goal",
+    step = ctx.cli("run", "--tools", "mcp-server:" + mcp_command(ctx), "--goal",
                    goal("nap", {"seconds": 60}), "--json", "--trace", "t.jsonl",
                    "--max-seconds", f"{MCP_DEADLINE:g}", deadline=MCP_DEADLINE, expect=(2,))
     return expect_run(step, STOPPED, tool_calls(ctx.work / "t.jsonl"), ["outcome_unknown"],
@@ -245,7 +245,7 @@ def mcp_handshake_never_completes(ctx: CaseContext) -> Check:
     deadline (item 3: "an MCP request and its handshake")."""
     server = write(ctx, "mute_server.py", MUTE_MCP_SERVER)
     command = shlex.join([sys.executable, str(server), str(ctx.work / "mute_started")])
-    step = ctx.cli("run", "--mcp-command", command, "--goal", goal("nap", {"seconds": 1}),
+    step = ctx.cli("run", "--tools", "mcp-server:" + command, "--goal", goal("nap", {"seconds": 1}),
                    "--json", "--max-seconds", f"{DEADLINE:g}", deadline=DEADLINE,
                    expect=(1, 2))
     step = ctx.witness(step, time_in(ctx, "mute_started"))
