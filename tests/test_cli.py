@@ -271,7 +271,8 @@ def test_plan_options_are_checked(demo_graph: Path, args: tuple[str, ...], messa
      "--top-k and --beam must be >= 1, got 0 and 4"),
     (("search", "run", "--suite", "toy", "--tasks", "0"), "--tasks must be >= 1, got 0"),
     (("search", "run", "--suite", "toy", "--methods", " ,"),
-     "--methods is empty; choose from hypermcts, uct, best_of_n, greedy, beam, lats"),
+     "--methods is empty; choose from hypermcts, uct, best_of_n, greedy, beam, lats, flare, "
+     "flare_split, tot, reflexion, cot"),
     (("search", "run", "--suite", "toy", "--rollouts", "0"),
      "--rollouts and --branching must be >= 1, --c and --lam >= 0"),
     (("search", "bench", "--iterations", "0"),
