@@ -8,11 +8,16 @@ from __future__ import annotations
 import ast
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from hyperplan.eval.treesearch.bench import bench_bookkeeping
+from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.search import COMPILED_MODULES, compiled_core
+from hyperplan.search.common import SearchBase, SearchResult
+from hyperplan.search.config import MCTSConfig
+from hyperplan.search.policies import RandomPolicy
 
 SETUP = Path(__file__).resolve().parents[1] / "setup.py"
 
@@ -61,3 +66,24 @@ def test_bench_rejects_unknown_suites_and_repeats() -> None:
         bench_bookkeeping(suite="chess", tasks=1, budget=4)
     with pytest.raises(ValueError, match="repeat"):
         bench_bookkeeping(tasks=1, budget=4, repeat=0)
+
+
+class _Named(SearchBase):
+    """An interpreted subclass naming its method by class attribute."""
+
+    method = "named"
+
+    def run(self) -> SearchResult:
+        return self.result(0.0)
+
+
+class _Renamed(_Named):
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.method = "renamed"
+
+
+def test_an_interpreted_subclass_names_its_method_in_either_build() -> None:
+    env = ToyShopEnv(0, 2, 3)
+    assert _Named(env, RandomPolicy(), MCTSConfig(budget=1)).run().method == "named"
+    assert _Renamed(env, RandomPolicy(), MCTSConfig(budget=1)).run().method == "renamed"

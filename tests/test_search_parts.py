@@ -9,14 +9,21 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
 
 import pytest
 
 from hyperplan.eval.treesearch.runner import load_tasks, task_seed
 from hyperplan.search.env import Action, Verdict
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, TreeDesign, design_config
-from hyperplan.search.parts.base import Design, Mark, reads
+from hyperplan.search.parts.base import (
+    ChildFilter,
+    Design,
+    Mark,
+    Observer,
+    PriorRule,
+    RolloutChooser,
+    reads,
+)
 from hyperplan.search.parts.designs import COMMIT_WIDEN, FULL_PATH, PAPER, design_of
 from hyperplan.search.parts.ending_last import EndingLast
 from hyperplan.search.parts.pruning import EvidencePruning
@@ -61,10 +68,9 @@ def test_a_design_given_directly_is_the_one_searched() -> None:
 
 
 @dataclass(frozen=True)
-class NoCoupons:
+class NoCoupons(ChildFilter):
     """An experiment's child filter: coupons wait while anything else is left."""
 
-    reads: ClassVar[frozenset[Mark]] = frozenset()
 
     def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
         rest = [e for e in edges if not e.action.key.startswith("coupon:")]
@@ -72,11 +78,10 @@ class NoCoupons:
 
 
 @dataclass(frozen=True)
-class Counting:
+class Counting(RolloutChooser):
     """An experiment's rollout chooser that counts its calls and passes."""
 
     calls: list[int]
-    reads: ClassVar[frozenset[Mark]] = frozenset()
 
     def choose(self, search: HyperMCTS, node: Node | None,
                actions: Sequence[Action]) -> Action | None:
@@ -105,21 +110,19 @@ def test_new_parts_change_the_search_without_a_subclass() -> None:
 
 
 @dataclass
-class Seen:
+class Seen(Observer):
     """An experiment's observer: every rollout's reward."""
 
     rewards: list[float]
-    reads: ClassVar[frozenset[Mark]] = frozenset()
 
     def observed(self, search: HyperMCTS, actions: Sequence[Action], verdict: Verdict) -> None:
         self.rewards.append(verdict.reward)
 
 
 @dataclass(frozen=True)
-class GraphPrior:
+class GraphPrior(PriorRule):
     """An experiment's prior rule that is the hypergraph's own (the search is unchanged)."""
 
-    reads: ClassVar[frozenset[Mark]] = frozenset()
 
     def priors(self, search: HyperMCTS, edges: list[Edge]) -> list[float]:
         assert search.hypergraph is not None

@@ -31,14 +31,20 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import tree_designs as td
 
 from hyperplan.eval.treesearch.runner import load_tasks, task_seed
 from hyperplan.search.env import Action, ActionKind, SearchEnv, Verdict
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig
-from hyperplan.search.parts.base import Design, Mark
+from hyperplan.search.parts.base import (
+    ChildFilter,
+    Design,
+    Mark,
+    Observer,
+    Widener,
+)
 from hyperplan.search.parts.designs import design_of
 from hyperplan.search.parts.evidence_widening import EvidenceWidening, add_evidence
 from hyperplan.search.parts.free_last import FreeLast
@@ -75,13 +81,15 @@ def _first(design: Design, part: Any, in_select: bool = False) -> Design:
 
 
 @dataclass
-class Nogood:
+class Nogood(ChildFilter, Observer):
     """Nogood avoidance (module doc): a child filter, and the observer that collects the
     failed bound decision sets."""
 
     scope: str = "all"  # which failed trajectories: "all", "near", "local" or "full"
     nogoods: set[frozenset[str]] = field(default_factory=set)
-    reads: ClassVar[frozenset[Mark]] = frozenset({Mark.FREE})
+    @property
+    def reads(self) -> frozenset[Mark]:
+        return frozenset({Mark.FREE})
 
     def observed(self, search: HyperMCTS, actions: Sequence[Action], verdict: Verdict) -> None:
         if verdict.success:
@@ -127,14 +135,16 @@ def _nogood(scope: str, in_select: bool) -> Callable[[Design], Design]:
 
 
 @dataclass(frozen=True)
-class FreeGuided:
+class FreeGuided(ChildFilter):
     """A child filter choosing at a history whose children left are free decisions (and
     commits that are not recorded): ``how`` = "best": the free child of highest prior;
     "sample": drawn with probability prop. to prior + 0.1. (Free identities are known to the
     hypergraph by definition, so every one has a prior.)"""
 
     how: str = "best"
-    reads: ClassVar[frozenset[Mark]] = frozenset({Mark.FREE})
+    @property
+    def reads(self) -> frozenset[Mark]:
+        return frozenset({Mark.FREE})
 
     def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
         free = search.ledger.free
@@ -160,13 +170,15 @@ class FreeGuided:
 
 
 @dataclass(frozen=True)
-class EvidenceChoice:
+class EvidenceChoice(Widener):
     """A widener: evidence widening adding, among the locally verified decisions of A_dec(h)
     not yet children, the one of highest prior (``rank = "prior"``) or with the fewest
     observations (``"fewest"``) instead of the first in A_dec(h) order."""
 
     rank: str = "prior"
-    reads: ClassVar[frozenset[Mark]] = frozenset({Mark.VERIFIED})
+    @property
+    def reads(self) -> frozenset[Mark]:
+        return frozenset({Mark.VERIFIED})
 
     def visit(self, search: HyperMCTS, node: Node) -> None:
         return None
@@ -203,13 +215,15 @@ class EvidenceChoice:
 
 
 @dataclass(frozen=True)
-class FinishLast:
+class FinishLast(ChildFilter):
     """A child filter: free decisions before finishing -- at a new history, the commits that
     are not recorded (finishing) wait while a free child is left (``among = "free"``), or any
     recorded child (``"recorded"``)."""
 
     among: str = "free"
-    reads: ClassVar[frozenset[Mark]] = frozenset({Mark.FREE})
+    @property
+    def reads(self) -> frozenset[Mark]:
+        return frozenset({Mark.FREE})
 
     def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
         if self.among == "free":
@@ -225,13 +239,15 @@ class FinishLast:
 
 
 @dataclass(frozen=True)
-class PruneKeepsPlan:
+class PruneKeepsPlan(ChildFilter):
     """Evidence pruning that never leaves only plan-ending children: when the children it
     keeps are all commits that are not recorded (finishing, abstaining), every child is
     kept (``how = "ending"``); with ``"recorded"``, whenever it keeps no recorded child."""
 
     how: str = "ending"
-    reads: ClassVar[frozenset[Mark]] = frozenset({Mark.REFUTED})
+    @property
+    def reads(self) -> frozenset[Mark]:
+        return frozenset({Mark.REFUTED})
 
     def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
         alive = EvidencePruning().keep(search, edges)
@@ -254,12 +270,14 @@ def _prune_keeps(how: str) -> Callable[[Design], Design]:
 
 
 @dataclass(frozen=True)
-class EvidenceMore:
+class EvidenceMore(Widener):
     """A widener: the evidence widening adding up to ``extra`` locally verified decisions
     instead of one."""
 
     extra: int = 2
-    reads: ClassVar[frozenset[Mark]] = frozenset({Mark.VERIFIED})
+    @property
+    def reads(self) -> frozenset[Mark]:
+        return frozenset({Mark.VERIFIED})
 
     def visit(self, search: HyperMCTS, node: Node) -> None:
         return None
@@ -279,7 +297,7 @@ class EvidenceMore:
 
 
 @dataclass(frozen=True)
-class EvidenceFurther:
+class EvidenceFurther(Widener):
     """A widener: the evidence widening adding, after its one decision, up to
     ``extra - 1`` more locally verified decisions of A_dec(h), in its order: with
     ``keep = "same"`` only ones about the same local objectives as that one (alternatives for
@@ -289,7 +307,9 @@ class EvidenceFurther:
 
     extra: int = 3
     keep: str = "open"
-    reads: ClassVar[frozenset[Mark]] = frozenset({Mark.VERIFIED})
+    @property
+    def reads(self) -> frozenset[Mark]:
+        return frozenset({Mark.VERIFIED})
 
     def visit(self, search: HyperMCTS, node: Node) -> None:
         return None

@@ -32,13 +32,21 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from multiprocessing import Pool
-from typing import Any, ClassVar
+from typing import Any
 
 from hyperplan.eval.treesearch.runner import METHOD_FUNCS, load_tasks, task_seed
 from hyperplan.search.common import INFO, SearchResult
 from hyperplan.search.env import Action, SearchEnv, Verdict
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, design_config
-from hyperplan.search.parts.base import Design, Mark
+from hyperplan.search.parts.base import (
+    ChildFilter,
+    Composer,
+    Design,
+    Mark,
+    Observer,
+    PriorRule,
+    Widener,
+)
 from hyperplan.search.parts.designs import design_of
 from hyperplan.search.parts.pruning import EvidencePruning
 from hyperplan.search.policies import HeuristicPolicy, Policy, _gumbel_top_k, make_policy
@@ -100,14 +108,16 @@ class Refutation:
 
 
 @dataclass(frozen=True)
-class PruneRule:
+class PruneRule(ChildFilter):
     """A child filter (``prune``, ``prune_select``): children the rule refutes are skipped
     while others are left; in the rollout (``in_select`` False) only once the hypergraph has
     data, the only one left taken."""
 
     rule: Refutation
     in_select: bool = False
-    reads: ClassVar[frozenset[Mark]] = NONE
+    @property
+    def reads(self) -> frozenset[Mark]:
+        return NONE
 
     def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
         hg = search.hypergraph
@@ -167,12 +177,14 @@ def _free_on_globals(search: HyperMCTS, e: Edge) -> bool:
 
 
 @dataclass(frozen=True)
-class DeferPick:
+class DeferPick(ChildFilter):
     """A child filter (``defer_pick``): free decisions wait while a recorded decision some
     local objective is about is among the children; information steps and a non-recorded
     commit (finish) do not hold them back."""
 
-    reads: ClassVar[frozenset[Mark]] = NONE
+    @property
+    def reads(self) -> frozenset[Mark]:
+        return NONE
 
     def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
         hg = search.hypergraph
@@ -186,11 +198,13 @@ class DeferPick:
 
 
 @dataclass(frozen=True)
-class NovelPick:
+class NovelPick(ChildFilter):
     """A child filter (``novel_pick``): a new history takes a child never taken in any
     rollout, if any."""
 
-    reads: ClassVar[frozenset[Mark]] = NONE
+    @property
+    def reads(self) -> frozenset[Mark]:
+        return NONE
 
     def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
         hg = search.hypergraph
@@ -201,12 +215,14 @@ class NovelPick:
 
 
 @dataclass(frozen=True)
-class SelectChild:
+class SelectChild(ChildFilter):
     """The last child filter (``select_child``): a new history's child by selection (first
     unvisited), or with probability ``eps`` a uniformly random one."""
 
     eps: float = 0.0
-    reads: ClassVar[frozenset[Mark]] = NONE
+    @property
+    def reads(self) -> frozenset[Mark]:
+        return NONE
 
     def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
         rng = search.rng
@@ -216,12 +232,14 @@ class SelectChild:
 
 
 @dataclass(frozen=True)
-class FreeYield:
+class FreeYield(ChildFilter):
     """The evidence pruning (``free_yield``) where free decisions that failed their global
     objectives in every rollout that took them also yield to a recorded sibling that did
     not."""
 
-    reads: ClassVar[frozenset[Mark]] = frozenset({Mark.REFUTED})
+    @property
+    def reads(self) -> frozenset[Mark]:
+        return frozenset({Mark.REFUTED})
 
     def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
         if not search.ledger.refuted:
@@ -244,7 +262,7 @@ class FreeYield:
 
 
 @dataclass(frozen=True)
-class VariantPrior:
+class VariantPrior(PriorRule):
     """The prior HyperUCT reads: ``optimistic`` (unseen recorded decisions at 1), ``fill``
     (unseen recorded decisions at the mean prior of their known siblings), ``boost`` (+1 for
     a locally verified child)."""
@@ -252,7 +270,9 @@ class VariantPrior:
     optimistic: bool = False
     fill: bool = False
     boost: bool = False
-    reads: ClassVar[frozenset[Mark]] = NONE
+    @property
+    def reads(self) -> frozenset[Mark]:
+        return NONE
 
     def priors(self, search: HyperMCTS, kids: list[Edge]) -> list[float]:
         hg = search.hypergraph
@@ -280,11 +300,13 @@ class VariantPrior:
 
 
 @dataclass(frozen=True)
-class ReplaceLast:
+class ReplaceLast(Widener):
     """A widener (``replace_last``), before the evidence widening: a locally verified
     decision of A_dec(h) replaces the b-th proposal of a new history."""
 
-    reads: ClassVar[frozenset[Mark]] = NONE
+    @property
+    def reads(self) -> frozenset[Mark]:
+        return NONE
 
     def visit(self, search: HyperMCTS, node: Node) -> None:
         return None
@@ -308,7 +330,7 @@ class ReplaceLast:
 
 
 @dataclass
-class Book:
+class Book(Observer):
     """What the variants keep from the rollouts (an observer): the trajectory to repair and
     its bound decisions, the near misses (``repair_cycle``), the swap candidates (``swap``)
     and the keys taken before each verified decision (``prereq_pick``)."""
@@ -324,7 +346,9 @@ class Book:
     swaps_tried: set[frozenset[Any]] = field(default_factory=set)
     swaps_used: dict[tuple[int, int], int] = field(default_factory=dict)
     prereqs: dict[str, frozenset[str]] = field(default_factory=dict)
-    reads: ClassVar[frozenset[Mark]] = NONE
+    @property
+    def reads(self) -> frozenset[Mark]:
+        return NONE
 
     def observed(self, search: HyperMCTS, actions: Sequence[Action], verdict: Verdict) -> None:
         if self.prereq_pick:
@@ -365,7 +389,7 @@ def _labels(search: HyperMCTS, v: Any) -> frozenset[str]:
 
 
 @dataclass
-class VariantComposer:
+class VariantComposer(Composer):
     """The composed walks of the variants: the default's (``every``; with ``local`` on the
     local objectives only), ``reach`` (widen with a verified decision of A_dec(h) where no
     child is verified), and, where no child is verified, ``defer_free`` / ``defer_local``,
@@ -391,7 +415,9 @@ class VariantComposer:
     swap_rr: bool = False
     replaying: bool = False
     cursor: int = 0
-    reads: ClassVar[frozenset[Mark]] = frozenset({Mark.VERIFIED})
+    @property
+    def reads(self) -> frozenset[Mark]:
+        return frozenset({Mark.VERIFIED})
 
     def _composing(self, search: HyperMCTS) -> bool:
         m = self.every
@@ -812,13 +838,15 @@ def compare(suite: str, seeds: list[int], n: int, names: list[str]) -> None:
 
 
 @dataclass
-class Recorder:
+class Recorder(Observer):
     """An observer keeping every evaluated verdict (``seen``) and its action keys
     (``taken``)."""
 
     seen: list[Verdict] = field(default_factory=list)
     taken: list[list[str]] = field(default_factory=list)
-    reads: ClassVar[frozenset[Mark]] = NONE
+    @property
+    def reads(self) -> frozenset[Mark]:
+        return NONE
 
     def observed(self, search: HyperMCTS, actions: Sequence[Action], verdict: Verdict) -> None:
         self.seen.append(verdict)

@@ -40,6 +40,16 @@ def _distinct(proposed: list[Action], k: int) -> list[Action]:
     return out[:k]
 
 
+_METHOD = "method"
+
+
+def method_name(search: object) -> str:
+    """``search.method`` read as Python reads it: a compiled :class:`SearchBase` reading its
+    own slot would miss an interpreted subclass's class attribute (and the instance's value,
+    which that class attribute makes Python store in the instance dict)."""
+    return str(getattr(search, _METHOD))
+
+
 class Best:
     """The best evaluated trajectory so far: its reward, actions and verdict."""
 
@@ -191,7 +201,7 @@ class SearchBase:
         total = perf_counter() - started
         best = self.best
         return SearchResult(
-            method=self.method,
+            method=method_name(self),
             actions=best.actions if best is not None else (),
             verdict=best.verdict if best is not None else FAILED,
             rollouts=self.rollouts,

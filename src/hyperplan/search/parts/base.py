@@ -14,7 +14,11 @@ place of the iteration.
 * :class:`Observer` -- told of every evaluated rollout (an experiment's statistics);
 * :class:`PriorRule` -- the prior HyperUCT reads, in place of the hypergraph's.
 
-Parts hold no state of a search: what they read from earlier rollouts is the search's
+Each kind is a small base class a part subclasses (native classes in the compiled build, so
+the search calls its parts without a generic Python call; interpreted subclasses, as the dev
+scripts' experiments, are allowed). The defaults: no marks read, and a widener that does
+nothing at a visit or an expansion. Parts hold no state of a search: what they read from
+earlier rollouts is the search's
 :class:`~hyperplan.search.parts.ledger.Ledger`, which keeps the marks (:class:`Mark`) the
 design's parts say they read. Experiments are new parts in a :class:`Design`, never
 subclasses of the search.
@@ -24,7 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from enum import StrEnum
-from typing import TYPE_CHECKING, NamedTuple, Protocol
+from typing import TYPE_CHECKING, NamedTuple
+
+from mypy_extensions import mypyc_attr
 
 from hyperplan.search.config import BranchOn
 from hyperplan.search.env import Action, Verdict
@@ -46,79 +52,99 @@ class Mark(StrEnum):
     FREE = "free"  # scored under global objectives only (a coupon)
 
 
-class ChildFilter(Protocol):
+@mypyc_attr(allow_interpreted_subclasses=True)
+class ChildFilter:
     """Leaves some of a history's children to choose among: ``edges`` itself when it drops
     none (the common case: nothing is built), else the ones it keeps (never none)."""
 
     @property
-    def reads(self) -> frozenset[Mark]: ...
+    def reads(self) -> frozenset[Mark]:
+        return frozenset()
 
-    def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]: ...
+    def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
+        raise NotImplementedError
 
 
-class Widener(Protocol):
+@mypyc_attr(allow_interpreted_subclasses=True)
+class Widener:
     """Adds children beside the policy's: ``visit`` at an expanded history on the way down
     (before HyperUCT chooses there), ``expanded`` right after a history's expansion
     (``decisions``: A_dec(h); ``index``: its key -> position index when :meth:`wants_index`
     asked for it, else None; ``path``: the tree path h_0 to h)."""
 
     @property
-    def reads(self) -> frozenset[Mark]: ...
+    def reads(self) -> frozenset[Mark]:
+        return frozenset()
 
-    def visit(self, search: HyperMCTS, node: Node) -> None: ...
+    def visit(self, search: HyperMCTS, node: Node) -> None:
+        return None
 
-    def wants_index(self, search: HyperMCTS) -> bool: ...
+    def wants_index(self, search: HyperMCTS) -> bool:
+        return False
 
     def expanded(self, search: HyperMCTS, node: Node, decisions: Sequence[Action],
-                 index: Mapping[str, int] | None, path: list[Edge]) -> None: ...
+                 index: Mapping[str, int] | None, path: list[Edge]) -> None:
+        return None
 
 
-class RolloutChooser(Protocol):
+@mypyc_attr(allow_interpreted_subclasses=True)
+class RolloutChooser:
     """The rollout's choice among ``actions`` at a history: ``node`` is its tree node when the
     rollout runs inside the tree (the actions are then its children's, in order), None in a
     simulation below the tree (the environment is then at the history). None passes the
     choice to the next chooser of the design."""
 
     @property
-    def reads(self) -> frozenset[Mark]: ...
+    def reads(self) -> frozenset[Mark]:
+        return frozenset()
 
     def choose(self, search: HyperMCTS, node: Node | None,
-               actions: Sequence[Action]) -> Action | None: ...
+               actions: Sequence[Action]) -> Action | None:
+        raise NotImplementedError
 
 
-class Composer(Protocol):
+@mypyc_attr(allow_interpreted_subclasses=True)
+class Composer:
     """An iteration walked by its own rule: ``due`` says whether this iteration is one, then
     ``child`` is asked at every history of the walk before anything else (None: the walk
     goes on as a full-path rollout there)."""
 
     @property
-    def reads(self) -> frozenset[Mark]: ...
+    def reads(self) -> frozenset[Mark]:
+        return frozenset()
 
-    def due(self, search: HyperMCTS) -> bool: ...
+    def due(self, search: HyperMCTS) -> bool:
+        raise NotImplementedError
 
-    def child(self, search: HyperMCTS, edges: list[Edge]) -> Edge | None: ...
+    def child(self, search: HyperMCTS, edges: list[Edge]) -> Edge | None:
+        raise NotImplementedError
 
 
-class PriorRule(Protocol):
+@mypyc_attr(allow_interpreted_subclasses=True)
+class PriorRule:
     """prior(phi(a, h)) per edge of ``edges`` (children of one history) for HyperUCT, in
     place of the hypergraph's read with the neutral or zero information prior
     (:meth:`~hyperplan.search.mcts.HyperMCTS.priors`)."""
 
     @property
-    def reads(self) -> frozenset[Mark]: ...
+    def reads(self) -> frozenset[Mark]:
+        return frozenset()
 
-    def priors(self, search: HyperMCTS, edges: list[Edge]) -> list[float]: ...
+    def priors(self, search: HyperMCTS, edges: list[Edge]) -> list[float]:
+        raise NotImplementedError
 
 
-class Observer(Protocol):
+@mypyc_attr(allow_interpreted_subclasses=True)
+class Observer:
     """Told of every evaluated rollout after the search recorded it (its actions and the
     verifier's verdict): an experiment's own statistics."""
 
     @property
-    def reads(self) -> frozenset[Mark]: ...
+    def reads(self) -> frozenset[Mark]:
+        return frozenset()
 
     def observed(self, search: HyperMCTS, actions: Sequence[Action], verdict: Verdict) -> None:
-        ...
+        raise NotImplementedError
 
 
 class Design(NamedTuple):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hyperplan.search.parts.base import Mark
+from hyperplan.search.parts.base import Composer, Mark
 from hyperplan.search.tree import Edge
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ __all__ = ["ComposedRollouts"]
 
 
 @dataclass(frozen=True)
-class ComposedRollouts:
+class ComposedRollouts(Composer):
     """A composer: every ``every``-th iteration (the 3rd, 6th, ...) once some decision is
     verified; at each history the first child verified on every objective."""
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hyperplan.search.common import INFO
-from hyperplan.search.parts.base import Mark
+from hyperplan.search.parts.base import ChildFilter, Mark
 from hyperplan.search.tree import Edge
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ def recorded_first(edges: list[Edge]) -> list[Edge]:
 
 
 @dataclass(frozen=True)
-class EndingLast:
+class EndingLast(ChildFilter):
     """A child filter: :func:`recorded_first` (reads no mark)."""
 
     @property

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from hyperplan.search.common import INFO
 from hyperplan.search.env import Action
-from hyperplan.search.parts.base import Mark
+from hyperplan.search.parts.base import Mark, Widener
 from hyperplan.search.parts.open_parts import OpenParts
 from hyperplan.search.tree import Edge, Node
 
@@ -74,7 +74,7 @@ def widen_verified(search: HyperMCTS, node: Node, action: Action, known: Hashabl
 
 
 @dataclass(frozen=True)
-class EvidenceWidening:
+class EvidenceWidening(Widener):
     """A widener: :func:`add_evidence` at each expansion once some decision is verified,
     then ``open_parts`` (None: one child only)."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hyperplan.search.parts.base import Mark
+from hyperplan.search.parts.base import ChildFilter, Mark
 from hyperplan.search.tree import Edge
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ __all__ = ["FreeLast"]
 
 
 @dataclass(frozen=True)
-class FreeLast:
+class FreeLast(ChildFilter):
     """A child filter: ``edges`` without the free children when a recorded decision that is
     not free is left among them, else all of ``edges``. Information steps and commits that
     are not recorded (finishing) do not hold the free ones back: they could be taken

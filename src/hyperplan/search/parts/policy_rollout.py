@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hyperplan.search.env import Action
-from hyperplan.search.parts.base import Mark
+from hyperplan.search.parts.base import Mark, RolloutChooser
 from hyperplan.search.tree import Node
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ __all__ = ["PolicyRollout"]
 
 
 @dataclass(frozen=True)
-class PolicyRollout:
+class PolicyRollout(RolloutChooser):
     """A rollout chooser: ``policy.rollout`` at the history (the environment taken to
     ``node`` first); it always answers."""
 

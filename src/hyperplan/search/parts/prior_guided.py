@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from hyperplan.search.common import INFO
 from hyperplan.search.config import BranchOn, InfoPrior
 from hyperplan.search.env import Action
-from hyperplan.search.parts.base import Mark
+from hyperplan.search.parts.base import Mark, RolloutChooser
 from hyperplan.search.selection import rank_by_prior
 from hyperplan.search.tree import Node
 
@@ -30,7 +30,7 @@ def guiding(search: HyperMCTS) -> bool:
 
 
 @dataclass(frozen=True)
-class PriorGuided:
+class PriorGuided(RolloutChooser):
     """A rollout chooser: the policy's b candidates, the one with the highest prior (neutral
     for information actions, policy order on ties; with ``branch_on="commit"`` an information
     top candidate is taken as is). None when inactive (:func:`guiding`)."""

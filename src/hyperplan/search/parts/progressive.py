@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from hyperplan.search.common import INFO
 from hyperplan.search.env import Action
-from hyperplan.search.parts.base import Mark
+from hyperplan.search.parts.base import Mark, Widener
 from hyperplan.search.tree import Edge, Node, Pending
 
 if TYPE_CHECKING:
@@ -72,7 +72,7 @@ def policy_pick(search: HyperMCTS, rest: Sequence[Action], among: Sequence[int],
 
 
 @dataclass(frozen=True)
-class ProgressiveWidening:
+class ProgressiveWidening(Widener):
     """A widener: one more commit child each time N(h) >= w (j + 1)^2 (j: the children
     widening added so far), chosen by :func:`widen_index`; the node is marked saturated when
     none is left. The candidates and their identities are listed once per node, at its first

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hyperplan.search.parts.base import Mark
+from hyperplan.search.parts.base import ChildFilter, Mark
 from hyperplan.search.tree import Edge
 
 if TYPE_CHECKING:
@@ -17,7 +17,7 @@ __all__ = ["EvidencePruning"]
 
 
 @dataclass(frozen=True)
-class EvidencePruning:
+class EvidencePruning(ChildFilter):
     """A child filter: ``edges`` without the children whose decision is refuted -- it failed
     one of its own (local) objectives in every rollout that took it
     (:meth:`TrajectoryHypergraph.refuted`; global constraints, such as a total budget, are

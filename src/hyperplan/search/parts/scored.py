@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hyperplan.search.env import Action, TreeError
-from hyperplan.search.parts.base import Mark
+from hyperplan.search.parts.base import Mark, RolloutChooser
 from hyperplan.search.tree import Node
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ __all__ = ["ScoredPicks"]
 
 
 @dataclass(frozen=True)
-class ScoredPicks:
+class ScoredPicks(RolloutChooser):
     """A rollout chooser inside the tree: when the proposal that expanded ``node`` scored
     every one of ``actions``, the policy's rule draws among those scores
     (:meth:`~hyperplan.search.timing.TimedPolicy.choose`, no call); None otherwise (a child
