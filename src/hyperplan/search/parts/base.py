@@ -1,4 +1,4 @@
-"""The protocols of HyperMCTS' parts and the tree design that names them
+"""The kinds of HyperMCTS' parts and the tree design that names them
 (:class:`Design`): what Algorithm 1 of the HyperMCTS paper leaves open, or what we add to it,
 each as a small object the search (:class:`~hyperplan.search.mcts.HyperMCTS`) calls at one
 place of the iteration.
