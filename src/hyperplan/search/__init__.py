@@ -12,11 +12,14 @@ if TYPE_CHECKING:
     from hyperplan.search.common import SearchResult
     from hyperplan.search.config import MCTSConfig
     from hyperplan.search.env import Action, Objective, SearchEnv, Verdict
+    from hyperplan.search.flare import FLARE, FLAREConfig, flare, flare_split
     from hyperplan.search.hypergraph import TrajectoryHypergraph
     from hyperplan.search.lats import LATS, LATSConfig
     from hyperplan.search.llm_policy import LLMPolicy
     from hyperplan.search.mcts import HyperMCTS, hypermcts
     from hyperplan.search.policies import HeuristicPolicy, Policy, RandomPolicy
+    from hyperplan.search.reflexion import Reflexion, cot, reflexion
+    from hyperplan.search.tot import ToT, tot
 
 COMPILED_MODULES = ("tree", "hypergraph", "timing", "config", "common", "selection", "mcts",
                     "baselines", "parts.base", "parts.ledger", "parts.designs", "parts.pruning",
@@ -42,13 +45,18 @@ _EXPORTS = {
     "RandomPolicy": "policies", "SearchEnv": "env", "SearchResult": "common",
     "TrajectoryHypergraph": "hypergraph", "Verdict": "env", "beam": "baselines",
     "LATS": "lats", "LATSConfig": "lats",
+    "FLARE": "flare", "FLAREConfig": "flare", "flare": "flare", "flare_split": "flare",
+    "ToT": "tot", "tot": "tot", "Reflexion": "reflexion", "reflexion": "reflexion",
+    "cot": "reflexion",
     "best_of_n": "baselines", "greedy": "baselines", "hypermcts": "mcts", "uct": "baselines",
 }
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = [
     "COMPILED_MODULES",
+    "FLARE",
     "LATS",
     "Action",
+    "FLAREConfig",
     "HeuristicPolicy",
     "HyperMCTS",
     "LATSConfig",
@@ -57,14 +65,21 @@ __all__ = [
     "Objective",
     "Policy",
     "RandomPolicy",
+    "Reflexion",
     "SearchEnv",
     "SearchResult",
+    "ToT",
     "TrajectoryHypergraph",
     "Verdict",
     "beam",
     "best_of_n",
     "compiled_core",
+    "cot",
+    "flare",
+    "flare_split",
     "greedy",
     "hypermcts",
+    "reflexion",
+    "tot",
     "uct",
 ]
