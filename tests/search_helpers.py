@@ -10,12 +10,12 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
-from hyperplan.eval.treesearch.runner import load_tasks, task_seed
 from hyperplan.search.env import Action, SearchEnv
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig
 from hyperplan.search.policies import make_policy
 from hyperplan.search.timing import TimedPolicy
 from hyperplan.search.tree import Edge, Node
+from hyperplan_bench.eval.treesearch.runner import load_tasks, task_seed
 
 
 class NoCall:

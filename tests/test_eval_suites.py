@@ -226,9 +226,9 @@ def test_demo_tasks_carry_scenarios() -> None:
 
 
 def test_suite_table_matches_every_registry() -> None:
-    from hyperplan.eval.treesearch.suites import SUITES as SEARCH
     from hyperplan_bench.eval import links, preselect, replay_suite
     from hyperplan_bench.eval.retrieval import SUITES as RETRIEVAL
+    from hyperplan_bench.eval.treesearch.suites import SUITES as SEARCH
 
     assert set(registry.suites_of_kind("agent")) == set(SUITES)
     assert set(registry.suites_of_kind("retrieval")) == set(RETRIEVAL)

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from hyperplan.eval.treesearch.bench import bench_bookkeeping
-from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.search import COMPILED_MODULES, compiled_core
 from hyperplan.search.common import SearchBase, SearchResult
 from hyperplan.search.config import MCTSConfig
 from hyperplan.search.policies import RandomPolicy
+from hyperplan_bench.eval.treesearch.bench import bench_bookkeeping
+from hyperplan_bench.eval.treesearch.toy import ToyShopEnv
 
 SETUP = Path(__file__).resolve().parents[1] / "setup.py"
 

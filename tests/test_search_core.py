@@ -13,10 +13,6 @@ import pytest
 from typer.testing import CliRunner
 
 from hyperplan.cli import app
-from hyperplan.eval.treesearch import runner as search_runner
-from hyperplan.eval.treesearch.bench import bench_bookkeeping
-from hyperplan.eval.treesearch.runner import paired_diff, wilson
-from hyperplan.eval.treesearch.toy import ToyShopEnv, make_toy_tasks
 from hyperplan.llm.scripted import ScriptedLLM, ScriptedRule
 from hyperplan.search.baselines import beam, best_of_n, greedy, uct
 from hyperplan.search.env import Action, ActionKind, Objective, SearchEnv, Verdict
@@ -32,6 +28,10 @@ from hyperplan.search.mcts import HyperMCTS, MCTSConfig, TreeDesign, design_conf
 from hyperplan.search.parts.prior_guided import PriorGuided
 from hyperplan.search.policies import HeuristicPolicy, Policy, RandomPolicy
 from hyperplan.search.tree import HistoryTree, TreeError
+from hyperplan_bench.eval.treesearch import runner as search_runner
+from hyperplan_bench.eval.treesearch.bench import bench_bookkeeping
+from hyperplan_bench.eval.treesearch.runner import paired_diff, wilson
+from hyperplan_bench.eval.treesearch.toy import ToyShopEnv, make_toy_tasks
 from search_reference import RefNode, ref_backup, ref_children, ref_descend
 
 
@@ -416,7 +416,7 @@ def test_cli_json_contract(monkeypatch: pytest.MonkeyPatch) -> None:
         return list(make_toy_tasks(n, seed, level))
 
     monkeypatch.setattr(search_runner, "load_tasks", fake_tasks)
-    monkeypatch.setattr("hyperplan.cli.search_cmds.load_tasks", fake_tasks)
+    monkeypatch.setattr("hyperplan_bench.cli.search_cmds.load_tasks", fake_tasks)
     result = CliRunner().invoke(app, ["search", "run", "--suite", "shopping", "--tasks", "4",
                                       "--seed", "1000", "--rollouts", "8", "--branching", "2",
                                       "--lam", "0.5", "--level", "1", "--agg", "min", "--json"])

@@ -15,7 +15,6 @@ import pytest
 from typer.testing import CliRunner
 
 from hyperplan.cli import app
-from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.search.baselines import uct
 from hyperplan.search.hypergraph import TrajectoryHypergraph
 from hyperplan.search.mcts import (
@@ -27,6 +26,7 @@ from hyperplan.search.mcts import (
 )
 from hyperplan.search.policies import HeuristicPolicy, RandomPolicy
 from hyperplan.search.tree import Node
+from hyperplan_bench.eval.treesearch.toy import ToyShopEnv
 from search_reference import TWO_GOALS_ABOUT, TWO_GOALS_AND_A_BUDGET, verdict_of
 
 

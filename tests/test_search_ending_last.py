@@ -16,13 +16,13 @@ from typing import Any
 
 import pytest
 
-from hyperplan.eval.treesearch.runner import load_tasks, task_seed
 from hyperplan.search.baselines import uct
 from hyperplan.search.env import Action, ActionKind
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, design_config
 from hyperplan.search.parts.ending_last import recorded_first
 from hyperplan.search.policies import make_policy
 from hyperplan.search.tree import Edge, Node
+from hyperplan_bench.eval.treesearch.runner import load_tasks, task_seed
 from search_helpers import generated_search, no_call
 
 _ROOT = Node(None, 0)

@@ -19,11 +19,11 @@ import pytest
 from typer.testing import CliRunner
 
 from hyperplan.cli import app
-from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.search.baselines import uct
 from hyperplan.search.env import SearchEnv
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, hypermcts
 from hyperplan.search.policies import HeuristicPolicy, Policy, RandomPolicy
+from hyperplan_bench.eval.treesearch.toy import ToyShopEnv
 from search_reference import RefNode, Unreadable, ref_backup, ref_children, ref_descend
 
 

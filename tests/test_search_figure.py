@@ -1,4 +1,4 @@
-"""``hyperplan search figure`` (hyperplan.eval.treesearch.figure): the HyperMCTS paper's cost
+"""``hyperplan search figure`` (hyperplan_bench.eval.treesearch.figure): the HyperMCTS paper's cost
 comparison -- rows per method and b, model usage per method, paired intervals, table, PNG."""
 
 from __future__ import annotations
@@ -11,17 +11,17 @@ import pytest
 from typer.testing import CliRunner
 
 from hyperplan.cli import app
-from hyperplan.eval.treesearch import figure
-from hyperplan.eval.treesearch.figure import (
+from hyperplan.search.mcts import MCTSConfig
+from hyperplan.search.policies import Policy, make_policy
+from hyperplan_bench.eval.treesearch import figure
+from hyperplan_bench.eval.treesearch.figure import (
     BY_BRANCHING,
     PolicySource,
     figure_suite,
     figure_table,
     headline_table,
 )
-from hyperplan.eval.treesearch.runner import load_tasks
-from hyperplan.search.mcts import MCTSConfig
-from hyperplan.search.policies import Policy, make_policy
+from hyperplan_bench.eval.treesearch.runner import load_tasks
 
 
 def _heuristic() -> PolicySource:

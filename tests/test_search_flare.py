@@ -9,16 +9,16 @@ from typing import Any
 
 import pytest
 
-from hyperplan.eval.treesearch.runner import (
+from hyperplan.search.env import Action, Objective, Verdict
+from hyperplan.search.flare import FLARE, FLAREConfig, Rerooted, flare, flare_split
+from hyperplan.search.mcts import MCTSConfig
+from hyperplan_bench.eval.treesearch.runner import (
     ALL_METHODS,
     METHOD_FUNCS,
     METHODS,
     evaluate,
     load_tasks,
 )
-from hyperplan.search.env import Action, Objective, Verdict
-from hyperplan.search.flare import FLARE, FLAREConfig, Rerooted, flare, flare_split
-from hyperplan.search.mcts import MCTSConfig
 
 # three steps of two decisions each; only "b" first leads to the best plan, though "a" looks
 # better to the hint (a one-step, greedy reading is misled)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from hyperplan.eval.treesearch.runner import load_tasks, task_seed
 from hyperplan.search.baselines import uct
 from hyperplan.search.env import Action
 from hyperplan.search.hypergraph import TrajectoryHypergraph
@@ -18,6 +17,7 @@ from hyperplan.search.mcts import HyperMCTS, MCTSConfig, design_config
 from hyperplan.search.parts.free_last import FreeLast
 from hyperplan.search.policies import make_policy
 from hyperplan.search.tree import Edge, Node
+from hyperplan_bench.eval.treesearch.runner import load_tasks, task_seed
 from search_helpers import choices_before, generated_search, no_call
 from search_reference import TWO_GOALS_AND_A_BUDGET, verdict_of
 

@@ -22,12 +22,12 @@ from typing import Any
 
 import pytest
 
-from hyperplan.eval.treesearch.runner import load_tasks, task_seed
-from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.search.env import Objective, Verdict
 from hyperplan.search.hypergraph import AGGREGATORS, GLOBAL, TrajectoryHypergraph
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, TreeDesign, design_config
 from hyperplan.search.policies import HeuristicPolicy
+from hyperplan_bench.eval.treesearch.runner import load_tasks, task_seed
+from hyperplan_bench.eval.treesearch.toy import ToyShopEnv
 
 
 def _run(env: Any, config: MCTSConfig, seed: int, temperature: float) -> dict[str, Any]:

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from hyperplan.eval.treesearch.runner import METHOD_FUNCS, METHODS, evaluate, load_tasks
 from hyperplan.search.env import Action, Objective, Verdict
 from hyperplan.search.lats import LATS, LATSConfig, lats, mixed_value
 from hyperplan.search.mcts import MCTSConfig
 from hyperplan.search.policies import HeuristicPolicy
+from hyperplan_bench.eval.treesearch.runner import METHOD_FUNCS, METHODS, evaluate, load_tasks
 
 HINTS = {(): {"a": 0.9, "b": 0.3}, ("a",): {"x": 0.6, "y": 0.4}, ("b",): {"x": 0.6, "y": 0.4}}
 REWARDS = {("a", "x"): 0.2, ("a", "y"): 0.1, ("b", "x"): 0.7, ("b", "y"): 0.0}
@@ -218,9 +218,9 @@ def test_sweep_gives_curves_for_every_method(tmp_path: Any) -> None:
 
 
 def test_lats_reflects_with_the_llm_policy_and_later_prompts_show_it() -> None:
-    from hyperplan.eval.treesearch.toy import ToyShopEnv
     from hyperplan.llm.scripted import ScriptedLLM, ScriptedRule
     from hyperplan.search.llm_policy import LLMPolicyFactory
+    from hyperplan_bench.eval.treesearch.toy import ToyShopEnv
 
     reply = {"candidates": [{"key": "P1.2", "score": 0.9}, {"key": "P0.0", "score": 0.5}]}
     llm = ScriptedLLM([ScriptedRule(text="Check the budget first.",

@@ -9,13 +9,13 @@ import pytest
 from typer.testing import CliRunner
 
 from hyperplan.cli import app
-from hyperplan.eval.treesearch.runner import evaluate
-from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.llm.budget import Accounting, Budget
 from hyperplan.llm.scripted import ScriptedLLM, ScriptedRule
 from hyperplan.search.llm_policy import LLMPolicyFactory
 from hyperplan.search.mcts import MCTSConfig, hypermcts
 from hyperplan.search.policies import HeuristicPolicy
+from hyperplan_bench.eval.treesearch.runner import evaluate
+from hyperplan_bench.eval.treesearch.toy import ToyShopEnv
 
 REPLY = {"candidates": [{"key": "P1.2", "score": 0.9}, {"key": "P0.0", "score": 0.5}]}
 
@@ -111,7 +111,7 @@ def test_out_of_range_scores_are_clamped_and_prefixless_keys_read() -> None:
 
 
 def test_an_llm_run_whose_answers_fall_back_says_so(capsys: pytest.CaptureFixture[str]) -> None:
-    from hyperplan.cli.search_cmds import _warn_llm
+    from hyperplan_bench.cli.search_cmds import _warn_llm
 
     _warn_llm({"stopped": "budget exhausted: llm_calls used 3 of 3", "errors": 2, "calls": 5,
                "histories": 4, "fallbacks": 3})
@@ -142,8 +142,8 @@ def test_a_long_decision_list_shows_the_most_promising_by_hint() -> None:
 
 
 def test_the_prompt_states_the_query_once() -> None:
-    from hyperplan.eval.treesearch.runner import load_tasks
     from hyperplan.search.llm_policy import LLMPolicy
+    from hyperplan_bench.eval.treesearch.runner import load_tasks
 
     env = load_tasks("shopping", 1, 1)[0]
     env.reset()

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from hyperplan.eval.treesearch.runner import load_tasks, task_seed
 from hyperplan.search.env import Action, Verdict
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, TreeDesign, design_config
 from hyperplan.search.parts.base import (
@@ -30,6 +29,7 @@ from hyperplan.search.parts.pruning import EvidencePruning
 from hyperplan.search.policies import make_policy
 from hyperplan.search.selection import graph_priors
 from hyperplan.search.tree import Edge, Node
+from hyperplan_bench.eval.treesearch.runner import load_tasks, task_seed
 
 SEARCH = Path(__file__).resolve().parents[1] / "src" / "hyperplan" / "search"
 

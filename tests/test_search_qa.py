@@ -10,11 +10,13 @@ from pathlib import Path
 import pytest
 
 from hyperplan.errors import HyperplanError
-from hyperplan.eval.treesearch.runner import METHODS, evaluate
-from hyperplan.eval.treesearch.suites import make_tasks
-from hyperplan.eval.treesearch.suites.qa import QAEnv
-from hyperplan.eval.treesearch.suites.qa_generator import generate_qa_task
-from hyperplan.eval.treesearch.suites.qa_task import (
+from hyperplan.search.env import Action
+from hyperplan.search.mcts import MCTSConfig
+from hyperplan_bench.eval.treesearch.runner import METHODS, evaluate
+from hyperplan_bench.eval.treesearch.suites import make_tasks
+from hyperplan_bench.eval.treesearch.suites.qa import QAEnv
+from hyperplan_bench.eval.treesearch.suites.qa_generator import generate_qa_task
+from hyperplan_bench.eval.treesearch.suites.qa_task import (
     Doc,
     Part,
     QATask,
@@ -22,14 +24,12 @@ from hyperplan.eval.treesearch.suites.qa_task import (
     case_score,
     normalise,
 )
-from hyperplan.eval.treesearch.suites.sealqa import (
+from hyperplan_bench.eval.treesearch.suites.sealqa import (
     grade,
     load_sealqa,
     load_sealqa_records,
     parse_record,
 )
-from hyperplan.search.env import Action
-from hyperplan.search.mcts import MCTSConfig
 
 FIXTURE = Path(__file__).parent / "data" / "sealqa" / "records.jsonl"
 

@@ -9,10 +9,10 @@ import random
 
 import pytest
 
-from hyperplan.eval.treesearch.reasoners_bridge import compare, reasoners_mcts, rollout_index
-from hyperplan.eval.treesearch.toy import ToyShopEnv, make_toy_tasks
 from hyperplan.search.mcts import MCTSConfig
 from hyperplan.search.policies import HeuristicPolicy, RandomPolicy
+from hyperplan_bench.eval.treesearch.reasoners_bridge import compare, reasoners_mcts, rollout_index
+from hyperplan_bench.eval.treesearch.toy import ToyShopEnv, make_toy_tasks
 
 
 @pytest.fixture

@@ -1,19 +1,20 @@
 """Recording a search's environment and policy calls and replaying them
-(hyperplan.eval.treesearch.replay): the replayed search takes exactly the recorded decisions, and a
+(hyperplan_bench.eval.treesearch.replay): the replayed search takes exactly the recorded decisions,
+and a
 replay that strays from the log is an error, not a silent wrong answer."""
 
 from __future__ import annotations
 
 import pytest
 
-from hyperplan.eval.treesearch.bench import bench_bookkeeping
-from hyperplan.eval.treesearch.replay import Recorder, ReplayError, replay_env, replay_policy
-from hyperplan.eval.treesearch.runner import load_tasks
-from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.search.baselines import uct
 from hyperplan.search.common import SearchResult
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig
 from hyperplan.search.policies import RandomPolicy, make_policy
+from hyperplan_bench.eval.treesearch.bench import bench_bookkeeping
+from hyperplan_bench.eval.treesearch.replay import Recorder, ReplayError, replay_env, replay_policy
+from hyperplan_bench.eval.treesearch.runner import load_tasks
+from hyperplan_bench.eval.treesearch.toy import ToyShopEnv
 
 
 def _fingerprint(result: SearchResult) -> tuple[object, ...]:

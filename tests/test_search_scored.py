@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from hyperplan.eval.treesearch.replay import Recorder, replay_env, replay_policy
-from hyperplan.eval.treesearch.runner import load_tasks, task_seed
-from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.llm.scripted import ScriptedLLM, ScriptedRule
 from hyperplan.search.env import Action, SearchEnv, TreeError
 from hyperplan.search.llm_policy import LLMPolicyFactory
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig
 from hyperplan.search.policies import HeuristicPolicy, ScoringPolicy
+from hyperplan_bench.eval.treesearch.replay import Recorder, replay_env, replay_policy
+from hyperplan_bench.eval.treesearch.runner import load_tasks, task_seed
+from hyperplan_bench.eval.treesearch.toy import ToyShopEnv
 
 
 class CountingHeuristic(HeuristicPolicy):

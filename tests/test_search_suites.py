@@ -12,13 +12,14 @@ import pytest
 
 from conftest import shared_path
 from hyperplan.errors import HyperplanError
-from hyperplan.eval.treesearch.suites import SUITES, make_tasks
-from hyperplan.eval.treesearch.suites.base import decision_id
-from hyperplan.eval.treesearch.suites.deepplanning import (
+from hyperplan.search.env import Action, ActionKind, SearchEnv
+from hyperplan_bench.eval.treesearch.suites import SUITES, make_tasks
+from hyperplan_bench.eval.treesearch.suites.base import decision_id
+from hyperplan_bench.eval.treesearch.suites.deepplanning import (
     DeepPlanningShoppingEnv,
     load_deepplanning_shopping,
 )
-from hyperplan.eval.treesearch.suites.shopping import (
+from hyperplan_bench.eval.treesearch.suites.shopping import (
     Coupon,
     Item,
     Product,
@@ -26,7 +27,7 @@ from hyperplan.eval.treesearch.suites.shopping import (
     ShoppingEnv,
     ShoppingTask,
 )
-from hyperplan.eval.treesearch.suites.travel import (
+from hyperplan_bench.eval.treesearch.suites.travel import (
     Attraction,
     Preference,
     Restaurant,
@@ -34,7 +35,6 @@ from hyperplan.eval.treesearch.suites.travel import (
     TravelEnv,
     TravelTask,
 )
-from hyperplan.search.env import Action, ActionKind, SearchEnv
 
 FIXTURE = Path(__file__).parent / "data" / "deepplanning"
 

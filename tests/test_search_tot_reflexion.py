@@ -7,11 +7,11 @@ import random
 from collections.abc import Hashable, Sequence
 from typing import Any
 
-from hyperplan.eval.treesearch.runner import METHOD_FUNCS, evaluate, load_tasks
 from hyperplan.search.env import Action, Objective, Verdict
 from hyperplan.search.mcts import MCTSConfig
 from hyperplan.search.reflexion import Reflexion, cot, reflexion
 from hyperplan.search.tot import ToT, tot
+from hyperplan_bench.eval.treesearch.runner import METHOD_FUNCS, evaluate, load_tasks
 
 HINTS = {(): {"a": 0.9, "b": 0.3}, ("a",): {"x": 0.6, "y": 0.4}, ("b",): {"x": 0.6, "y": 0.4}}
 REWARDS = {("a", "x"): 0.2, ("a", "y"): 0.1, ("b", "x"): 0.7, ("b", "y"): 0.0}
@@ -148,9 +148,9 @@ def test_on_generated_tasks_with_the_heuristic_policy() -> None:
 
 
 def test_reflexion_with_the_llm_policy_shows_its_reflection_in_later_prompts() -> None:
-    from hyperplan.eval.treesearch.toy import ToyShopEnv
     from hyperplan.llm.scripted import ScriptedLLM, ScriptedRule
     from hyperplan.search.llm_policy import LLMPolicyFactory
+    from hyperplan_bench.eval.treesearch.toy import ToyShopEnv
 
     reply = {"candidates": [{"key": "P1.2", "score": 0.9}, {"key": "P0.0", "score": 0.5}]}
     llm = ScriptedLLM([ScriptedRule(text="Check the budget first.",

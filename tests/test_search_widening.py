@@ -14,7 +14,6 @@ import random
 
 import pytest
 
-from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.search.baselines import uct
 from hyperplan.search.env import Action
 from hyperplan.search.hypergraph import Observation
@@ -22,6 +21,7 @@ from hyperplan.search.mcts import HyperMCTS, MCTSConfig
 from hyperplan.search.parts.progressive import ProgressiveWidening
 from hyperplan.search.policies import HeuristicPolicy
 from hyperplan.search.tree import HistoryTree, Pending, TreeError
+from hyperplan_bench.eval.treesearch.toy import ToyShopEnv
 from search_reference import Unreadable
 
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import statistics
 
-from hyperplan.eval.treesearch.runner import load_tasks, task_seed
 from hyperplan.search.baselines import uct
 from hyperplan.search.common import SearchResult
 from hyperplan.search.env import SearchEnv
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig
 from hyperplan.search.policies import make_policy
+from hyperplan_bench.eval.treesearch.runner import load_tasks, task_seed
 
 CONFIGS = {
     "hypermcts": MCTSConfig(early_stop=False),

@@ -35,7 +35,6 @@ from typing import Any
 
 import tree_designs as td
 
-from hyperplan.eval.treesearch.runner import load_tasks, task_seed
 from hyperplan.search.env import Action, ActionKind, SearchEnv, Verdict
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig
 from hyperplan.search.parts.base import (
@@ -51,6 +50,7 @@ from hyperplan.search.parts.free_last import FreeLast
 from hyperplan.search.parts.pruning import EvidencePruning
 from hyperplan.search.policies import make_policy
 from hyperplan.search.tree import Edge, Node
+from hyperplan_bench.eval.treesearch.runner import load_tasks, task_seed
 
 COMMIT = ActionKind.COMMIT
 INFO = ActionKind.INFO

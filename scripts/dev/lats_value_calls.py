@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import sys
 
-from hyperplan.eval.treesearch.runner import load_tasks, task_seed
 from hyperplan.search.lats import LATS
 from hyperplan.search.mcts import MCTSConfig
 from hyperplan.search.policies import make_policy
+from hyperplan_bench.eval.treesearch.runner import load_tasks, task_seed
 
 
 class CountedLATS(LATS):

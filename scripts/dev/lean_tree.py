@@ -21,12 +21,12 @@ from dataclasses import replace
 from time import perf_counter
 from typing import Any
 
-from hyperplan.eval.treesearch.runner import load_tasks, task_seed
 from hyperplan.search.baselines import uct
 from hyperplan.search.common import FAILED, INFO, SearchBase, SearchResult
 from hyperplan.search.env import Action, SearchEnv
 from hyperplan.search.mcts import MCTSConfig
 from hyperplan.search.policies import Policy, make_policy
+from hyperplan_bench.eval.treesearch.runner import load_tasks, task_seed
 
 
 class LeanNode:

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field, replace
 from multiprocessing import Pool
 from typing import Any
 
-from hyperplan.eval.treesearch.runner import METHOD_FUNCS, load_tasks, task_seed
 from hyperplan.search.common import INFO, SearchResult
 from hyperplan.search.env import Action, SearchEnv, Verdict
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, design_config
@@ -52,6 +51,7 @@ from hyperplan.search.parts.pruning import EvidencePruning
 from hyperplan.search.policies import HeuristicPolicy, Policy, _gumbel_top_k, make_policy
 from hyperplan.search.selection import graph_priors
 from hyperplan.search.tree import Edge, Node
+from hyperplan_bench.eval.treesearch.runner import METHOD_FUNCS, load_tasks, task_seed
 
 Run = Callable[[SearchEnv, int], SearchResult]
 # the full-path default before the evidence pruning (the base of every variant here)
@@ -920,7 +920,7 @@ def coupon_timing(seed: int, n: int, method: str = "pruned") -> None:
     coupon set (the failure is then the coupons alone), and how many of the coupons the
     locally complete rollouts applied came before their last product choice (while the cart
     was partial)."""
-    from hyperplan.eval.treesearch.suites.shopping_task import best_coupons
+    from hyperplan_bench.eval.treesearch.suites.shopping_task import best_coupons
 
     counts: Counter[str] = Counter()
     for i, env in enumerate(load_tasks("shopping", n, seed)):

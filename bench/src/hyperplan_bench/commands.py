@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from hyperplan.cli import Entry
 
+SEARCH = Entry("hyperplan_bench.cli.search_cmds:search_app", "Tree search (HyperMCTS) on "
+               "generated long-horizon tasks: runs, sweeps, benchmarks.")
+"""``hyperplan search``: HyperMCTS and its baselines on the generated tree-search suites."""
+
 EVAL = Entry("hyperplan_bench.cli.eval_cmds:eval_app", "Benchmarks with stable JSON output, "
              "agent runs and their reports.",
              (("retrieval", "hyperplan_bench.cli.eval_retrieval:retrieval_cmd"),

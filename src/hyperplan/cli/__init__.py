@@ -49,24 +49,22 @@ CORE_COMMANDS: dict[str, Entry] = {
                                    ("annotate", "hyperplan.cli.graph_annotate:annotate_cmd"))),
     "plan": Entry("hyperplan.cli.plan_cmds:plan_app", "Tool Context Graph and DOE on a saved "
                   "graph."),
-    "search": Entry("hyperplan.cli.search_cmds:search_app", "Tree search (HyperMCTS) on "
-                    "generated long-horizon tasks: runs, sweeps, benchmarks."),
     "trace": Entry("hyperplan.cli.run_cmds:trace_app", "Read run traces."),
 }
 """The library's own top-level commands, grouped by what users do: run the agent (``demo``,
 ``run``, and ``serve``, which runs the tools for another agent), build and read graphs
-(``graph``, ``plan``), search (``search``), read traces (``trace``). Installed packages add
+(``graph``, ``plan``), read traces (``trace``). Installed packages add
 commands through the entry-point group :data:`COMMAND_GROUP` (:func:`commands`)."""
 
 COMMAND_GROUP = "hyperplan.commands"
 """Entry points adding top-level commands: ``name = "module:ENTRY"``, an :class:`Entry`
-(hyperplan-bench adds ``eval`` and ``bench`` this way)."""
+(hyperplan-bench adds ``search``, ``eval`` and ``bench`` this way)."""
 
 ALIAS_GROUP = "hyperplan.aliases"
 """Entry points adding hidden old names: ``name = "module:ALIAS"``, a ``(module:function,
 new command)`` pair."""
 
-LAB_COMMANDS = ("eval", "bench", "report")
+LAB_COMMANDS = ("search", "eval", "bench", "report")
 """Commands of the benchmark lab (the hyperplan-bench distribution): without it installed,
 running one says where it lives and how to install it."""
 

@@ -111,7 +111,7 @@ def _check_tasks(result: dict[str, Any], data: object, split: str) -> None:
 
 # The tree-search commands were `eval mcts*`; they are `hyperplan search ...` now
 # (search_cmds). The old names stay, hidden, each saying so in one line.
-from hyperplan.cli.search_cmds import (  # noqa: E402
+from hyperplan_bench.cli.search_cmds import (  # noqa: E402
     mcts_bench_cmd,
     mcts_cmd,
     mcts_reasoners_cmd,

@@ -1,5 +1,6 @@
 """Task data model and verifier of the generated travel-planning suite (modelled on
-DeepPlanning Travel Planning); the environment is :mod:`hyperplan.eval.treesearch.suites.travel`.
+DeepPlanning Travel Planning); the environment is
+:mod:`hyperplan_bench.eval.treesearch.suites.travel`.
 
 A task is a ``days``-day trip (level 1: a day trip, level 2: 2 days, level 3: 3 days) to one
 city: an outbound and a return transport (train or flight, with departure/arrival times), a

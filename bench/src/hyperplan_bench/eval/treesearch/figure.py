@@ -5,7 +5,8 @@ rows (``hyperplan search figure``).
 Methods (:data:`FIGURE_METHODS`):
 
 * the MCTS family the paper plots -- HyperMCTS, RAP (llm-reasoners' MCTS through
-  :mod:`~hyperplan.eval.treesearch.reasoners_bridge`; skipped, and the result says so, when the
+  :mod:`~hyperplan_bench.eval.treesearch.reasoners_bridge`; skipped, and the result says so, when
+  the
   optional package ``reasoners`` is not installed), the LATS-style search and FLARE
   (:mod:`hyperplan.search.flare`, a full MCTS per committed decision);
 * other structured methods that depend on b -- UCT (our plain MCTS), FLARE with B in all
@@ -14,13 +15,13 @@ Methods (:data:`FIGURE_METHODS`):
   (:mod:`hyperplan.search.reflexion`).
 
 Every method runs on the same tasks with the same per-task seed (``task_seed``, as
-:func:`~hyperplan.eval.treesearch.runner.evaluate`), the same rollout budget B and a fresh
+:func:`~hyperplan_bench.eval.treesearch.runner.evaluate`), the same rollout budget B and a fresh
 policy per run. Cost per case: ``policy_calls_per_case`` (every proposal, rollout choice, value
 request and reflection: what a model policy is asked) and, with a model policy, the output
 (completion) tokens per case: each method then gets its own policy factory (no answer cache
 shared with another method, so one method's answers never make another's free) and its tokens
 are the difference of the client's totals around its run. Paired 95% intervals
-(:func:`~hyperplan.eval.treesearch.runner.paired_diff`, on the per-task successes): HyperMCTS
+(:func:`~hyperplan_bench.eval.treesearch.runner.paired_diff`, on the per-task successes): HyperMCTS
 against each method at the same b, and HyperMCTS at each b against each method at the largest
 b (the paper's "HyperMCTS at b = 3 is more accurate and less costly than every baseline at
 b = 6").
@@ -34,12 +35,12 @@ from dataclasses import dataclass, replace
 from time import perf_counter
 from typing import Any
 
-from hyperplan.eval.treesearch.runner import METHOD_FUNCS, MethodRuns, Progress, paired_diff
-from hyperplan.eval.treesearch.runner import task_seed as run_seed
 from hyperplan.search.common import SearchResult
 from hyperplan.search.config import MCTSConfig
 from hyperplan.search.env import SearchEnv
 from hyperplan.search.policies import Policy
+from hyperplan_bench.eval.treesearch.runner import METHOD_FUNCS, MethodRuns, Progress, paired_diff
+from hyperplan_bench.eval.treesearch.runner import task_seed as run_seed
 
 MCTS_FAMILY = ("hypermcts", "rap", "lats", "flare")
 """The methods the paper's Figure 3 plots."""
@@ -68,7 +69,7 @@ def rap_available() -> bool:
 def method_func(name: str) -> Method:
     """The run function of a figure method (RAP imported lazily)."""
     if name == "rap":
-        from hyperplan.eval.treesearch.reasoners_bridge import reasoners_mcts
+        from hyperplan_bench.eval.treesearch.reasoners_bridge import reasoners_mcts
 
         return reasoners_mcts
     return METHOD_FUNCS[name]

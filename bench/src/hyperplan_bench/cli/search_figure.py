@@ -1,9 +1,9 @@
 """``hyperplan search figure``: the HyperMCTS paper's cost comparison (Figure 3) in one
 command -- Case Accuracy against policy calls (and, with ``--policy llm``, output tokens) per
 case for the MCTS-family methods at each branching factor b, the other baselines as rows, a
-PNG per run, a Markdown table and the JSON (:mod:`hyperplan.eval.treesearch.figure`).
+PNG per run, a Markdown table and the JSON (:mod:`hyperplan_bench.eval.treesearch.figure`).
 
-Registered on ``search_app`` by :mod:`hyperplan.cli.search_cmds`."""
+Registered on ``search_app`` by :mod:`hyperplan_bench.cli.search_cmds`."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ import typer
 
 from hyperplan.cli.common import console, fail, stage_progress
 from hyperplan.cli.options import AsJson, Model, Rollouts, Tasks, llm_option, output_option
-from hyperplan.eval.treesearch.figure import (
+from hyperplan.search.policies import Policy, make_policy
+from hyperplan_bench.eval.treesearch.figure import (
     FIGURE_METHODS,
     PolicySource,
     figure_plot,
@@ -24,7 +25,6 @@ from hyperplan.eval.treesearch.figure import (
     figure_table,
     headline_table,
 )
-from hyperplan.search.policies import Policy, make_policy
 
 DEFAULT_OUTPUT = Path("docs/figures/hypermcts_cost")
 
@@ -43,7 +43,7 @@ def _source(policy: str, llm: str | None, model: str | None, llm_rollouts: str,
             max_llm_calls: int | None) -> tuple[PolicySource, Callable[[], dict[str, Any]]]:
     """The policies of the run and the JSON's ``llm`` report (empty without a model). With
     ``llm``, each method gets its own factory over one client (module doc of the figure)."""
-    from hyperplan.cli.search_cmds import _llm_client
+    from hyperplan_bench.cli.search_cmds import _llm_client
 
     if policy != "llm":
         if llm is not None or model is not None or max_llm_calls is not None:
@@ -97,7 +97,7 @@ def figure_cmd(
     FLARE at each b, with UCT, FLARE with B in all, ToT, CoT and Reflexion as rows; paired
     95% intervals of HyperMCTS against each. Writes hypermcts_cost.png, figure.json and
     table.md to --output after each suite."""
-    from hyperplan.cli.search_cmds import DEFAULT_C, DEFAULT_LAM, _config, _tasks
+    from hyperplan_bench.cli.search_cmds import DEFAULT_C, DEFAULT_LAM, _config, _tasks
 
     suite_list = [s.strip() for s in suites.split(",") if s.strip()]
     if not suite_list:

@@ -1,7 +1,7 @@
 """Seeded generator of question-answering tasks over noisy evidence
 (:func:`generate_qa_task`), modelled on SealQA's setting (HyperMCTS paper, Section 3,
 "Benchmarks"): web search yields conflicting, stale or misleading results. The task model is
-:mod:`hyperplan.eval.treesearch.suites.qa_task`.
+:mod:`hyperplan_bench.eval.treesearch.suites.qa_task`.
 
 Evidence design (why search matters, and why the hint is fallible):
 
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import random
 
-from hyperplan.eval.treesearch.suites.qa_task import Doc, Part, QATask, Query
+from hyperplan_bench.eval.treesearch.suites.qa_task import Doc, Part, QATask, Query
 
 # question type -> (question template, noun for titles, reliable source)
 QTYPES: dict[str, tuple[str, str, str]] = {

@@ -1,5 +1,5 @@
 """Seeded generator of shopping-planning tasks (:func:`generate_shopping_task`); the task model
-is :mod:`hyperplan.eval.treesearch.suites.shopping_task`.
+is :mod:`hyperplan_bench.eval.treesearch.suites.shopping_task`.
 
 Catalog design (why search matters):
 
@@ -12,7 +12,8 @@ Catalog design (why search matters):
   pricier-but-valid choice anywhere can break it, and a coupon may be needed to fit;
 * attributes are hidden until revealed: ``search <category>`` lists a category's products
   (id, name, brand, price); ``view <product>`` reveals colour, size, review counts, rating and
-  delivery days. :meth:`~hyperplan.eval.treesearch.suites.shopping.ShoppingEnv.hint` reads only the
+  delivery days. :meth:`~hyperplan_bench.eval.treesearch.suites.shopping.ShoppingEnv.hint` reads
+  only the
   query and what the history revealed.
 """
 
@@ -22,7 +23,7 @@ import random
 from collections.abc import Callable
 from dataclasses import replace
 
-from hyperplan.eval.treesearch.suites.shopping_task import (
+from hyperplan_bench.eval.treesearch.suites.shopping_task import (
     OPS,
     REQ_KEYS,
     Coupon,

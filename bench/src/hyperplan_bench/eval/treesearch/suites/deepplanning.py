@@ -55,8 +55,8 @@ from pathlib import Path
 from typing import Any
 
 from hyperplan.errors import HyperplanError
-from hyperplan.eval.treesearch.suites.base import StateEnv, decision_id
 from hyperplan.search.env import Action, ActionKind, Objective, Verdict
+from hyperplan_bench.eval.treesearch.suites.base import StateEnv, decision_id
 
 _COUPON_TERMS = re.compile(r"¥([\d,]+)\s+off\s+every\s+¥([\d,]+)")
 _WORD = re.compile(r"[a-z0-9']+")

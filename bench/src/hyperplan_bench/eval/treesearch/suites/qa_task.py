@@ -1,9 +1,9 @@
 """Task data model and scoring of the question-answering suite over noisy evidence, modelled on
 SealQA (HyperMCTS paper, Section 3, "Benchmarks": fact-seeking question answering over noisy
 evidence, reported as answer accuracy and a partial-credit Mean that gives abstentions half
-credit). The environment is :mod:`hyperplan.eval.treesearch.suites.qa`, the seeded generator
-:mod:`hyperplan.eval.treesearch.suites.qa_generator`, the reader of SealQA's own records
-:mod:`hyperplan.eval.treesearch.suites.sealqa`.
+credit). The environment is :mod:`hyperplan_bench.eval.treesearch.suites.qa`, the seeded generator
+:mod:`hyperplan_bench.eval.treesearch.suites.qa_generator`, the reader of SealQA's own records
+:mod:`hyperplan_bench.eval.treesearch.suites.sealqa`.
 
 A task is one question of one or more *parts* (a multi-hop question: every part must be
 answered right for the case to count). Each part has a question type, a gold value, a few

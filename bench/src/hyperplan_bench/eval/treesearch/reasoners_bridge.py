@@ -186,9 +186,9 @@ def compare(tasks: Sequence[SearchEnv], config: MCTSConfig, *, seed: int = 0,
     """``methods`` (ours) and llm-reasoners' MCTS on the same tasks, policy and budget; the
     JSON object of ``hyperplan eval mcts`` with ``reasoners_mcts`` added and the paired
     differences of each of ours against it."""
-    from hyperplan.eval.treesearch.runner import METHOD_FUNCS, MethodRuns, paired_diff
-    from hyperplan.eval.treesearch.runner import task_seed as run_seed
     from hyperplan.search.policies import make_policy
+    from hyperplan_bench.eval.treesearch.runner import METHOD_FUNCS, MethodRuns, paired_diff
+    from hyperplan_bench.eval.treesearch.runner import task_seed as run_seed
 
     reasoners_module()
     started = perf_counter()

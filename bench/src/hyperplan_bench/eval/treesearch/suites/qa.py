@@ -2,9 +2,9 @@
 modelled on SealQA (HyperMCTS paper, Section 3, "Benchmarks"; the problem setup of Section 2.1:
 information-gathering steps stay in the history, commit steps fix part of the answer).
 
-The task model and case score live in :mod:`hyperplan.eval.treesearch.suites.qa_task`, the
-seeded generator in :mod:`hyperplan.eval.treesearch.suites.qa_generator`; real SealQA records
-are read by :mod:`hyperplan.eval.treesearch.suites.sealqa`.
+The task model and case score live in :mod:`hyperplan_bench.eval.treesearch.suites.qa_task`, the
+seeded generator in :mod:`hyperplan_bench.eval.treesearch.suites.qa_generator`; real SealQA records
+are read by :mod:`hyperplan_bench.eval.treesearch.suites.sealqa`.
 
 Actions (``Action.payload`` tuples; key = identity = ``decision_id`` of the payload): info
 ``("search", qid)`` (lists the query's documents: id, source, date, title); commits
@@ -17,7 +17,7 @@ answered. Horizon ``H = 3 * n_parts + 2``: one search, one open and one answer p
 two spare information steps.
 
 Verifier. Objectives ``part{i}`` (local), rho = 1 when part i is answered with its gold value
-(:func:`~hyperplan.eval.treesearch.suites.qa_task.normalise` match), else 0 (0 for every part
+(:func:`~hyperplan_bench.eval.treesearch.suites.qa_task.normalise` match), else 0 (0 for every part
 after an abstention). Reward R = mean of the rho (a wrong or missing part counts 0), and
 R = 0.5 after an abstention; ``success`` = every part correct (R = 1).
 ``metrics["score"]`` is the case score the runner averages: 1 correct, 0.5 abstained, 0
@@ -55,9 +55,15 @@ from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from hyperplan.eval.treesearch.suites.base import StateEnv, decision_id
-from hyperplan.eval.treesearch.suites.qa_task import Doc, QATask, case_score, is_correct, normalise
 from hyperplan.search.env import Action, ActionKind, Objective, Verdict
+from hyperplan_bench.eval.treesearch.suites.base import StateEnv, decision_id
+from hyperplan_bench.eval.treesearch.suites.qa_task import (
+    Doc,
+    QATask,
+    case_score,
+    is_correct,
+    normalise,
+)
 
 SOURCE_PRIOR = {"news wire": 0.9, "city wiki": 0.8, "travel forum": 0.4, "fan blog": 0.4}
 DEFAULT_PRIOR = 0.6  # official sources and anything unknown

@@ -5,7 +5,8 @@ The old names ``hyperplan eval mcts``, ``eval mcts-sweep``, ``eval mcts-reasoner
 ``eval mcts-bench`` stay as hidden aliases (registered on the ``eval`` group).
 
 Defaults for c, lambda and Agg were chosen on the dev seeds 0-999 (see
-:data:`hyperplan.eval.treesearch.runner.DEV_SEEDS`); report results with ``--seed 1000`` or above.
+:data:`hyperplan_bench.eval.treesearch.runner.DEV_SEEDS`); report results with ``--seed 1000`` or
+above.
 """
 
 from __future__ import annotations
@@ -30,7 +31,14 @@ from hyperplan.cli.options import (
 )
 from hyperplan.connect import llm_from_options
 from hyperplan.errors import HyperplanError
-from hyperplan.eval.treesearch.runner import (
+from hyperplan.llm.budget import Accounting
+from hyperplan.llm.budget import Budget as LLMBudget
+from hyperplan.search.config import BRANCH_ON, MCTSConfig, TreeDesign, design_config
+from hyperplan.search.env import SearchEnv
+from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG
+from hyperplan.search.llm_policy import LLM_ROLLOUTS, LLMPolicyFactory
+from hyperplan.search.policies import POLICIES, Policy
+from hyperplan_bench.eval.treesearch.runner import (
     ALL_METHODS,
     METHODS,
     evaluate,
@@ -39,13 +47,6 @@ from hyperplan.eval.treesearch.runner import (
     sweep_plot,
     sweep_table,
 )
-from hyperplan.llm.budget import Accounting
-from hyperplan.llm.budget import Budget as LLMBudget
-from hyperplan.search.config import BRANCH_ON, MCTSConfig, TreeDesign, design_config
-from hyperplan.search.env import SearchEnv
-from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG
-from hyperplan.search.llm_policy import LLM_ROLLOUTS, LLMPolicyFactory
-from hyperplan.search.policies import POLICIES, Policy
 
 if TYPE_CHECKING:
     from hyperplan.llm.openai_client import OpenAICompatibleLLM
@@ -376,7 +377,7 @@ def mcts_bench_cmd(
 
     The result says whether the compiled search core ran (built by
     `HYPERPLAN_COMPILE=1 pip install .`)."""
-    from hyperplan.eval.treesearch.bench import BENCH_SUITES, bench_bookkeeping
+    from hyperplan_bench.eval.treesearch.bench import BENCH_SUITES, bench_bookkeeping
 
     if suite not in BENCH_SUITES:
         fail(f"--suite must be one of {', '.join(BENCH_SUITES)}")
@@ -406,7 +407,7 @@ def mcts_reasoners_cmd(
 ) -> None:
     """HyperMCTS and UCT beside llm-reasoners' MCTS (optional package 'reasoners') at equal
     rollouts, with the heuristic policy."""
-    from hyperplan.eval.treesearch.reasoners_bridge import compare
+    from hyperplan_bench.eval.treesearch.reasoners_bridge import compare
 
     config = _config(rollouts, branching, lam, c, DEFAULT_AGG, design, widen=widen)
     envs = _tasks(suite, tasks, seed, None)
@@ -420,9 +421,9 @@ def mcts_reasoners_cmd(
 
 
 def _register_figure() -> None:
-    """``search figure`` lives in :mod:`hyperplan.cli.search_figure` (it reads this module's
+    """``search figure`` lives in :mod:`hyperplan_bench.cli.search_figure` (it reads this module's
     helpers, so it is imported after them)."""
-    from hyperplan.cli.search_figure import figure_cmd
+    from hyperplan_bench.cli.search_figure import figure_cmd
 
     search_app.command("figure")(figure_cmd)
 

@@ -115,13 +115,14 @@ def task_seed(seed: int, index: int) -> int:
 
 
 def load_tasks(suite: str, n: int, seed: int, level: int | None = None) -> list[SearchEnv]:
-    """``toy`` is built in (:mod:`hyperplan.eval.treesearch.toy`); every other suite comes from
-    :func:`hyperplan.eval.treesearch.suites.make_tasks`, imported lazily."""
+    """``toy`` is built in (:mod:`hyperplan_bench.eval.treesearch.toy`); every other suite comes
+    from
+    :func:`hyperplan_bench.eval.treesearch.suites.make_tasks`, imported lazily."""
     if suite == "toy":
-        from hyperplan.eval.treesearch.toy import make_toy_tasks
+        from hyperplan_bench.eval.treesearch.toy import make_toy_tasks
 
         return list(make_toy_tasks(n, seed, level))
-    suites = importlib.import_module("hyperplan.eval.treesearch.suites")  # lazy
+    suites = importlib.import_module("hyperplan_bench.eval.treesearch.suites")  # lazy
     return list(suites.make_tasks(suite, n, seed, level))
 
 

@@ -1,6 +1,6 @@
 """Task data model and cart arithmetic of the generated shopping-planning suite (modelled on
 DeepPlanning Shopping Planning); the environment and verifier are
-:mod:`hyperplan.eval.treesearch.suites.shopping`.
+:mod:`hyperplan_bench.eval.treesearch.suites.shopping`.
 
 A task asks for ``n`` items (2-3 at level 1, 3-4 at level 2, 4-5 at level 3), one per product
 category. Each item carries attribute requirements in the DeepPlanning style: brand, colour,

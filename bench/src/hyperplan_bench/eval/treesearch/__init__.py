@@ -1,7 +1,8 @@
 """Tree-search benchmarks (the commands ``hyperplan search ...``, formerly ``hyperplan eval
-mcts*``): the generated and DeepPlanning suites (:mod:`~hyperplan.eval.treesearch.suites`), the
+mcts*``): the generated and DeepPlanning suites (:mod:`~hyperplan_bench.eval.treesearch.suites`),
+the
 toy environment, the benchmark runner and sweeps, the HyperMCTS paper's cost comparison
-(:mod:`~hyperplan.eval.treesearch.figure`), the bookkeeping bench with its record/replay
+(:mod:`~hyperplan_bench.eval.treesearch.figure`), the bookkeeping bench with its record/replay
 isolation, and the side-by-side bridge to llm-reasoners' MCTS. The algorithm they measure is
 :mod:`hyperplan.search`."""
 
@@ -12,10 +13,10 @@ from typing import TYPE_CHECKING
 from hyperplan._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from hyperplan.eval.treesearch.bench import bench_bookkeeping
-    from hyperplan.eval.treesearch.figure import figure_suite
-    from hyperplan.eval.treesearch.runner import evaluate, load_tasks, sweep
-    from hyperplan.eval.treesearch.toy import ToyShopEnv
+    from hyperplan_bench.eval.treesearch.bench import bench_bookkeeping
+    from hyperplan_bench.eval.treesearch.figure import figure_suite
+    from hyperplan_bench.eval.treesearch.runner import evaluate, load_tasks, sweep
+    from hyperplan_bench.eval.treesearch.toy import ToyShopEnv
 
 _EXPORTS = {
     "ToyShopEnv": "toy", "bench_bookkeeping": "bench", "evaluate": "runner",

@@ -2,8 +2,8 @@
 DeepPlanning-style shopping suite.
 
 The task data model and cart arithmetic live in
-:mod:`hyperplan.eval.treesearch.suites.shopping_task`, the seeded generator (and its catalog
-design) in :mod:`hyperplan.eval.treesearch.suites.shopping_generator`; this module re-exports
+:mod:`hyperplan_bench.eval.treesearch.suites.shopping_task`, the seeded generator (and its catalog
+design) in :mod:`hyperplan_bench.eval.treesearch.suites.shopping_generator`; this module re-exports
 their public names.
 
 Actions (``Action.payload`` tuples): info ``("search", category)``, ``("view", pid)``; commit
@@ -48,23 +48,24 @@ from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from hyperplan.eval.treesearch.suites.base import StateEnv, decision_id
+from hyperplan.search.env import Action, ActionKind, Objective, Verdict
+from hyperplan_bench.eval.treesearch.suites.base import StateEnv, decision_id
 
 # the ``name as name`` imports re-export names this module defined before the split
-from hyperplan.eval.treesearch.suites.shopping_generator import BRAND_COUPONS as BRAND_COUPONS
-from hyperplan.eval.treesearch.suites.shopping_generator import BRANDS as BRANDS
-from hyperplan.eval.treesearch.suites.shopping_generator import CATEGORIES as CATEGORIES
-from hyperplan.eval.treesearch.suites.shopping_generator import COLOURS as COLOURS
-from hyperplan.eval.treesearch.suites.shopping_generator import CROSS_COUPONS as CROSS_COUPONS
-from hyperplan.eval.treesearch.suites.shopping_generator import MODELS as MODELS
-from hyperplan.eval.treesearch.suites.shopping_generator import N_ITEMS as N_ITEMS
-from hyperplan.eval.treesearch.suites.shopping_generator import N_REQS as N_REQS
-from hyperplan.eval.treesearch.suites.shopping_generator import (
+from hyperplan_bench.eval.treesearch.suites.shopping_generator import BRAND_COUPONS as BRAND_COUPONS
+from hyperplan_bench.eval.treesearch.suites.shopping_generator import BRANDS as BRANDS
+from hyperplan_bench.eval.treesearch.suites.shopping_generator import CATEGORIES as CATEGORIES
+from hyperplan_bench.eval.treesearch.suites.shopping_generator import COLOURS as COLOURS
+from hyperplan_bench.eval.treesearch.suites.shopping_generator import CROSS_COUPONS as CROSS_COUPONS
+from hyperplan_bench.eval.treesearch.suites.shopping_generator import MODELS as MODELS
+from hyperplan_bench.eval.treesearch.suites.shopping_generator import N_ITEMS as N_ITEMS
+from hyperplan_bench.eval.treesearch.suites.shopping_generator import N_REQS as N_REQS
+from hyperplan_bench.eval.treesearch.suites.shopping_generator import (
     generate_shopping_task as generate_shopping_task,
 )
-from hyperplan.eval.treesearch.suites.shopping_task import GROUP_OF as GROUP_OF
-from hyperplan.eval.treesearch.suites.shopping_task import OPS as OPS
-from hyperplan.eval.treesearch.suites.shopping_task import (
+from hyperplan_bench.eval.treesearch.suites.shopping_task import GROUP_OF as GROUP_OF
+from hyperplan_bench.eval.treesearch.suites.shopping_task import OPS as OPS
+from hyperplan_bench.eval.treesearch.suites.shopping_task import (
     REQ_KEYS,
     Item,
     Product,
@@ -72,11 +73,10 @@ from hyperplan.eval.treesearch.suites.shopping_task import (
     _violations,
     coupons_valid,
 )
-from hyperplan.eval.treesearch.suites.shopping_task import STAR_WORDS as STAR_WORDS
-from hyperplan.eval.treesearch.suites.shopping_task import Coupon as Coupon
-from hyperplan.eval.treesearch.suites.shopping_task import Requirement as Requirement
-from hyperplan.eval.treesearch.suites.shopping_task import best_coupons as best_coupons
-from hyperplan.search.env import Action, ActionKind, Objective, Verdict
+from hyperplan_bench.eval.treesearch.suites.shopping_task import STAR_WORDS as STAR_WORDS
+from hyperplan_bench.eval.treesearch.suites.shopping_task import Coupon as Coupon
+from hyperplan_bench.eval.treesearch.suites.shopping_task import Requirement as Requirement
+from hyperplan_bench.eval.treesearch.suites.shopping_task import best_coupons as best_coupons
 
 LISTED_KEYS = frozenset({"brand"})  # revealed by a category search; the rest needs a view
 

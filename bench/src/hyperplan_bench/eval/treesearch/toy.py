@@ -1,6 +1,7 @@
 """A tiny synthetic shopping environment for tests, the ``toy`` suite and the bookkeeping bench.
 
-Not a benchmark (the real suites live in :mod:`hyperplan.eval.treesearch.suites`): m items, each
+Not a benchmark (the real suites live in :mod:`hyperplan_bench.eval.treesearch.suites`): m items,
+each
 with p candidate products; a product meets its item's requirement or not (hidden), has a price,
 and a noisy :meth:`hint` that -- like a decoy -- favours pricier products. Any unfilled item can
 be filled next (so A1 B1 C1 and B1 A1 C1 are different histories with the same decision set),

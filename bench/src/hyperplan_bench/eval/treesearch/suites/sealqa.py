@@ -19,9 +19,9 @@ spellings are accepted):
   list of them).
 
 :func:`sealqa_env` turns a record with documents into a one-part
-:class:`~hyperplan.eval.treesearch.suites.qa.QAEnv`: one search (the question itself) lists
+:class:`~hyperplan_bench.eval.treesearch.suites.qa.QAEnv`: one search (the question itself) lists
 every document; a document whose text contains the gold answer (after
-:func:`~hyperplan.eval.treesearch.suites.qa_task.normalise`) states it, the others state no
+:func:`~hyperplan_bench.eval.treesearch.suites.qa_task.normalise`) states it, the others state no
 value. SealQA grades free-text answers with a model-based grader; here an answer is graded by
 normalised exact match (:func:`grade`): 1 correct, 0.5 abstained, 0 otherwise, the paper's
 partial-credit Mean.
@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from hyperplan.errors import HyperplanError
-from hyperplan.eval.treesearch.suites.qa import QAEnv
-from hyperplan.eval.treesearch.suites.qa_task import Doc, Part, QATask, Query, normalise
+from hyperplan_bench.eval.treesearch.suites.qa import QAEnv
+from hyperplan_bench.eval.treesearch.suites.qa_task import Doc, Part, QATask, Query, normalise
 
 ABSTAIN_WORDS = frozenset({"", "i don't know", "i do not know", "unknown", "abstain",
                            "cannot answer", "no answer"})

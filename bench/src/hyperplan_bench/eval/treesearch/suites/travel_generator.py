@@ -1,5 +1,5 @@
 """Seeded generator of travel-planning tasks (:func:`generate_travel_task`); the task model is
-:mod:`hyperplan.eval.treesearch.suites.travel_task`.
+:mod:`hyperplan_bench.eval.treesearch.suites.travel_task`.
 
 Generation keeps a hidden gold itinerary (built first, feasible by construction and
 self-checked) and surrounds it with realistic traps: cheaper transports that arrive late /
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from hyperplan.eval.treesearch.suites.travel_task import (
+from hyperplan_bench.eval.treesearch.suites.travel_task import (
     MEALS,
     SLOTS,
     WEEKDAYS,

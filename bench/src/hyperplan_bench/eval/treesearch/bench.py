@@ -1,7 +1,7 @@
 """Bookkeeping overhead of HyperMCTS: microseconds per iteration, policy and environment time
 excluded (target: <= 50 us, docs/benchmarks.md).
 
-Suites: ``toy`` (the synthetic :class:`~hyperplan.eval.treesearch.toy.ToyShopEnv` with a
+Suites: ``toy`` (the synthetic :class:`~hyperplan_bench.eval.treesearch.toy.ToyShopEnv` with a
 random policy, no early stop, so every run uses the whole budget) and the generated ``shopping`` and
 ``travel`` suites with the heuristic policy (the ``hyperplan eval mcts`` setting: early stop
 on a verified perfect plan). Per task the search runs ``repeat`` times with the same seed --
@@ -14,7 +14,7 @@ the search core ran (``HYPERPLAN_COMPILE=1 pip install .``, see setup.py).
 
 ``isolate`` measures the search's own work with warm caches instead: per task one run is
 recorded and the ``repeat`` timed runs replay its environment and policy answers from the log
-(:mod:`hyperplan.eval.treesearch.replay`; the replayed runs must take the recorded decisions).
+(:mod:`hyperplan_bench.eval.treesearch.replay`; the replayed runs must take the recorded decisions).
 In situ, the bookkeeping between environment and policy calls runs with caches those calls have
 just filled with their own data; the gap between the two figures is that effect."""
 
@@ -26,14 +26,14 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from hyperplan.eval.treesearch.replay import Recorder, ReplayError, replay_env, replay_policy
-from hyperplan.eval.treesearch.toy import ToyShopEnv
 from hyperplan.search import compiled_core
 from hyperplan.search.baselines import uct
 from hyperplan.search.common import SearchResult
 from hyperplan.search.env import SearchEnv
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig
 from hyperplan.search.policies import Policy, RandomPolicy, make_policy
+from hyperplan_bench.eval.treesearch.replay import Recorder, ReplayError, replay_env, replay_policy
+from hyperplan_bench.eval.treesearch.toy import ToyShopEnv
 
 Run = Callable[[SearchEnv, Policy, MCTSConfig, int], SearchResult]
 
@@ -45,7 +45,7 @@ def _tasks(suite: str, tasks: int, seed: int, n_items: int, n_products: int) -> 
         return [ToyShopEnv(i, n_items, n_products) for i in range(tasks)]
     if suite not in BENCH_SUITES:
         raise ValueError(f"unknown bench suite {suite!r}; choose one of {BENCH_SUITES}")
-    from hyperplan.eval.treesearch.runner import load_tasks
+    from hyperplan_bench.eval.treesearch.runner import load_tasks
 
     return load_tasks(suite, tasks, seed)
 
@@ -100,7 +100,7 @@ def bench_bookkeeping(
     ``hyperplan search run --seed`` does."""
     if repeat < 1:
         raise ValueError("repeat must be at least 1")
-    from hyperplan.eval.treesearch.runner import task_seed
+    from hyperplan_bench.eval.treesearch.runner import task_seed
 
     toy = suite == "toy"
     config = replace(config or MCTSConfig(), budget=budget, branching=branching, lam=lam,

@@ -18,11 +18,11 @@ environment also offers ``spec()`` (a JSON-serialisable task description) and
 from __future__ import annotations
 
 from hyperplan.errors import HyperplanError
-from hyperplan.eval.treesearch.suites.qa import QAEnv
-from hyperplan.eval.treesearch.suites.qa_generator import generate_qa_task
-from hyperplan.eval.treesearch.suites.shopping import ShoppingEnv, generate_shopping_task
-from hyperplan.eval.treesearch.suites.travel import TravelEnv, generate_travel_task
 from hyperplan.search.env import SearchEnv
+from hyperplan_bench.eval.treesearch.suites.qa import QAEnv
+from hyperplan_bench.eval.treesearch.suites.qa_generator import generate_qa_task
+from hyperplan_bench.eval.treesearch.suites.shopping import ShoppingEnv, generate_shopping_task
+from hyperplan_bench.eval.treesearch.suites.travel import TravelEnv, generate_travel_task
 
 SUITES = ("shopping", "travel", "qa")
 LEVELS = (1, 2, 3)

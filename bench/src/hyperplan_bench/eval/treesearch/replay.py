@@ -13,7 +13,7 @@ call. A search is deterministic given those answers (the policies are the only u
 search's rng), so the replayed run takes exactly the recorded decisions -- checked call by call
 (a replay that asks for another method than the log holds raises :class:`ReplayError`) and by
 the caller on the result. Its ``us_per_iter`` is the search's own work with warm caches; the
-in-situ figure stays the headline (:mod:`hyperplan.eval.treesearch.bench`).
+in-situ figure stays the headline (:mod:`hyperplan_bench.eval.treesearch.bench`).
 """
 
 from __future__ import annotations

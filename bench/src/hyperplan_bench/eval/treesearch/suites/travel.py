@@ -1,8 +1,9 @@
 """The travel-planning environment (:class:`TravelEnv`) of the DeepPlanning-style travel suite.
 
 The task data model and verifier (task, constraints and scores) live in
-:mod:`hyperplan.eval.treesearch.suites.travel_task`, the seeded generator in
-:mod:`hyperplan.eval.treesearch.suites.travel_generator`; this module re-exports their public names.
+:mod:`hyperplan_bench.eval.treesearch.suites.travel_task`, the seeded generator in
+:mod:`hyperplan_bench.eval.treesearch.suites.travel_generator`; this module re-exports their public
+names.
 
 Actions: info ``("query", category)`` for ``transport``, ``hotels``, ``attractions`` and
 ``restaurants`` lists the category (transport: full timetable and prices; hotels: name, stars,
@@ -32,18 +33,19 @@ from collections.abc import Hashable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from hyperplan.eval.treesearch.suites.base import StateEnv, decision_id
+from hyperplan.search.env import Action, ActionKind, Objective, Verdict
+from hyperplan_bench.eval.treesearch.suites.base import StateEnv, decision_id
 
 # the ``name as name`` imports re-export names this module defined before the split
-from hyperplan.eval.treesearch.suites.travel_generator import AMENITIES as AMENITIES
-from hyperplan.eval.treesearch.suites.travel_generator import ATTR_WORDS as ATTR_WORDS
-from hyperplan.eval.treesearch.suites.travel_generator import CITIES as CITIES
-from hyperplan.eval.treesearch.suites.travel_generator import CUISINES as CUISINES
-from hyperplan.eval.treesearch.suites.travel_generator import PREFIXES as PREFIXES
-from hyperplan.eval.treesearch.suites.travel_generator import (
+from hyperplan_bench.eval.treesearch.suites.travel_generator import AMENITIES as AMENITIES
+from hyperplan_bench.eval.treesearch.suites.travel_generator import ATTR_WORDS as ATTR_WORDS
+from hyperplan_bench.eval.treesearch.suites.travel_generator import CITIES as CITIES
+from hyperplan_bench.eval.treesearch.suites.travel_generator import CUISINES as CUISINES
+from hyperplan_bench.eval.treesearch.suites.travel_generator import PREFIXES as PREFIXES
+from hyperplan_bench.eval.treesearch.suites.travel_generator import (
     generate_travel_task as generate_travel_task,
 )
-from hyperplan.eval.treesearch.suites.travel_task import (
+from hyperplan_bench.eval.treesearch.suites.travel_task import (
     MEALS,
     Attraction,
     Hotel,
@@ -55,12 +57,11 @@ from hyperplan.eval.treesearch.suites.travel_task import (
     _visit,
     evaluate,
 )
-from hyperplan.eval.treesearch.suites.travel_task import SLOTS as SLOTS
-from hyperplan.eval.treesearch.suites.travel_task import WEEKDAYS as WEEKDAYS
-from hyperplan.eval.treesearch.suites.travel_task import Preference as Preference
-from hyperplan.eval.treesearch.suites.travel_task import Transport as Transport
-from hyperplan.eval.treesearch.suites.travel_task import hhmm as hhmm
-from hyperplan.search.env import Action, ActionKind, Objective, Verdict
+from hyperplan_bench.eval.treesearch.suites.travel_task import SLOTS as SLOTS
+from hyperplan_bench.eval.treesearch.suites.travel_task import WEEKDAYS as WEEKDAYS
+from hyperplan_bench.eval.treesearch.suites.travel_task import Preference as Preference
+from hyperplan_bench.eval.treesearch.suites.travel_task import Transport as Transport
+from hyperplan_bench.eval.treesearch.suites.travel_task import hhmm as hhmm
 
 VIEW_ALLOWANCE_PER_DAY = 4  # horizon room for detail views (one per day slot)
 
