@@ -3,90 +3,11 @@ asks the policy, what it verifies, and how it spends the rollout budget."""
 
 from __future__ import annotations
 
-import random
-from collections.abc import Hashable, Sequence
-from typing import Any
-
-from hyperplan.search.env import Action, Objective, Verdict
 from hyperplan.search.mcts import MCTSConfig
 from hyperplan.search.reflexion import Reflexion, cot, reflexion
 from hyperplan.search.tot import ToT, tot
 from hyperplan_bench.eval.treesearch.runner import METHOD_FUNCS, evaluate, load_tasks
-
-HINTS = {(): {"a": 0.9, "b": 0.3}, ("a",): {"x": 0.6, "y": 0.4}, ("b",): {"x": 0.6, "y": 0.4}}
-REWARDS = {("a", "x"): 0.2, ("a", "y"): 0.1, ("b", "x"): 0.7, ("b", "y"): 0.0}
-
-
-class TinyEnv:
-    """Two steps, two decisions each, fixed hints and rewards."""
-
-    query = "tiny"
-    objectives: Sequence[Objective] = ()
-    horizon = 2
-
-    def __init__(self) -> None:
-        self.path: tuple[str, ...] = ()
-
-    def reset(self) -> None:
-        self.path = ()
-
-    def snapshot(self) -> Any:
-        return self.path
-
-    def restore(self, snapshot: Any) -> None:
-        self.path = snapshot
-
-    def decisions(self) -> Sequence[Action]:
-        return [] if self.is_terminal() else [Action(k) for k in HINTS[self.path]]
-
-    def step(self, action: Action) -> str:
-        self.path = (*self.path, action.key)
-        return ""
-
-    def is_terminal(self) -> bool:
-        return len(self.path) >= 2
-
-    def identity(self, action: Action) -> Hashable:
-        return action.key
-
-    def recorded(self, action: Action) -> bool:
-        return True
-
-    def verify(self) -> Verdict:
-        reward = REWARDS.get(self.path, 0.0)
-        return Verdict(reward=reward, success=reward >= 1.0)
-
-    def hint(self, action: Action) -> float:
-        return HINTS[self.path][action.key]
-
-    def describe(self) -> str:
-        return " ".join(self.path)
-
-
-class FirstPolicy:
-    """Proposes the first k decisions, rolls out with the first."""
-
-    name = "first"
-
-    def __init__(self) -> None:
-        self.asked: list[str] = []
-
-    def propose(self, env: Any, decisions: Sequence[Action], k: int,
-                rng: random.Random) -> list[Action]:
-        self.asked.append("propose")
-        return list(decisions[:k])
-
-    def rollout(self, env: Any, decisions: Sequence[Action], rng: random.Random) -> Action:
-        self.asked.append("rollout")
-        return decisions[0]
-
-
-class ReflectingPolicy(FirstPolicy):
-    name = "reflecting"
-
-    def reflect(self, env: Any, actions: Sequence[Action], verdict: Verdict) -> str:
-        self.asked.append("reflect")
-        return f"{' '.join(a.key for a in actions)} scored {verdict.reward}"
+from search_helpers import FirstPolicy, ReflectingPolicy, TinyEnv
 
 
 def _config(budget: int = 8) -> MCTSConfig:
