@@ -23,10 +23,13 @@ import threading
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hyperplan.integrations.host.conversation import Call as Call
+from hyperplan.integrations.host.conversation import Turn as Turn
+from hyperplan.integrations.host.conversation import open_session as open_session
 from hyperplan.secrets import redact_cut
 
 if TYPE_CHECKING:
@@ -291,16 +294,6 @@ def parse_arguments(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {}
 
 
-@dataclass(frozen=True)
-class Call:
-    """One tool call a conversation made and what it returned."""
-
-    tool: str
-    arguments: Mapping[str, Any] = field(default_factory=dict)
-    result: Any = None
-    ok: bool = True
-
-
 class Conversations:
     """The calls of each conversation (keyed by the host's session id), for hosts that report
     results through a hook rather than a message history: bounded and thread-safe."""
@@ -328,45 +321,17 @@ class Conversations:
             self._calls.pop(key, None)
 
 
-@dataclass(frozen=True)
-class Turn:
-    """A new user request in a conversation's history (what :func:`open_session` replays as
-    :meth:`Session.new_turn`)."""
-
-    request: str
-
-
-def open_session(selector: Selector, history: Sequence[Call | Turn],
-                 request: str = "") -> Session:
-    """A session over ``selector`` that has seen ``history`` in order: the first
-    :class:`Turn`'s request opens it (else ``request``), each later turn re-conditions it
-    (:meth:`Session.new_turn`), each :class:`Call` is observed as it is; the state of
-    Definition 4 of a conversation, for the gateway (calls seen before its selector was
-    ready) and the adapters (:func:`session_of`) alike."""
-    turns = [i for i, item in enumerate(history) if isinstance(item, Turn)]
-    first = turns[0] if turns else -1
-    opening = history[first] if first >= 0 else None
-    session = selector.session(opening.request if isinstance(opening, Turn) else request)
-    for i, item in enumerate(history):
-        if isinstance(item, Turn):
-            if i != first:
-                session.new_turn(item.request)
-        else:
-            session.observe(item.tool, item.arguments, item.result, ok=item.ok)
-    return session
-
-
 def session_of(selector: Selector, request: str, calls: Iterable[Call],
                earlier: Iterable[Call] = ()) -> Session:
     """A session over ``selector`` that has seen ``earlier`` (the calls of the conversation's
     earlier user turns), then a new turn for ``request``, then ``calls`` (this turn's): the
     state of Definition 4, re-conditioned on the request (:meth:`Session.new_turn`)."""
-    before = [_parsed(c) for c in earlier]
+    before = [parsed(c) for c in earlier]
     opening = [Turn(""), *before, Turn(request)] if before else [Turn(request)]
-    return open_session(selector, [*opening, *(_parsed(c) for c in calls)])
+    return open_session(selector, [*opening, *(parsed(c) for c in calls)])
 
 
-def _parsed(call: Call) -> Call:
+def parsed(call: Call) -> Call:
     """``call`` with its result as JSON-like data (:func:`parse_result`)."""
     return replace(call, result=parse_result(call.result))
 

@@ -7,6 +7,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+#: :attr:`Selection.method` of a selection over the graph (context graph + DOE).
+GRAPH_METHOD = "context-graph+doe"
+#: :attr:`Selection.method` of a keyword (BM25) selection, made without the graph.
+KEYWORD_METHOD = "bm25"
+
 
 class Reason(StrEnum):
     """Why a tool is in a selection.
@@ -20,7 +25,10 @@ class Reason(StrEnum):
     * ``similar``: a place of the budget the context graph left, filled by the tool's
       similarity to the request alone;
     * ``follows``: it takes a value a call of the session returned (a link out of that
-      call's outputs): the likely next step of the chain the agent is walking.
+      call's outputs): the likely next step of the chain the agent is walking;
+    * ``keyword``: no graph was used: the tool's name and description share words with the
+      request (BM25), what a host serves while the graph is being built
+      (:mod:`hyperplan.integrations.host`).
     """
 
     ANCHORED = "anchored"
@@ -28,6 +36,7 @@ class Reason(StrEnum):
     CHAIN = "chain"
     SIMILAR = "similar"
     FOLLOWS = "follows"
+    KEYWORD = "keyword"
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,8 @@ class SelectedTool:
             return "anchored by the request"
         if self.reason is Reason.SIMILAR:
             return "similar to the request"
+        if self.reason is Reason.KEYWORD:
+            return "matches words of the request (BM25)"
         if self.reason is Reason.FOLLOWS:
             what = self.for_input or "an input"
             return f"follows {self.for_tool}: takes {what} from its result"
@@ -84,7 +95,10 @@ class Selection:
     what the state already holds; ``missing``: the required inputs of the best anchored tool
     that no tool or held value supplies (empty when its chain is complete); ``tokens``: the
     definition tokens of ``tools``; ``all_tokens``: those of every tool of the catalog (what
-    sending them all costs); ``ms``: the selection's wall time, query embedding included."""
+    sending them all costs; None while a host has not counted them yet); ``ms``: the
+    selection's wall time, query embedding included; ``method``: how the tools were found,
+    :data:`GRAPH_METHOD` (the state-conditioned context graph with DOE's chains) or
+    :data:`KEYWORD_METHOD` (a host's BM25 fallback while the graph is being built)."""
 
     request: str
     tools: tuple[SelectedTool, ...]
@@ -92,9 +106,10 @@ class Selection:
     missing: tuple[str, ...] = ()
     held: tuple[str, ...] = ()
     tokens: int = 0
-    all_tokens: int = 0
+    all_tokens: int | None = 0
     ms: float = 0.0
     notes: tuple[str, ...] = field(default=())
+    method: str = GRAPH_METHOD
 
     @property
     def names(self) -> list[str]:
@@ -103,6 +118,7 @@ class Selection:
     def as_dict(self) -> dict[str, Any]:
         return {
             "request": self.request,
+            "method": self.method,
             "tools": [t.as_dict() for t in self.tools],
             "chain": [{"tool": s.tool,
                        "reads": [{"input": i, "from": p, "output": o} for i, p, o in s.reads]}
