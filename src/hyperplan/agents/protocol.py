@@ -51,15 +51,30 @@ class Agent(Protocol):
     def run(self, ctx: RunContext, task: AgentTask) -> RunResult: ...
 
 
+RequestRunner = Callable[[RunContext, str, Embedder, GraphIndex | None], RunResult]
+
+
 @dataclass(frozen=True)
-class HyperAgent:
+class RetrievingAgent:
+    """An agent that retrieves over the graph: its ``runner`` is run on the task's request
+    with the embedder and the graph's index the agent was made with."""
+
     embedder: Embedder
     index: GraphIndex | None = None
-    name: ClassVar[str] = "hyperagent"
+    name: ClassVar[str]
     needs_llm: ClassVar[bool] = True
+    runner: ClassVar[RequestRunner]
 
     def run(self, ctx: RunContext, task: AgentTask) -> RunResult:
-        return run_request(ctx, task.request, self.embedder, self.index)
+        return type(self).runner(ctx, task.request, self.embedder, self.index)
+
+
+@dataclass(frozen=True)
+class HyperAgent(RetrievingAgent):
+    """The paper's agent on the request."""
+
+    name: ClassVar[str] = "hyperagent"
+    runner: ClassVar[RequestRunner] = run_request
 
 
 @dataclass(frozen=True)
@@ -95,29 +110,19 @@ class PlanAndExecute:
 
 
 @dataclass(frozen=True)
-class Variant1:
+class Variant1(RetrievingAgent):
     """HyperAgent planning over the plain tool list (no links)."""
 
-    embedder: Embedder
-    index: GraphIndex | None = None
     name: ClassVar[str] = "variant1"
-    needs_llm: ClassVar[bool] = True
-
-    def run(self, ctx: RunContext, task: AgentTask) -> RunResult:
-        return run_variant1(ctx, task.request, self.embedder, self.index)
+    runner: ClassVar[RequestRunner] = run_variant1
 
 
 @dataclass(frozen=True)
-class Variant2:
+class Variant2(RetrievingAgent):
     """HyperAgent's Task DAG, each subtask run by a tool loop over semantically similar tools."""
 
-    embedder: Embedder
-    index: GraphIndex | None = None
     name: ClassVar[str] = "variant2"
-    needs_llm: ClassVar[bool] = True
-
-    def run(self, ctx: RunContext, task: AgentTask) -> RunResult:
-        return run_variant2(ctx, task.request, self.embedder, self.index)
+    runner: ClassVar[RequestRunner] = run_variant2
 
 
 _MAKERS: dict[str, Callable[[Embedder, GraphIndex | None], Agent]] = {
