@@ -12,31 +12,37 @@ from pydantic import Field
 
 from hyperplan.demo_world.apps.base import App, like, require_text
 
+# fields that several results share, described once
+_MessageId = Annotated[int, Field(description="Id of the text message")]
+_Direction = Annotated[str, Field(description="sent (by the user) or received")]
+_MessageText = Annotated[str, Field(description="Text of the message")]
+_SentAt = Annotated[str, Field(description="When the message was sent")]
+
 
 class MessageSummary(TypedDict):
     """A message found by a search."""
 
-    message_id: Annotated[int, Field(description="Id of the text message")]
+    message_id: _MessageId
     contact_name: Annotated[str, Field(description="Name of the other person in the chat")]
-    direction: Annotated[str, Field(description="sent (by the user) or received")]
-    text: Annotated[str, Field(description="Text of the message")]
-    sent_at: Annotated[str, Field(description="When the message was sent")]
+    direction: _Direction
+    text: _MessageText
+    sent_at: _SentAt
 
 
 class ChatMessage(TypedDict):
     """A message of a conversation."""
 
-    message_id: Annotated[int, Field(description="Id of the text message")]
-    direction: Annotated[str, Field(description="sent (by the user) or received")]
-    text: Annotated[str, Field(description="Text of the message")]
-    sent_at: Annotated[str, Field(description="When the message was sent")]
+    message_id: _MessageId
+    direction: _Direction
+    text: _MessageText
+    sent_at: _SentAt
 
 
 class SentMessage(TypedDict):
     """A message the user just sent."""
 
     message_id: Annotated[int, Field(description="Id of the new message")]
-    sent_at: Annotated[str, Field(description="When the message was sent")]
+    sent_at: _SentAt
 
 
 class DeletedMessage(TypedDict):

@@ -7,20 +7,31 @@ playlist listing is not a second source of song ids.
 
 from __future__ import annotations
 
-from typing import Annotated, TypedDict, cast
+from collections.abc import Callable
+from typing import Annotated, Any, TypedDict, TypeVar, cast
 
 from pydantic import Field
 
 from hyperplan.demo_world.apps.base import App, like, require_text
 from hyperplan.demo_world.store import InvalidArgumentError
 
+# fields that several results share, described once
+_SongId = Annotated[int, Field(description="Id of the song")]
+_SongTitle = Annotated[str, Field(description="Title of the song")]
+_ArtistName = Annotated[str, Field(description="Name of the performing artist")]
+_AlbumId = Annotated[
+    int, Field(description="Id of the album record (a release that groups songs)")
+]
+_PlaylistId = Annotated[int, Field(description="Id of the playlist in the user's library")]
+_PlaylistName = Annotated[str, Field(description="Name of the playlist")]
+
 
 class SongSummary(TypedDict):
     """A song in a search result."""
 
-    song_id: Annotated[int, Field(description="Id of the song")]
-    title: Annotated[str, Field(description="Title of the song")]
-    artist_name: Annotated[str, Field(description="Name of the performing artist")]
+    song_id: _SongId
+    title: _SongTitle
+    artist_name: _ArtistName
     album_title: Annotated[str, Field(description="Title of the album the song is on")]
     duration_seconds: Annotated[int, Field(description="Length of the song in seconds")]
 
@@ -39,15 +50,13 @@ class LikedSong(TypedDict):
 
     song_id: Annotated[int, Field(description="Id of the liked song")]
     title: Annotated[str, Field(description="Title of the liked song")]
-    artist_name: Annotated[str, Field(description="Name of the performing artist")]
+    artist_name: _ArtistName
 
 
 class AlbumSummary(TypedDict):
     """An album in a search result."""
 
-    album_id: Annotated[
-        int, Field(description="Id of the album record (a release that groups songs)")
-    ]
+    album_id: _AlbumId
     album_title: Annotated[str, Field(description="Title of the album")]
     artist_name: Annotated[str, Field(description="Name of the album's artist")]
     release_year: Annotated[int, Field(description="Year the album was released")]
@@ -56,8 +65,8 @@ class AlbumSummary(TypedDict):
 class AlbumSong(TypedDict):
     """A song of an album."""
 
-    song_id: Annotated[int, Field(description="Id of the song")]
-    title: Annotated[str, Field(description="Title of the song")]
+    song_id: _SongId
+    title: _SongTitle
 
 
 class AlbumDetails(AlbumSummary):
@@ -70,8 +79,8 @@ class AlbumDetails(AlbumSummary):
 class PlaylistSummary(TypedDict):
     """A playlist of the user's library."""
 
-    playlist_id: Annotated[int, Field(description="Id of the playlist in the user's library")]
-    playlist_name: Annotated[str, Field(description="Name of the playlist")]
+    playlist_id: _PlaylistId
+    playlist_name: _PlaylistName
     song_count: Annotated[int, Field(description="Number of songs in the playlist")]
 
 
@@ -86,24 +95,22 @@ class Track(TypedDict):
 class PlaylistDetails(TypedDict):
     """A playlist with its tracks."""
 
-    playlist_id: Annotated[int, Field(description="Id of the playlist in the user's library")]
-    playlist_name: Annotated[str, Field(description="Name of the playlist")]
+    playlist_id: _PlaylistId
+    playlist_name: _PlaylistName
     tracks: Annotated[list[Track], Field(description="The playlist's tracks in order")]
 
 
 class SongLike(TypedDict):
     """Whether a song is liked after the call."""
 
-    song_id: Annotated[int, Field(description="Id of the song")]
+    song_id: _SongId
     liked: Annotated[bool, Field(description="Whether the song is now liked")]
 
 
 class AlbumSave(TypedDict):
     """Whether an album is saved after the call."""
 
-    album_id: Annotated[
-        int, Field(description="Id of the album record (a release that groups songs)")
-    ]
+    album_id: _AlbumId
     saved: Annotated[bool, Field(description="Whether the album is now saved")]
 
 
@@ -125,6 +132,31 @@ class PlaylistChange(TypedDict):
 
 _SONG = ("SELECT s.song_id, s.title, s.artist_name, a.album_title, s.duration_seconds "
          "FROM songs s JOIN albums a ON a.album_id = s.album_id")
+
+
+_MARK_DOC = """{summary}
+
+    Args:
+        access_token: Access token from music.login.
+        {what}_id: Which {what} to {verb}, by its {what} id from music.search_{what}s.
+
+    Returns:
+        The {what} id and its {flag} flag.
+    """
+
+_Tool = TypeVar("_Tool", bound=Callable[..., Any])
+
+
+def _mark_tool(summary: str, verb: str, what: str, flag: str) -> Callable[[_Tool], _Tool]:
+    """Describe a tool that sets or clears a mark (like, unlike, save) on the ``what`` (song,
+    album) it is given by id: ``summary``, its arguments and the ``flag`` it returns (the
+    tool's description, as a docstring would)."""
+
+    def describe(tool: _Tool) -> _Tool:
+        tool.__doc__ = _MARK_DOC.format(summary=summary, verb=verb, what=what, flag=flag)
+        return tool
+
+    return describe
 
 
 # what a mark table's error says when the mark is already set (True) or not set (False)
@@ -265,42 +297,18 @@ class MusicApp(App):
                                       "playlist_name": playlist["playlist_name"],
                                       "tracks": tracks})
 
+    @_mark_tool("Like a song (add it to the user's liked songs).", "like", "song", "liked")
     def like_song(self, access_token: str, song_id: int) -> SongLike:
-        """Like a song (add it to the user's liked songs).
-
-        Args:
-            access_token: Access token from music.login.
-            song_id: Which song to like, by its song id from music.search_songs.
-
-        Returns:
-            The song id and its liked flag.
-        """
         self._set_mark(access_token, "liked_songs", "song", song_id, True)
         return {"song_id": song_id, "liked": True}
 
+    @_mark_tool("Unlike a song (remove it from the user's liked songs).", "unlike", "song", "liked")
     def unlike_song(self, access_token: str, song_id: int) -> SongLike:
-        """Unlike a song (remove it from the user's liked songs).
-
-        Args:
-            access_token: Access token from music.login.
-            song_id: Which song to unlike, by its song id from music.search_songs.
-
-        Returns:
-            The song id and its liked flag.
-        """
         self._set_mark(access_token, "liked_songs", "song", song_id, False)
         return {"song_id": song_id, "liked": False}
 
+    @_mark_tool("Save an album to the user's library.", "save", "album", "saved")
     def save_album(self, access_token: str, album_id: int) -> AlbumSave:
-        """Save an album to the user's library.
-
-        Args:
-            access_token: Access token from music.login.
-            album_id: Which album to save, by its album id from music.search_albums.
-
-        Returns:
-            The album id and its saved flag.
-        """
         self._set_mark(access_token, "saved_albums", "album", album_id, True)
         return {"album_id": album_id, "saved": True}
 
