@@ -15,9 +15,9 @@ import sys
 
 from setuptools import setup
 
-SEARCH_CORE = ("tree", "hypergraph", "timing", "config", "common", "selection", "mcts",
-               "baselines", "parts.base", "parts.ledger", "parts.designs", "parts.pruning",
-               "parts.free_last", "parts.ending_last", "parts.progressive",
+SEARCH_CORE = ("tree", "trajectory_hypergraph", "timing", "config", "common", "selection",
+               "mcts", "baselines", "parts.base", "parts.ledger", "parts.designs",
+               "parts.pruning", "parts.free_last", "parts.ending_last", "parts.progressive",
                "parts.evidence_widening", "parts.open_parts", "parts.policy_rollout",
                "parts.prior_guided", "parts.scored", "parts.composed")
 

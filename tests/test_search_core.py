@@ -16,17 +16,17 @@ from hyperplan.cli import app
 from hyperplan.llm.scripted import ScriptedLLM, ScriptedRule
 from hyperplan.search.baselines import beam, best_of_n, greedy, uct
 from hyperplan.search.env import Action, ActionKind, Objective, SearchEnv, Verdict
-from hyperplan.search.hypergraph import (
+from hyperplan.search.llm_policy import LLMPolicy
+from hyperplan.search.mcts import HyperMCTS, MCTSConfig, TreeDesign, design_config, hypermcts
+from hyperplan.search.parts.prior_guided import PriorGuided
+from hyperplan.search.policies import HeuristicPolicy, Policy, RandomPolicy
+from hyperplan.search.trajectory_hypergraph import (
     AGGREGATORS,
     GLOBAL,
     Observation,
     TrajectoryHypergraph,
     extract,
 )
-from hyperplan.search.llm_policy import LLMPolicy
-from hyperplan.search.mcts import HyperMCTS, MCTSConfig, TreeDesign, design_config, hypermcts
-from hyperplan.search.parts.prior_guided import PriorGuided
-from hyperplan.search.policies import HeuristicPolicy, Policy, RandomPolicy
 from hyperplan.search.tree import HistoryTree, TreeError
 from hyperplan_bench.eval.treesearch import runner as search_runner
 from hyperplan_bench.eval.treesearch.bench import bench_bookkeeping

@@ -16,7 +16,6 @@ from typer.testing import CliRunner
 
 from hyperplan.cli import app
 from hyperplan.search.baselines import uct
-from hyperplan.search.hypergraph import TrajectoryHypergraph
 from hyperplan.search.mcts import (
     BranchOn,
     HyperMCTS,
@@ -25,6 +24,7 @@ from hyperplan.search.mcts import (
     design_config,
 )
 from hyperplan.search.policies import HeuristicPolicy, RandomPolicy
+from hyperplan.search.trajectory_hypergraph import TrajectoryHypergraph
 from hyperplan.search.tree import Node
 from hyperplan_bench.eval.treesearch.toy import ToyShopEnv
 from search_reference import TWO_GOALS_ABOUT, TWO_GOALS_AND_A_BUDGET, verdict_of

@@ -12,10 +12,10 @@ from typing import Any
 
 from hyperplan.search.baselines import uct
 from hyperplan.search.env import Action
-from hyperplan.search.hypergraph import TrajectoryHypergraph
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, design_config
 from hyperplan.search.parts.free_last import FreeLast
 from hyperplan.search.policies import make_policy
+from hyperplan.search.trajectory_hypergraph import TrajectoryHypergraph
 from hyperplan.search.tree import Edge, Node
 from hyperplan_bench.eval.treesearch.runner import load_tasks, task_seed
 from search_helpers import choices_before, generated_search, no_call

@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 
 from hyperplan.search.env import Objective, Verdict
-from hyperplan.search.hypergraph import AGGREGATORS, GLOBAL, TrajectoryHypergraph
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, TreeDesign, design_config
 from hyperplan.search.policies import HeuristicPolicy
+from hyperplan.search.trajectory_hypergraph import AGGREGATORS, GLOBAL, TrajectoryHypergraph
 from hyperplan_bench.eval.treesearch.runner import load_tasks, task_seed
 from hyperplan_bench.eval.treesearch.toy import ToyShopEnv
 

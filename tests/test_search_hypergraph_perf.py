@@ -18,7 +18,12 @@ from typing import Any
 import pytest
 
 from hyperplan.search.env import Objective, Verdict
-from hyperplan.search.hypergraph import AGGREGATORS, GLOBAL, TrajectoryHypergraph, extract
+from hyperplan.search.trajectory_hypergraph import (
+    AGGREGATORS,
+    GLOBAL,
+    TrajectoryHypergraph,
+    extract,
+)
 
 Rollout = tuple[list[Hashable], Verdict]
 OBJECTIVES = [Objective(f"g{i}") for i in range(5)]

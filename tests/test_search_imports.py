@@ -33,3 +33,17 @@ def test_core_import_does_not_load_openai(module: str) -> None:
                                     "hyperplan.search"])
 def test_search_core_does_not_load_the_llm_layer(module: str) -> None:
     assert _loaded(module) == [], f"{module} imports the LLM layer"
+
+
+def test_the_old_trajectory_hypergraph_module_still_resolves_with_a_warning() -> None:
+    """``hyperplan.search.hypergraph`` was renamed ``trajectory_hypergraph`` ("Hypergraph" alone
+    is the Tool-Schema Hypergraph): its names are the same objects, read with a warning."""
+    from hyperplan.search import trajectory_hypergraph
+
+    with pytest.warns(DeprecationWarning, match="renamed hyperplan.search.trajectory_hypergraph"):
+        from hyperplan.search.hypergraph import TrajectoryHypergraph
+    assert TrajectoryHypergraph is trajectory_hypergraph.TrajectoryHypergraph
+    with pytest.raises(AttributeError, match="trajectory_hypergraph"):
+        from hyperplan.search import hypergraph
+
+        _ = hypergraph.NoSuchName

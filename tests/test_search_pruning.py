@@ -16,10 +16,10 @@ from typer.testing import CliRunner
 
 from hyperplan.cli import app
 from hyperplan.search.baselines import uct
-from hyperplan.search.hypergraph import TrajectoryHypergraph
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig, design_config
 from hyperplan.search.parts.pruning import EvidencePruning
 from hyperplan.search.policies import RandomPolicy
+from hyperplan.search.trajectory_hypergraph import TrajectoryHypergraph
 from hyperplan.search.tree import Node
 from hyperplan_bench.eval.treesearch.toy import ToyShopEnv
 from search_helpers import choices_before, no_call

@@ -16,10 +16,10 @@ import pytest
 
 from hyperplan.search.baselines import uct
 from hyperplan.search.env import Action
-from hyperplan.search.hypergraph import Observation
 from hyperplan.search.mcts import HyperMCTS, MCTSConfig
 from hyperplan.search.parts.progressive import ProgressiveWidening
 from hyperplan.search.policies import HeuristicPolicy
+from hyperplan.search.trajectory_hypergraph import Observation
 from hyperplan.search.tree import HistoryTree, Pending, TreeError
 from hyperplan_bench.eval.treesearch.toy import ToyShopEnv
 from search_reference import Unreadable

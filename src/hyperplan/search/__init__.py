@@ -13,17 +13,17 @@ if TYPE_CHECKING:
     from hyperplan.search.config import MCTSConfig
     from hyperplan.search.env import Action, Objective, SearchEnv, Verdict
     from hyperplan.search.flare import FLARE, FLAREConfig, flare, flare_split
-    from hyperplan.search.hypergraph import TrajectoryHypergraph
     from hyperplan.search.lats import LATS, LATSConfig
     from hyperplan.search.llm_policy import LLMPolicy
     from hyperplan.search.mcts import HyperMCTS, hypermcts
     from hyperplan.search.policies import HeuristicPolicy, Policy, RandomPolicy
     from hyperplan.search.reflexion import Reflexion, cot, reflexion
     from hyperplan.search.tot import ToT, tot
+    from hyperplan.search.trajectory_hypergraph import TrajectoryHypergraph
 
-COMPILED_MODULES = ("tree", "hypergraph", "timing", "config", "common", "selection", "mcts",
-                    "baselines", "parts.base", "parts.ledger", "parts.designs", "parts.pruning",
-                    "parts.free_last", "parts.ending_last", "parts.progressive",
+COMPILED_MODULES = ("tree", "trajectory_hypergraph", "timing", "config", "common", "selection",
+                    "mcts", "baselines", "parts.base", "parts.ledger", "parts.designs",
+                    "parts.pruning", "parts.free_last", "parts.ending_last", "parts.progressive",
                     "parts.evidence_widening", "parts.open_parts", "parts.policy_rollout",
                     "parts.prior_guided", "parts.scored", "parts.composed")
 """The bookkeeping modules ``HYPERPLAN_COMPILE=1 pip install .`` compiles with mypyc."""
@@ -43,7 +43,7 @@ _EXPORTS = {
     "Action": "env", "HeuristicPolicy": "policies", "HyperMCTS": "mcts",
     "LLMPolicy": "llm_policy", "MCTSConfig": "config", "Objective": "env", "Policy": "policies",
     "RandomPolicy": "policies", "SearchEnv": "env", "SearchResult": "common",
-    "TrajectoryHypergraph": "hypergraph", "Verdict": "env", "beam": "baselines",
+    "TrajectoryHypergraph": "trajectory_hypergraph", "Verdict": "env", "beam": "baselines",
     "LATS": "lats", "LATSConfig": "lats",
     "FLARE": "flare", "FLAREConfig": "flare", "flare": "flare", "flare_split": "flare",
     "ToT": "tot", "tot": "tot", "Reflexion": "reflexion", "reflexion": "reflexion",

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
-from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG, Agg
+from hyperplan.search.trajectory_hypergraph import AGGREGATORS, DEFAULT_AGG, Agg
 
 __all__ = ["BRANCH_ON", "DEFAULT_WIDEN", "DESIGNS", "BranchOn", "InfoPrior", "MCTSConfig",
            "TreeDesign", "design_config"]

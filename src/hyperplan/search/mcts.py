@@ -66,7 +66,6 @@ from hyperplan.search.config import (
     design_config,
 )
 from hyperplan.search.env import Action, SearchEnv, Verdict
-from hyperplan.search.hypergraph import TrajectoryHypergraph
 from hyperplan.search.parts.base import Composer, Design, reads
 from hyperplan.search.parts.designs import design_of
 from hyperplan.search.parts.ledger import Ledger
@@ -74,6 +73,7 @@ from hyperplan.search.parts.policy_rollout import PolicyRollout
 from hyperplan.search.parts.scored import ScoredPicks
 from hyperplan.search.policies import Policy
 from hyperplan.search.selection import graph_priors, hyperuct_argmax, uct_argmax
+from hyperplan.search.trajectory_hypergraph import TrajectoryHypergraph
 from hyperplan.search.tree import Edge, HistoryTree, Node, TreeError, backup
 
 __all__ = ["BRANCH_ON", "DEFAULT_WIDEN", "DESIGNS", "FAILED", "BranchOn", "Design", "HyperMCTS",

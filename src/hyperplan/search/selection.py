@@ -9,7 +9,7 @@ import math
 
 from hyperplan.search.common import INFO
 from hyperplan.search.env import Action
-from hyperplan.search.hypergraph import TrajectoryHypergraph
+from hyperplan.search.trajectory_hypergraph import TrajectoryHypergraph
 from hyperplan.search.tree import Edge
 
 __all__ = ["graph_priors", "hyperuct_argmax", "rank_by_prior", "uct_argmax"]

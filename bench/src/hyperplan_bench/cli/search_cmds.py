@@ -35,9 +35,9 @@ from hyperplan.llm.budget import Accounting
 from hyperplan.llm.budget import Budget as LLMBudget
 from hyperplan.search.config import BRANCH_ON, MCTSConfig, TreeDesign, design_config
 from hyperplan.search.env import SearchEnv
-from hyperplan.search.hypergraph import AGGREGATORS, DEFAULT_AGG
 from hyperplan.search.llm_policy import LLM_ROLLOUTS, LLMPolicyFactory
 from hyperplan.search.policies import POLICIES, Policy
+from hyperplan.search.trajectory_hypergraph import AGGREGATORS, DEFAULT_AGG
 from hyperplan_bench.eval.treesearch.runner import (
     ALL_METHODS,
     METHODS,

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 
 from hyperplan.search.env import Action, Objective, Verdict
-from hyperplan.search.hypergraph import GLOBAL, TrajectoryHypergraph
 from hyperplan.search.parts.base import Mark
 from hyperplan.search.timing import TimedEnv
+from hyperplan.search.trajectory_hypergraph import GLOBAL, TrajectoryHypergraph
 from hyperplan.search.tree import Edge
 
 __all__ = ["Ledger", "touched"]
