@@ -11,6 +11,7 @@ from hyperplan.graph.build import structure_from_catalog
 from hyperplan.graph.model import Hypergraph, Link
 from hyperplan.plan.doe import (
     DOEConfig,
+    SupportGraphChoice,
     best_support_graph,
     expand,
     goal_relevance,
@@ -165,8 +166,20 @@ def test_producer_ties_go_first_to_fewer_open_inputs() -> None:
 def test_unreachable_input_is_unsatisfiable() -> None:
     graph = make_graph({"t": (["a", "b"], []), "p": ([], ["oa"])}, [("p.oa", "t.a", 1.0)])
     selection = select_support_graph(graph, ["t"])
-    assert selection.chosen is None
+    assert isinstance(selection, SupportGraphChoice) and selection.chosen is None
     assert selection.reason == "unsatisfiable: t:in:b"
+
+
+def test_the_old_name_of_support_graph_choice_still_imports() -> None:
+    """``Selection`` now means only hyperplan.select.Selection; the plan's old name resolves
+    for one release, from the module and the package, with a DeprecationWarning."""
+    import hyperplan.plan
+    import hyperplan.plan.doe
+
+    for module in (hyperplan.plan.doe, hyperplan.plan):
+        with pytest.warns(DeprecationWarning, match=r"Selection is renamed .*SupportGraphChoice"):
+            assert module.Selection is SupportGraphChoice
+    assert "Selection" not in hyperplan.plan.__all__ and "Selection" not in dir(hyperplan.plan)
 
 
 def test_cycle_ends_unsatisfiable() -> None:

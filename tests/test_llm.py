@@ -25,12 +25,12 @@ from hyperplan.llm import (
     ContextLengthError,
     LLMError,
     Message,
+    OfferedTool,
     OpenAICompatibleLLM,
     ScriptedLLM,
     ScriptedRule,
     StructuredOutputError,
     ToolCall,
-    ToolSpec,
     Usage,
 )
 
@@ -331,7 +331,7 @@ def test_tool_calls_and_forced_choice(server: FakeServer) -> None:
         "function": {"name": "search", "arguments": '{"query": "hotels"}'},
     }
     server.push(200, completion_body(None, [call]))
-    tool = ToolSpec(
+    tool = OfferedTool(
         "search", "Search the web", {"type": "object", "properties": {"query": {"type": "string"}}}
     )
     response = make_llm(server).complete(USER, tools=[tool], tool_choice="search")

@@ -49,3 +49,30 @@ def test_the_complete_signature_is_written_once():
     assert inspect.signature(BaseLLM.complete) == inspect.signature(LLM.complete)
     assert inspect.signature(BaseLLM.acomplete) == inspect.signature(LLM.acomplete)
     assert isinstance(ScriptedLLM([]), LLM)
+
+
+def test_the_old_name_of_offered_tool_still_imports():
+    """``ToolSpec`` now means only hyperplan.catalog.ToolSpec; the LLM layer's old name for a
+    tool definition sent to the model resolves for one release, with a DeprecationWarning."""
+    import hyperplan.llm as llm
+    import hyperplan.llm.types as types
+    from hyperplan.llm import OfferedTool
+
+    for module in (types, llm):
+        with pytest.warns(DeprecationWarning, match=r"ToolSpec is renamed .*OfferedTool"):
+            assert module.ToolSpec is OfferedTool
+    assert "ToolSpec" not in llm.__all__ and "ToolSpec" not in dir(llm)
+    with pytest.raises(AttributeError, match="has no attribute 'NoSuchName'"):
+        types.NoSuchName  # noqa: B018
+
+
+def test_lazy_exports_check_their_table():
+    """One table per package root (hyperplan._lazy): a name exported twice, or renamed to a
+    name the package does not export, is an error when the package loads."""
+    from hyperplan._lazy import by_submodule, lazy_exports
+
+    assert by_submodule({"a": ("X", "y"), "b": ("Z",)}) == {"X": "a", "y": "a", "Z": "b"}
+    with pytest.raises(ValueError, match="'X' is exported from both 'a' and 'b'"):
+        by_submodule({"a": ("X",), "b": ("X",)})
+    with pytest.raises(ValueError, match=r"renamed to names it does not export: \['New'\]"):
+        lazy_exports("pkg", {"X": "a"}, renamed={"Old": "New"})

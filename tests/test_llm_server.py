@@ -30,8 +30,8 @@ from hyperplan.llm import (
     ContextLengthError,
     LLMResponse,
     Message,
+    OfferedTool,
     OpenAICompatibleLLM,
-    ToolSpec,
 )
 from toy_music import MusicWorld, music_catalog
 
@@ -43,7 +43,7 @@ SCHEMA = {
     },
     "required": ["city", "steps"],
 }
-WEATHER = ToolSpec(
+WEATHER = OfferedTool(
     "get_weather",
     "Get the current weather for a city",
     {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},

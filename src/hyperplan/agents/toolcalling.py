@@ -19,8 +19,7 @@ from hyperplan.execute.results import ErrorKind, ToolResult
 from hyperplan.execute.state import AgentState
 from hyperplan.execute.subtask import RunContext
 from hyperplan.llm.budget import BudgetExceeded
-from hyperplan.llm.types import LLMError, Message
-from hyperplan.llm.types import ToolSpec as LLMTool
+from hyperplan.llm.types import LLMError, Message, OfferedTool
 
 _BAD = re.compile(r"[^A-Za-z0-9_-]")
 MAX_RESULT_CHARS = 4000
@@ -40,13 +39,14 @@ class LoopOutcome:
     error: str = ""  # the LLM call failed
 
 
-def offered_tools(tools: Sequence[ToolSpec]) -> tuple[list[LLMTool], dict[str, str]]:
-    """LLM tool specs for ``tools`` and the map from wire names back to tool names."""
+def offered_tools(tools: Sequence[ToolSpec]) -> tuple[list[OfferedTool], dict[str, str]]:
+    """The definitions of ``tools`` sent to the model and the map from wire names back to
+    tool names."""
     specs, back = [], {}
     for tool in tools:
         name = wire_name(tool.name)
         back[name] = tool.name
-        specs.append(LLMTool(name, tool.description, tool.input_schema))
+        specs.append(OfferedTool(name, tool.description, tool.input_schema))
     return specs, back
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import typer
 from rich.table import Table
 
@@ -15,8 +16,10 @@ from hyperplan.embed.base import Embedder
 from hyperplan.graph.io import load_graph
 from hyperplan.graph.model import Hypergraph
 from hyperplan.graph.text import did_you_mean
-from hyperplan.plan.doe import DOEConfig, Selection, select_support_graph
+from hyperplan.plan.doe import DOEConfig
 from hyperplan.plan.grounding import ground
+from hyperplan.plan.relevance import request_relevance
+from hyperplan.plan.support import PolicyName, SupportPlan, plan_support
 from hyperplan.retrieve import (
     ContextGraphConfig,
     GraphIndex,
@@ -75,18 +78,34 @@ def context_cmd(
         print(text)
 
 
-def _selection_json(graph: Hypergraph, selection: Selection) -> dict[str, Any]:
-    chosen = selection.chosen
+def _plan_json(graph: Hypergraph, plan: SupportPlan, policy: PolicyName) -> dict[str, Any]:
+    """The plan as printed: the chosen graph's tools in execution order and its links, the
+    tools :func:`~hyperplan.plan.support.attach_claimants` added, and the policy's steps
+    whose plan was kept (``steps``, in order)."""
+    chosen = plan.chosen
     return {
         "ok": chosen is not None,
-        "reason": selection.reason,
+        "reason": "" if chosen is not None else plan.reason(graph),
         "tools": [graph.tools[t].name for t in chosen.tools] if chosen else [],
         "links": [
             {"from": graph.node_name(r.source), "to": graph.node_name(r.deficit),
              "weight": round(r.weight, 4)}
             for r in (chosen.resolutions if chosen else ())
         ],
+        "attached": [graph.tools[t].name for t in sorted(plan.attached)],
+        "policy": policy.value,
+        "steps": list(plan.via),
     }
+
+
+def _relevance(graph: Hypergraph, request: str, embedder: str) -> np.ndarray | None:
+    """The tools' relevance to ``request`` as ``hyperplan run`` computes it (None without a
+    request)."""
+    if not request.strip():
+        return None
+    from hyperplan.cli.run_cmds import search_embedder
+
+    return request_relevance(graph, request, search_embedder(embedder))
 
 
 @plan_app.command("support")
@@ -98,12 +117,22 @@ def support_cmd(
     effects: str = typer.Option("", help="achieved effects, e.g. spotify.authenticated"),
     top_k: int = typer.Option(DOEConfig.top_k, help="producers per expansion (K)"),
     beam: int = typer.Option(DOEConfig.beam_width, help="beam width (B)"),
+    policy: PolicyName = typer.Option(
+        PolicyName.AGENT, "--policy", help="the planning policy (hyperplan.plan.support): "
+        "agent = what `hyperplan run` and `hyperplan demo` run (DOE, open-world producers, the "
+        "stated-value repairs); paper = DOE and Support Graph Selection only; selector = the "
+        "selector's; chains = the chains benchmark's"),
+    request: str = typer.Option("", "--request", help="the user's request: "
+                                "the tools' relevance to it, computed as `hyperplan run` does, "
+                                "turns on the policy's steps that need one (none without it)"),
+    embedder: str = embedder_option("auto", "embeds --request (none: hashing)"),
     as_json: bool = typer.Option(False, "--json", help="print one JSON object"),
 ) -> None:
     """Deficit-Oriented Expansion: the producer tools a terminal tool still needs.
 
     The fewest producer tools still missing for the terminal tool, given what is already
-    known (Definitions 5-6)."""
+    known (Definitions 5-6), planned by the policy the agent runs (--policy); the known
+    parameter names count as values the user stated."""
     if top_k < 1 or beam < 1:
         fail(f"--top-k and --beam must be >= 1, got {top_k} and {beam}")
     if not _split(tools):
@@ -115,17 +144,28 @@ def support_cmd(
                  for t in unknown]
         fail(f"{path}: unknown tool(s) {', '.join(hints)}")
     grounding = ground(graph, _split(known), _split(effects))
-    selection = select_support_graph(graph, _split(tools), grounding,
-                                     DOEConfig(top_k=top_k, beam_width=beam))
-    result = _selection_json(graph, selection)
+    stated = {name for name in _split(known) if ":" not in name}  # bare names, as the agent
+    plan = plan_support(graph, _split(tools), grounding, _relevance(graph, request, embedder),
+                        policy.policy, config=DOEConfig(top_k=top_k, beam_width=beam),
+                        stated=stated)
+    result = _plan_json(graph, plan, policy)
     if as_json:
         print(json.dumps(result))
         return
+    _print_plan(result)
+
+
+def _print_plan(result: dict[str, Any]) -> None:
     if not result["ok"]:
-        out.print(f"[red]{selection.reason}[/red]", highlight=False, soft_wrap=True)
+        out.print(f"[red]{result['reason']}[/red]", highlight=False, soft_wrap=True)
         raise typer.Exit(2)
     out.print("execution order: " + " -> ".join(result["tools"]), highlight=False,
               soft_wrap=True)
     for link in result["links"]:
         out.print(f"  {link['from']} -> {link['to']} ({link['weight']:.2f})", highlight=False,
                   soft_wrap=True)
+    if result["attached"]:
+        out.print("attached: " + ", ".join(result["attached"]), highlight=False, soft_wrap=True)
+    if result["steps"]:
+        out.print(f"steps (policy {result['policy']}): " + ", ".join(result["steps"]),
+                  highlight=False, soft_wrap=True)

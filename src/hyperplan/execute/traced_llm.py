@@ -8,7 +8,7 @@ from typing import Any
 
 from hyperplan.execute.events import LLMCalled
 from hyperplan.execute.trace import TraceWriter
-from hyperplan.llm.types import LLM, BaseLLM, LLMRequest, LLMResponse, Message, ToolSpec
+from hyperplan.llm.types import LLM, BaseLLM, LLMRequest, LLMResponse, Message, OfferedTool
 
 
 class TracedLLM(BaseLLM):
@@ -35,7 +35,7 @@ class TracedLLM(BaseLLM):
         self._emit(request.component, request.messages, resp, request.tools)
         return resp
 
-    def _tool_tokens(self, tools: Sequence[ToolSpec] | None) -> int:
+    def _tool_tokens(self, tools: Sequence[OfferedTool] | None) -> int:
         """Tokens of the tool documentation offered with a call (0 when none), counted once
         per distinct tool set: an agent offers the same tools on every turn."""
         if not tools:
@@ -50,7 +50,7 @@ class TracedLLM(BaseLLM):
         return self._doc_tokens[key]
 
     def _emit(self, component: str, messages: Sequence[Message], resp: LLMResponse,
-              tools: Sequence[ToolSpec] | None) -> None:
+              tools: Sequence[OfferedTool] | None) -> None:
         self.tracer.emit(LLMCalled(
             component=component, ok=True, model=resp.model,
             prompt_tokens=resp.usage.prompt_tokens,

@@ -57,9 +57,9 @@ from hyperplan.llm.types import (
     LLMRequest,
     LLMResponse,
     Message,
+    OfferedTool,
     StructuredOutputError,
     ToolChoice,
-    ToolSpec,
     Usage,
 )
 from hyperplan.secrets import SECRETS, redact_cut
@@ -89,7 +89,7 @@ class _Exchange:
 
     convo: list[Message]
     schema: JSONSchema | None
-    tools: Sequence[ToolSpec] | None
+    tools: Sequence[OfferedTool] | None
     tool_choice: ToolChoice
     mode: StructuredMode | None
     max_tokens: int | None

@@ -22,9 +22,9 @@ from hyperplan.llm.types import (
     LLMError,
     LLMResponse,
     Message,
+    OfferedTool,
     ToolCall,
     ToolChoice,
-    ToolSpec,
     Usage,
 )
 
@@ -50,7 +50,7 @@ def chat_request(
     temperature: float | None,
     convo: list[Message],
     schema: JSONSchema | None,
-    tools: Sequence[ToolSpec] | None,
+    tools: Sequence[OfferedTool] | None,
     tool_choice: ToolChoice,
     mode: StructuredMode | None,
     max_tokens: int | None,
@@ -199,7 +199,7 @@ def _message_param(m: Message) -> dict[str, Any]:
     return param
 
 
-def _tool_param(t: ToolSpec) -> dict[str, Any]:
+def _tool_param(t: OfferedTool) -> dict[str, Any]:
     return {
         "type": "function",
         "function": {

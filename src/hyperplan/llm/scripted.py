@@ -25,10 +25,10 @@ from hyperplan.llm.types import (
     LLMRequest,
     LLMResponse,
     Message,
+    OfferedTool,
     StructuredOutputError,
     ToolCall,
     ToolChoice,
-    ToolSpec,
     Usage,
 )
 
@@ -82,7 +82,7 @@ class ScriptedCall:
 
     messages: tuple[Message, ...]
     schema: JSONSchema | None
-    tools: tuple[ToolSpec, ...]
+    tools: tuple[OfferedTool, ...]
     tool_choice: ToolChoice
     component: str
     rule_index: int

@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from hyperplan._lazy import renamed_names
+
 Role = Literal["system", "user", "assistant", "tool"]
 
 JSONSchema = Mapping[str, Any]
@@ -94,8 +96,10 @@ class Message:
 
 
 @dataclass(frozen=True)
-class ToolSpec:
-    """A tool offered to the model: name, description and a JSON Schema for its arguments."""
+class OfferedTool:
+    """A tool definition sent to the model: name, description and a JSON Schema for its
+    arguments (the function-calling "tools" of a request). Formerly ``ToolSpec``, a name that
+    now means only :class:`hyperplan.catalog.ToolSpec`, a catalog's tool."""
 
     name: str
     description: str = ""
@@ -146,7 +150,7 @@ class LLM(Protocol):
         messages: Sequence[Message],
         *,
         schema: JSONSchema | None = None,
-        tools: Sequence[ToolSpec] | None = None,
+        tools: Sequence[OfferedTool] | None = None,
         tool_choice: ToolChoice = None,
         component: str = "",
     ) -> LLMResponse:
@@ -158,7 +162,7 @@ class LLM(Protocol):
         messages: Sequence[Message],
         *,
         schema: JSONSchema | None = None,
-        tools: Sequence[ToolSpec] | None = None,
+        tools: Sequence[OfferedTool] | None = None,
         tool_choice: ToolChoice = None,
         component: str = "",
     ) -> LLMResponse:
@@ -172,7 +176,7 @@ class LLMRequest:
 
     messages: Sequence[Message]
     schema: JSONSchema | None = None
-    tools: Sequence[ToolSpec] | None = None
+    tools: Sequence[OfferedTool] | None = None
     tool_choice: ToolChoice = None
     component: str = ""
 
@@ -192,7 +196,7 @@ class BaseLLM(ABC):
         messages: Sequence[Message],
         *,
         schema: JSONSchema | None = None,
-        tools: Sequence[ToolSpec] | None = None,
+        tools: Sequence[OfferedTool] | None = None,
         tool_choice: ToolChoice = None,
         component: str = "",
     ) -> LLMResponse:
@@ -204,7 +208,7 @@ class BaseLLM(ABC):
         messages: Sequence[Message],
         *,
         schema: JSONSchema | None = None,
-        tools: Sequence[ToolSpec] | None = None,
+        tools: Sequence[OfferedTool] | None = None,
         tool_choice: ToolChoice = None,
         component: str = "",
     ) -> LLMResponse:
@@ -217,3 +221,6 @@ class BaseLLM(ABC):
 
     async def _acomplete(self, request: LLMRequest) -> LLMResponse:
         return self._complete(request)
+
+
+__getattr__ = renamed_names(__name__, {"ToolSpec": "OfferedTool"})

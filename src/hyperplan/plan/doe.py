@@ -44,6 +44,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from hyperplan._lazy import renamed_names
 from hyperplan.graph.effects import write_tools
 from hyperplan.graph.links import type_codes, type_fit
 from hyperplan.graph.model import Hypergraph, NodeKind
@@ -604,10 +605,11 @@ def best_support_graph(graphs: Iterable[SupportGraph], relevance: np.ndarray | N
 
 
 @dataclass(frozen=True)
-class Selection:
-    """Support-graph selection over candidate terminal tools: the chosen graph (fewest tools,
-    then highest total support), the per-terminal results, and a readable reason when none
-    is feasible."""
+class SupportGraphChoice:
+    """Support Graph Selection over candidate terminal tools (:func:`select_support_graph`):
+    the chosen graph (fewest tools, then highest total support), the per-terminal results,
+    and a readable reason when none is feasible. (Formerly ``Selection``, a name that now
+    means only :class:`hyperplan.select.Selection`, what a selector returns.)"""
 
     chosen: SupportGraph | None
     results: tuple[DOEResult, ...]
@@ -618,7 +620,7 @@ def select_support_graph(graph: Hypergraph, terminals: Sequence[int | str],
                          grounding: Grounding | None = None,
                          config: DOEConfig | None = None,
                          relevance: np.ndarray | None = None,
-                         offering: Collection[int] = ()) -> Selection:
+                         offering: Collection[int] = ()) -> SupportGraphChoice:
     """DOE for each candidate terminal tool (:func:`expand`, ``offering`` as there), then
     Support Graph Selection (:func:`best_support_graph`)."""
     ids = [graph.tool(t).id if isinstance(t, str) else t for t in terminals]
@@ -628,7 +630,10 @@ def select_support_graph(graph: Hypergraph, terminals: Sequence[int | str],
     best = best_support_graph((g for r in results for g in r.complete), relevance,
                               cfg.relevance_weight, cfg.size_cost)
     if best is not None:
-        return Selection(best, results)
+        return SupportGraphChoice(best, results)
     missing = sorted({d for r in results for d in r.unsatisfiable})
     names = ", ".join(graph.node_name(d) for d in missing) or "no terminal tools"
-    return Selection(None, results, f"unsatisfiable: {names}")
+    return SupportGraphChoice(None, results, f"unsatisfiable: {names}")
+
+
+__getattr__ = renamed_names(__name__, {"Selection": "SupportGraphChoice"})

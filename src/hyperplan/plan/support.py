@@ -128,6 +128,25 @@ CHAINS = replace(AGENT, relevance_in_doe=True, independent_goals=True, attach_cl
                  reading_claimants_only=False)
 
 
+class PolicyName(StrEnum):
+    """The named policies above, for a command line or a config file: ``paper``
+    (:data:`PAPER`), ``agent`` (:data:`AGENT`), ``selector`` (:data:`SELECTOR`), ``chains``
+    (:data:`CHAINS`)."""
+
+    PAPER = "paper"
+    AGENT = "agent"
+    SELECTOR = "selector"
+    CHAINS = "chains"
+
+    @property
+    def policy(self) -> Policy:
+        return _POLICIES[self]
+
+
+_POLICIES = {PolicyName.PAPER: PAPER, PolicyName.AGENT: AGENT, PolicyName.SELECTOR: SELECTOR,
+             PolicyName.CHAINS: CHAINS}
+
+
 @dataclass(frozen=True)
 class SupportPlan:
     """What :func:`plan_support` found: per terminal its DOE result and its complete support
