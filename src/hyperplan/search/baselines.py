@@ -42,24 +42,7 @@ class _Greedy(SearchBase):
 
     def run(self) -> SearchResult:
         started = perf_counter()
-        self.env.reset()
-        actions: list[Action] = []
-        depth = 0
-        verdict = FAILED
-        try:
-            while depth < self.horizon:
-                decisions = self._decisions()
-                if not decisions:
-                    break
-                proposed = self._propose(decisions, 1)
-                action = proposed[0] if proposed else decisions[0]
-                self.env.step(action)
-                actions.append(action)
-                depth += 1
-            verdict = self.env.verify()
-        except Exception:
-            self.failures += 1
-            verdict = FAILED
+        actions, verdict = self.follow_top()
         self.record(actions, verdict)
         return self.result(started)
 

@@ -177,6 +177,26 @@ class SearchBase:
             self.failures += 1
             return FAILED
 
+    def follow_top(self) -> tuple[list[Action], Verdict]:
+        """One trajectory from h_0 taking the policy's top proposal at every step (greedy's
+        and CoT's rule, Reflexion's actor) until terminal / no decisions / horizon H, and its
+        verdict (:data:`FAILED` when a step or the verifier raises)."""
+        self.env.reset()
+        actions: list[Action] = []
+        try:
+            while len(actions) < self.horizon:
+                decisions = self._decisions()
+                if not decisions:
+                    break
+                proposed = self._propose(decisions, 1)
+                action = proposed[0] if proposed else decisions[0]
+                self.env.step(action)
+                actions.append(action)
+            return actions, self.env.verify()
+        except Exception:  # a failed step is a failed trajectory
+            self.failures += 1
+            return actions, FAILED
+
     def _rollout_pick(self) -> Callable[[SearchEnv, Sequence[Action], random.Random], Action]:
         """The rollout action chooser: the policy's, unless a subclass guides it."""
         return self.policy.rollout

@@ -42,16 +42,16 @@ the best reward, as for every method (the committed trajectory among them);
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, replace
 from time import perf_counter
 from typing import Any
 
 from hyperplan.search.common import FAILED, Best, SearchBase, SearchResult, Timing
 from hyperplan.search.config import MCTSConfig
-from hyperplan.search.env import Action, Objective, SearchEnv, Verdict
+from hyperplan.search.env import Action, SearchEnv
 from hyperplan.search.mcts import HyperMCTS
 from hyperplan.search.policies import Policy
+from hyperplan.search.timing import EnvView
 
 __all__ = ["FLARE", "FLAREConfig", "Rerooted", "flare", "flare_split"]
 
@@ -75,66 +75,28 @@ class FLAREConfig:
             raise ValueError("split spends B in all; per_decision is for the other way")
 
 
-class Rerooted:
+class Rerooted(EnvView):
     """``env`` with h_0 moved to a committed history: :meth:`reset` restores ``root`` (a
     snapshot of ``env``) and the horizon is what is left of ``env``'s after ``depth`` steps;
-    everything else is ``env``'s (the verifier scores the whole trajectory, committed prefix
-    included)."""
+    everything else is ``env``'s (:class:`~hyperplan.search.timing.EnvView`; the verifier
+    scores the whole trajectory, committed prefix included)."""
 
     def __init__(self, env: SearchEnv, root: Any, depth: int) -> None:
-        self._env = env
+        super().__init__(env)
         self._root = root
         self._horizon = max(0, env.horizon - depth)
-
-    @property
-    def query(self) -> str:
-        return self._env.query
-
-    @property
-    def objectives(self) -> Sequence[Objective]:
-        return self._env.objectives
 
     @property
     def horizon(self) -> int:
         return self._horizon
 
     def reset(self) -> None:
-        self._env.restore(self._root)
-
-    def snapshot(self) -> Any:
-        return self._env.snapshot()
-
-    def restore(self, snapshot: Any) -> None:
-        self._env.restore(snapshot)
-
-    def decisions(self) -> Sequence[Action]:
-        return self._env.decisions()
-
-    def step(self, action: Action) -> str:
-        return self._env.step(action)
-
-    def is_terminal(self) -> bool:
-        return self._env.is_terminal()
-
-    def identity(self, action: Action) -> Hashable:
-        return self._env.identity(action)
-
-    def recorded(self, action: Action) -> bool:
-        return self._env.recorded(action)
-
-    def verify(self) -> Verdict:
-        return self._env.verify()
-
-    def hint(self, action: Action) -> float:
-        return self._env.hint(action)
-
-    def describe(self) -> str:
-        return self._env.describe()
+        self.raw.restore(self._root)
 
     def __getattr__(self, name: str) -> Any:  # optional extras (e.g. decision_index)
         if name.startswith("_"):
             raise AttributeError(name)
-        return getattr(self._env, name)
+        return getattr(self.raw, name)
 
 
 class FLARE(SearchBase):

@@ -26,14 +26,14 @@ One iteration = one evaluated rollout, so the budget B is accounted as for every
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from time import perf_counter
 
-from hyperplan.search.common import FAILED, SearchBase, SearchResult
+from hyperplan.search.common import FAILED, SearchResult
 from hyperplan.search.config import MCTSConfig
 from hyperplan.search.env import Action, SearchEnv, Verdict
 from hyperplan.search.policies import Policy
+from hyperplan.search.reflection import ReflectingSearch
 from hyperplan.search.selection import uct_argmax
 from hyperplan.search.tree import Edge, HistoryTree, Node, backup
 
@@ -62,7 +62,7 @@ def mixed_value(value: float, reward: float, weight: float) -> float:
     return weight * value + (1.0 - weight) * reward
 
 
-class LATS(SearchBase):
+class LATS(ReflectingSearch):
     """The LATS-style search (module doc). After :meth:`run`, ``tree`` and ``values`` (the
     value function's score of each edge's child) stay inspectable; ``reflections`` holds the
     model's reflections on failed trajectories (empty without a model)."""
@@ -75,8 +75,6 @@ class LATS(SearchBase):
         self.lats = lats or LATSConfig()
         self.tree: HistoryTree | None = None
         self.values: dict[Edge, float] = {}
-        self.reflections: list[str] = []
-        self.can_reflect = callable(getattr(policy, "reflect", None))
 
     def value(self, action: Action) -> float:
         """Step 3: the value function's score of the child reached by ``action`` from the
@@ -131,14 +129,6 @@ class LATS(SearchBase):
         self.env.restore(node.snapshot)
         return self.simulate(node.depth, actions, [])
 
-    def reflect(self, actions: Sequence[Action], verdict: Verdict) -> None:
-        """Step 6 on a failed trajectory: the model's reflection, when the policy has one."""
-        if verdict.success or not self.can_reflect:
-            return
-        note = self.policy.reflect(self.env, actions, verdict)
-        if note:
-            self.reflections.append(str(note))
-
     def iterate(self) -> None:
         """One iteration (module doc, steps 1-6)."""
         assert self.tree is not None
@@ -162,16 +152,7 @@ class LATS(SearchBase):
         self.tree = HistoryTree(self.env.snapshot(), self.config.branching)
         while not self.exhausted:
             self.iterate()
-        result = self.result(started)
-        result.notes["reflection"] = self.reflection_note()
-        return result
-
-    def reflection_note(self) -> str:
-        """What became of step 6, for the result."""
-        if self.can_reflect:
-            return f"{len(self.reflections)} reflections"
-        name = self.raw_policy.name.split("(")[0]
-        return f"skipped ({name} policy)"
+        return self.result(started)  # (with the reflection note)
 
 
 def lats(env: SearchEnv, policy: Policy, config: MCTSConfig, seed: int = 0,

@@ -27,15 +27,16 @@ from __future__ import annotations
 from time import perf_counter
 
 from hyperplan.search.baselines import greedy
-from hyperplan.search.common import FAILED, SearchBase, SearchResult
+from hyperplan.search.common import SearchResult
 from hyperplan.search.config import MCTSConfig
 from hyperplan.search.env import Action, SearchEnv, Verdict
 from hyperplan.search.policies import Policy
+from hyperplan.search.reflection import ReflectingSearch
 
 __all__ = ["Reflexion", "cot", "reflexion"]
 
 
-class Reflexion(SearchBase):
+class Reflexion(ReflectingSearch):
     """The Reflexion-style search (module doc). After :meth:`run`, ``reflections`` holds the
     model's reflections (empty without a model)."""
 
@@ -45,34 +46,11 @@ class Reflexion(SearchBase):
                  seed: int = 0) -> None:
         super().__init__(env, policy, config, seed)
         self.method = "reflexion"  # on the instance: the compiled base reads no subclass attribute
-        self.reflections: list[str] = []
-        self.can_reflect = callable(getattr(policy, "reflect", None))
 
     def trial(self) -> tuple[list[Action], Verdict]:
-        """Steps 1-2: one actor trajectory from h_0 and its verdict."""
-        self.env.reset()
-        actions: list[Action] = []
-        try:
-            while len(actions) < self.horizon:
-                decisions = self._decisions()
-                if not decisions:
-                    break
-                proposed = self._propose(decisions, 1)
-                action = proposed[0] if proposed else decisions[0]
-                self.env.step(action)
-                actions.append(action)
-            return actions, self.env.verify()
-        except Exception:  # a failed step is a failed trial
-            self.failures += 1
-            return actions, FAILED
-
-    def reflect(self, actions: list[Action], verdict: Verdict) -> None:
-        """Step 3 on a failed trial: the model's reflection, when the policy has one."""
-        if verdict.success or not self.can_reflect:
-            return
-        note = self.policy.reflect(self.env, actions, verdict)
-        if note:
-            self.reflections.append(str(note))
+        """Steps 1-2: one actor trajectory from h_0 and its verdict
+        (:meth:`~hyperplan.search.common.SearchBase.follow_top`)."""
+        return self.follow_top()
 
     def run(self) -> SearchResult:
         started = perf_counter()
@@ -81,15 +59,7 @@ class Reflexion(SearchBase):
             self.record(actions, verdict)
             if not self.exhausted:  # no reflection after the last trial: nothing would read it
                 self.reflect(actions, verdict)
-        result = self.result(started)
-        result.notes["reflection"] = self.reflection_note()
-        return result
-
-    def reflection_note(self) -> str:
-        """What became of step 3, for the result."""
-        if self.can_reflect:
-            return f"{len(self.reflections)} reflections"
-        return f"skipped ({self.raw_policy.name.split('(')[0]} policy)"
+        return self.result(started)  # (with the reflection note)
 
 
 def reflexion(env: SearchEnv, policy: Policy, config: MCTSConfig, seed: int = 0) -> SearchResult:

@@ -16,24 +16,28 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from time import perf_counter
-from typing import Any
+from typing import Any, TypeVar
+
+from mypy_extensions import mypyc_attr
 
 from hyperplan.search.env import Action, Objective, SearchEnv, Verdict
 from hyperplan.search.policies import Policy
 from hyperplan.search.tree import Child, child
 
+T = TypeVar("T")
 
-class TimedCalls:
-    """The calls of a :class:`~hyperplan.search.env.SearchEnv` into ``raw``, each adding its
-    duration to ``seconds``, a raising call included (the attributes ``query``,
-    ``objectives`` and ``horizon`` are read through, untimed). :class:`TimedEnv` adds the
-    search's compound calls."""
 
-    __slots__ = ("raw", "seconds")
+@mypyc_attr(allow_interpreted_subclasses=True)
+class EnvView:
+    """A :class:`~hyperplan.search.env.SearchEnv` that passes every call and attribute to
+    ``raw``: the base of the views a search runs on, which change some of them (the timed
+    calls, :class:`TimedCalls`; a history taken as h_0, FLARE's
+    :class:`~hyperplan.search.flare.Rerooted`)."""
+
+    __slots__ = ("raw",)
 
     def __init__(self, raw: SearchEnv) -> None:
         self.raw = raw
-        self.seconds = 0.0
 
     @property
     def query(self) -> str:
@@ -48,82 +52,91 @@ class TimedCalls:
         return self.raw.horizon
 
     def reset(self) -> None:
-        t = perf_counter()
-        try:
-            self.raw.reset()
-        finally:
-            self.seconds += perf_counter() - t
+        self.raw.reset()
 
     def snapshot(self) -> Any:
-        t = perf_counter()
-        try:
-            return self.raw.snapshot()
-        finally:
-            self.seconds += perf_counter() - t
+        return self.raw.snapshot()
 
     def restore(self, snapshot: Any) -> None:
-        t = perf_counter()
-        try:
-            self.raw.restore(snapshot)
-        finally:
-            self.seconds += perf_counter() - t
+        self.raw.restore(snapshot)
 
     def decisions(self) -> Sequence[Action]:
-        t = perf_counter()
-        try:
-            return self.raw.decisions()
-        finally:
-            self.seconds += perf_counter() - t
+        return self.raw.decisions()
 
     def step(self, action: Action) -> str:
-        t = perf_counter()
-        try:
-            return self.raw.step(action)
-        finally:
-            self.seconds += perf_counter() - t
+        return self.raw.step(action)
 
     def is_terminal(self) -> bool:
-        t = perf_counter()
-        try:
-            return self.raw.is_terminal()
-        finally:
-            self.seconds += perf_counter() - t
+        return self.raw.is_terminal()
 
     def identity(self, action: Action) -> Hashable:
-        t = perf_counter()
-        try:
-            return self.raw.identity(action)
-        finally:
-            self.seconds += perf_counter() - t
+        return self.raw.identity(action)
 
     def recorded(self, action: Action) -> bool:
-        t = perf_counter()
-        try:
-            return self.raw.recorded(action)
-        finally:
-            self.seconds += perf_counter() - t
+        return self.raw.recorded(action)
 
     def verify(self) -> Verdict:
-        t = perf_counter()
-        try:
-            return self.raw.verify()
-        finally:
-            self.seconds += perf_counter() - t
+        return self.raw.verify()
 
     def hint(self, action: Action) -> float:
-        t = perf_counter()
-        try:
-            return self.raw.hint(action)
-        finally:
-            self.seconds += perf_counter() - t
+        return self.raw.hint(action)
 
     def describe(self) -> str:
+        return self.raw.describe()
+
+
+class TimedCalls(EnvView):
+    """The calls of a :class:`~hyperplan.search.env.SearchEnv` into ``raw``, each adding its
+    duration to ``seconds``, a raising call included (the attributes ``query``,
+    ``objectives`` and ``horizon`` are read through, untimed). :class:`TimedEnv` adds the
+    search's compound calls."""
+
+    __slots__ = ("seconds",)
+
+    def __init__(self, raw: SearchEnv) -> None:
+        super().__init__(raw)
+        self.seconds = 0.0
+
+    def timed(self, call: Callable[..., T], *args: Any) -> T:
+        """``call(*args)``, its duration added to ``seconds``."""
         t = perf_counter()
         try:
-            return self.raw.describe()
+            return call(*args)
         finally:
             self.seconds += perf_counter() - t
 
+    def reset(self) -> None:
+        self.timed(self.raw.reset)
+
+    def snapshot(self) -> Any:
+        return self.timed(self.raw.snapshot)
+
+    def restore(self, snapshot: Any) -> None:
+        self.timed(self.raw.restore, snapshot)
+
+    def decisions(self) -> Sequence[Action]:
+        return self.timed(self.raw.decisions)
+
+    def step(self, action: Action) -> str:
+        return self.timed(self.raw.step, action)
+
+    def is_terminal(self) -> bool:
+        return self.timed(self.raw.is_terminal)
+
+    def identity(self, action: Action) -> Hashable:
+        return self.timed(self.raw.identity, action)
+
+    def recorded(self, action: Action) -> bool:
+        return self.timed(self.raw.recorded, action)
+
+    def verify(self) -> Verdict:
+        return self.timed(self.raw.verify)
+
+    def hint(self, action: Action) -> float:
+        return self.timed(self.raw.hint, action)
+
+    def describe(self) -> str:
+        return self.timed(self.raw.describe)
 
 
 class TimedEnv(TimedCalls):

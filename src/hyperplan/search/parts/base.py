@@ -26,7 +26,7 @@ subclasses of the search.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING, NamedTuple
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from hyperplan.search.mcts import HyperMCTS
 
 __all__ = ["ChildFilter", "Composer", "Design", "Mark", "Observer", "PriorRule", "RolloutChooser",
-           "Widener", "reads"]
+           "Widener", "reads", "without_marked"]
 
 
 class Mark(StrEnum):
@@ -63,6 +63,20 @@ class ChildFilter:
 
     def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
         raise NotImplementedError
+
+
+def without_marked(edges: list[Edge], marked: set[Hashable]) -> list[Edge]:
+    """``edges`` without the recorded children whose identity phi is ``marked`` (one of the
+    ledger's sets), possibly none; ``edges`` itself when no child is marked (the common
+    case: nothing is built)."""
+    if not marked:
+        return edges
+    for edge in edges:
+        if edge.recorded and edge.identity in marked:
+            break
+    else:
+        return edges
+    return [e for e in edges if not (e.recorded and e.identity in marked)]
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hyperplan.search.parts.base import ChildFilter, Mark
+from hyperplan.search.parts.base import ChildFilter, Mark, without_marked
 from hyperplan.search.tree import Edge
 
 if TYPE_CHECKING:
@@ -32,16 +32,9 @@ class FreeLast(ChildFilter):
         return frozenset({Mark.FREE})
 
     def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
-        free = search.ledger.free
-        if not free:
-            return edges
-        for edge in edges:  # most histories have no free child: nothing is built for them
-            if edge.recorded and edge.identity in free:
-                break
-        else:
-            return edges
-        rest = [e for e in edges if not (e.recorded and e.identity in free)]
-        for edge in rest:
-            if edge.recorded:
-                return rest
+        rest = without_marked(edges, search.ledger.free)
+        if rest is not edges:
+            for edge in rest:
+                if edge.recorded:
+                    return rest
         return edges

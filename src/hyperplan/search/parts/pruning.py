@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hyperplan.search.parts.base import ChildFilter, Mark
+from hyperplan.search.parts.base import ChildFilter, Mark, without_marked
 from hyperplan.search.tree import Edge
 
 if TYPE_CHECKING:
@@ -31,13 +31,5 @@ class EvidencePruning(ChildFilter):
         return frozenset({Mark.REFUTED})
 
     def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
-        refuted = search.ledger.refuted
-        if not refuted:
-            return edges
-        for edge in edges:  # most histories have no refuted child: nothing is built for them
-            if edge.recorded and edge.identity in refuted:
-                break
-        else:
-            return edges
-        alive = [e for e in edges if not (e.recorded and e.identity in refuted)]
+        alive = without_marked(edges, search.ledger.refuted)
         return alive if alive else edges
