@@ -81,7 +81,7 @@ def main() -> None:
     print(f"{len(tools)} function tools; final output: {result.final_output}")
     for i, call in enumerate(model.calls, 1):
         print(f"model call {i}: {', '.join(t.name for t in call.tools)}")
-    last = selection.narrower.last
+    last = selection.host.last
     if last is not None:
         held = ", ".join(last.selection.held)
         print(f"last selection ({last.selection.tokens} of {last.selection.all_tokens} "

@@ -147,12 +147,13 @@ def test_catalog_of_framework_tools_gets_outputs_from_returns_clauses() -> None:
     assert output_schema_of(print) is None
 
 
-def test_narrower_selects_the_producer_and_keeps_what_it_cannot_judge(tmp_path: Path) -> None:
-    from hyperplan.integrations._catalog import Call, Narrower, ToolDef
+def test_host_narrows_to_the_producer_and_keeps_what_it_cannot_judge(tmp_path: Path) -> None:
+    from hyperplan.integrations._catalog import Call, ToolDef
+    from hyperplan.integrations.host import SelectionHost
 
     defs = [ToolDef(f["name"], f["description"], f["parameters"]) for f in workspace_functions()]
     odd = ToolDef("odd_tool", "Takes a string.", {"type": "string"})
-    narrower = Narrower(budget=6, keep={"todo"}, cache_dir=tmp_path)
+    narrower = SelectionHost(budget=6, keep={"todo"}, cache_dir=tmp_path)
     tools = [*defs, odd, ToolDef("todo", "Keep a todo list.", None)]
     got = narrower.narrow(tools, REQUEST)
     assert got is not None
@@ -161,7 +162,7 @@ def test_narrower_selects_the_producer_and_keeps_what_it_cannot_judge(tmp_path: 
     assert len(set(got.names) & WORKSPACE) <= 6
     assert list(got.names) == [n for n in (t.name for t in tools) if n in got.names]
     # cached: the same tool set is not built again
-    assert narrower.selectors.get(defs) is narrower.selectors.get(list(reversed(defs)))
+    assert narrower.selector(defs) is narrower.selector(list(reversed(defs)))
     # the state moves on: once the id is held, its producers are no longer needed for it
     after = narrower.narrow(tools, REQUEST, [Call("find_ticket", {"title": "Login page broken"},
                                                   '{"ticket_id": "T-17"}')])

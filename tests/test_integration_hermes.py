@@ -157,7 +157,7 @@ def run_hermes(home: Path) -> dict[str, Any]:
                       "hooks": list(p.hooks_registered)}
                   for k, p in get_plugin_manager()._plugins.items() if k == "hyperplan"}
         recorded = [{"tool": c.tool, "arguments": dict(c.arguments), "ok": c.ok}
-                    for c in plugin.conversations.calls("hp-test-session")]
+                    for c in plugin.recorded("hp-test-session")]
         last = plugin.last.selection.as_dict() if plugin.last else None
         return {"requests": _Stub.requests, "calls": calls, "plugin": loaded,
                 "recorded": recorded, "last": last, "formats": other_formats(agent.tools),
@@ -232,6 +232,30 @@ def _bridge(deferred: int) -> list[dict[str, Any]]:
     return [{"type": "function", "function": {"name": n, "description": d,
                                               "parameters": {"type": "object"}}}
             for n, d in text.items()]
+
+
+def test_plugin_records_into_its_hosts_conversations() -> None:
+    """The plugin's one selection host keeps the calls its hook records per session, until the
+    session ends; ``narrower`` is the host's deprecated name."""
+    import warnings
+
+    from hyperplan.integrations.hermes import HermesPlugin
+    from hyperplan.integrations.host import SelectionHost
+
+    host = SelectionHost(cache_dir=None)
+    plugin = HermesPlugin(host=host)
+    plugin.on_post_tool_call(tool_name="tool_call", session_id="s", result='{"ticket_id": 1}',
+                             args={"name": "find_ticket", "arguments": '{"title": "x"}'})
+    plugin.on_post_tool_call(tool_name="close_ticket", args={}, status="error")  # no session
+    assert [(c.tool, dict(c.arguments)) for c in plugin.recorded("s")] == \
+        [("find_ticket", {"title": "x"})]
+    assert len(host.conversations) == 1 and plugin.recorded("") == []
+    plugin.on_session_finalize(session_id="s")
+    assert host.conversations.get("s") is None and plugin.recorded("s") == []
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        assert HermesPlugin(narrower=host).narrower is host
+    assert [w.category for w in warned] == [DeprecationWarning, DeprecationWarning]
 
 
 def test_hermes_own_tool_search_is_reported_once(caplog: Any) -> None:

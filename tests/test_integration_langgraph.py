@@ -164,6 +164,11 @@ def test_react_agent_binds_only_the_selected_tools_per_turn(tmp_path: Path) -> N
     # the second call's selection saw find_ticket's result: the ticket id is held
     assert narrower.last is not None
     assert "ticket_id" in narrower.last.selection.held
+    assert narrower.host.last is narrower.last
+    with warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        assert narrower.narrower is narrower.host  # the host's deprecated name
+    assert [w.category for w in warned] == [DeprecationWarning]
 
 
 TURN_TWO = "Now delete the support ticket titled 'Checkout fails'."

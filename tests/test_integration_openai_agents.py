@@ -68,10 +68,11 @@ def test_function_tools_are_enabled_only_while_selected(tmp_path: Path) -> None:
     assert len(sent[0]) <= 6 < len(WORKSPACE)
     assert "update_ticket_status" in sent[1]
     # the hooks recorded both calls for the conversation, and the next turn saw them
-    recorded = selection.conversations.calls(selection.conversation(result.context_wrapper))
+    recorded = selection.conversations.ensure(
+        selection.conversation(result.context_wrapper)).calls()
     assert [c.tool for c in recorded] == ["find_ticket", "update_ticket_status"]
     assert recorded[0].arguments == {"title": "Login page broken"}
-    last = selection.narrower.last
+    last = selection.host.last
     assert last is not None and "ticket_id" in last.selection.held
 
 
@@ -153,7 +154,8 @@ def test_mcp_tool_filter_narrows_a_real_stdio_server(tmp_path: Path) -> None:
     assert {"find_ticket", "update_ticket_status"} <= set(sent[0])
     assert len(sent[0]) <= 6
     assert set(sent[0]) <= WORKSPACE
-    recorded = selection.conversations.calls(selection.conversation(result.context_wrapper))
+    recorded = selection.conversations.ensure(
+        selection.conversation(result.context_wrapper)).calls()
     assert [c.tool for c in recorded] == ["find_ticket", "update_ticket_status"]
 
 

@@ -23,7 +23,8 @@ from typing import Any
 import pytest
 
 from hyperplan.catalog import build_catalog, make_tool
-from hyperplan.integrations._catalog import Call, Narrower, ToolDef
+from hyperplan.integrations._catalog import Call, ToolDef
+from hyperplan.integrations.host import SelectionHost
 from hyperplan.select import build_selector
 from test_integration_catalog import ENTITIES, workspace_functions
 
@@ -63,7 +64,7 @@ Offer = Callable[[str, list[Call], str, list[Call]], tuple[str, ...]]
 
 
 def session_offer(cache: Path) -> Offer:
-    narrower = Narrower(budget=BUDGET, cache_dir=cache)
+    narrower = SelectionHost(budget=BUDGET, cache_dir=cache)
 
     def offer(r1: str, c1: list[Call], r2: str, c2: list[Call]) -> tuple[str, ...]:
         decided = narrower.narrow(DEFS, r2, c2, earlier=c1)
@@ -203,10 +204,10 @@ def hermes_offer(cache: Path) -> Offer:
             out.append({"role": "tool", "tool_call_id": cid, "content": str(call.result)})
         return out
 
-    narrower = Narrower(budget=BUDGET, cache_dir=cache)
+    host = SelectionHost(budget=BUDGET, cache_dir=cache)
 
     def offer(r1: str, c1: list[Call], r2: str, c2: list[Call]) -> tuple[str, ...]:
-        plugin = HermesPlugin(narrower=narrower)
+        plugin = HermesPlugin(host=host)  # one host, its sessions forgotten after each
         for call in [*c1, *c2]:
             plugin.on_post_tool_call(tool_name=call.tool, args=dict(call.arguments),
                                      result=call.result, session_id="s")
@@ -215,6 +216,7 @@ def hermes_offer(cache: Path) -> Offer:
         answer = plugin.on_llm_request(request={"model": "m", "tools": tools,
                                                 "messages": messages},
                                        api_mode="chat_completions", session_id="s")
+        plugin.on_session_finalize(session_id="s")
         assert answer is not None
         return tuple(t["function"]["name"] for t in answer["request"]["tools"])
 

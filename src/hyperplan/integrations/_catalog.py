@@ -1,5 +1,6 @@
-"""What the framework adapters share: a framework's tool schemas as a hyperplan catalog, a cache
-of selectors keyed by the tool set, per-conversation call logs, and the narrowing itself.
+"""What the framework adapters share: a framework's tool schemas as a hyperplan catalog, and a
+provider request's messages read as the request and the calls made (the selectors, the
+conversations and the narrowing are the selection host's, :mod:`hyperplan.integrations.host`).
 
 Frameworks hand their tools over as JSON schemas of the inputs only (OpenAI functions, Anthropic
 ``input_schema``, LangChain ``args_schema``, pydantic-ai ``ToolDefinition``): which tool's output
@@ -16,42 +17,19 @@ Nothing here imports a framework, and nothing heavy loads before the first selec
 
 from __future__ import annotations
 
-import hashlib
 import json
-import logging
-import threading
 import warnings
-from collections import OrderedDict
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+# Turn and open_session: re-exported for the gateway until it imports them from the host
 from hyperplan.integrations.host.conversation import Call as Call
 from hyperplan.integrations.host.conversation import Turn as Turn
 from hyperplan.integrations.host.conversation import open_session as open_session
-from hyperplan.secrets import redact_cut
 
 if TYPE_CHECKING:
-    from hyperplan.catalog import Catalog, ToolSpec
-    from hyperplan.embed.base import Embedder
-    from hyperplan.select import Selection, Selector
-    from hyperplan.select.selector import SelectConfig
-    from hyperplan.select.session import Session
-
-logger = logging.getLogger("hyperplan.integrations")
-
-#: Tools a narrowed list offers beside the kept ones, unless an adapter is told otherwise.
-DEFAULT_BUDGET = 10
-#: Selectors kept in memory per cache (each distinct tool set is one).
-DEFAULT_SELECTORS = 4
-#: Conversations whose calls are remembered at once (least recently used dropped first).
-MAX_CONVERSATIONS = 256
-#: Calls remembered per conversation (oldest dropped first).
-MAX_CALLS = 500
-
-Keep = Collection[str] | Callable[[str], bool]
-"""Tools a narrowed list always keeps: names, or a predicate on the name."""
+    from hyperplan.catalog import ToolSpec
 
 
 @dataclass(frozen=True)
@@ -170,98 +148,6 @@ def to_spec(tool: ToolDef, richer: ToolSpec | None = None) -> ToolSpec | None:
         return None
 
 
-def _bare(name: str) -> str:
-    """A tool's name without the server prefix agents give MCP tools (Hermes' ``mcp__srv__x``,
-    the OpenAI Agents SDK's ``srv__x`` / ``srv_x`` when asked to prefix)."""
-    return name.rsplit("__", 1)[-1]
-
-
-class SelectorCache:
-    """Selectors for the tool sets an agent sends, built on first sight and kept (the graph
-    also on disk under ``cache_dir``, see :func:`hyperplan.select.build_selector`).
-
-    ``sources`` (``KIND:LOCATION`` strings or catalogs, e.g. the MCP servers the agent talks
-    to) describe tools better than the agent's request does: a requested tool that a source
-    names (also under an MCP prefix, ``mcp__server__name``) takes the source's schemas, its
-    output schema included. The selector covers the requested tools only, under the names the
-    agent uses."""
-
-    def __init__(self, *, embedder: str | Embedder = "auto",
-                 cache_dir: str | Path | None = "default", config: SelectConfig | None = None,
-                 sources: Sequence[str | Catalog] = (), size: int = DEFAULT_SELECTORS) -> None:
-        self.embedder = embedder
-        self.cache_dir = cache_dir
-        self.config = config
-        self.sources = list(sources)
-        self.size = max(1, size)
-        self._selectors: OrderedDict[str, tuple[Selector, frozenset[str]]] = OrderedDict()
-        self._lock = threading.Lock()
-        self._building: dict[str, threading.Lock] = {}
-        self._known: dict[str, ToolSpec] | None = None
-        self._embedder: Embedder | None = None
-
-    def _source_tools(self) -> dict[str, ToolSpec]:
-        if self._known is None:
-            known: dict[str, ToolSpec] = {}
-            if self.sources:
-                from hyperplan.select.cache import load_catalogs
-
-                for tool in load_catalogs(self.sources).tools:
-                    known.setdefault(tool.name, tool)
-                    known.setdefault(_bare(tool.name), tool)
-            self._known = known
-        return self._known
-
-    def get(self, tools: Sequence[ToolDef]) -> tuple[Selector, frozenset[str]] | None:
-        """The selector over ``tools`` and the names it covers (tools whose schemas could not
-        be read are left out of it), None when it would cover fewer than two tools."""
-        key = hashlib.sha256("\x00".join(sorted(t.key() for t in tools)).encode()).hexdigest()
-        with self._lock:
-            hit = self._selectors.get(key)
-            if hit is not None:
-                self._selectors.move_to_end(key)
-                return hit
-            building = self._building.setdefault(key, threading.Lock())
-        with building:  # one build per tool set, however many callers wait for it
-            with self._lock:
-                hit = self._selectors.get(key)
-            if hit is None:
-                hit = self._build(tools)
-            with self._lock:
-                self._building.pop(key, None)
-                if hit is None:
-                    return None
-                self._selectors[key] = hit
-                self._selectors.move_to_end(key)
-                while len(self._selectors) > self.size:
-                    self._selectors.popitem(last=False)
-            return hit
-
-    def _build(self, tools: Sequence[ToolDef]) -> tuple[Selector, frozenset[str]] | None:
-        from hyperplan.catalog import build_catalog
-        from hyperplan.select import build_selector
-
-        known = self._source_tools()
-        specs: dict[str, ToolSpec] = {}
-        for tool in tools:
-            spec = to_spec(tool, known.get(tool.name) or known.get(_bare(tool.name)))
-            if spec is not None and spec.name not in specs:
-                specs[spec.name] = spec
-        if len(specs) < 2:
-            return None
-        if self._embedder is None:
-            from hyperplan.embed import get_embedder
-
-            self._embedder = get_embedder(self.embedder) if isinstance(self.embedder, str) \
-                else self.embedder
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            selector = build_selector([build_catalog(specs.values(), source="integration")],
-                                      embedder=self._embedder, cache_dir=self.cache_dir,
-                                      config=self.config)
-        return selector, frozenset(specs)
-
-
 def parse_result(value: Any) -> Any:
     """A tool result as JSON-like data: JSON text decoded, models dumped, anything else as
     it is (the session grounds what it can find in it)."""
@@ -294,119 +180,9 @@ def parse_arguments(value: Any) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {}
 
 
-class Conversations:
-    """The calls of each conversation (keyed by the host's session id), for hosts that report
-    results through a hook rather than a message history: bounded and thread-safe."""
-
-    def __init__(self, limit: int = MAX_CONVERSATIONS) -> None:
-        self.limit = limit
-        self._calls: OrderedDict[str, list[Call]] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def record(self, key: str, call: Call) -> None:
-        with self._lock:
-            calls = self._calls.setdefault(key, [])
-            self._calls.move_to_end(key)
-            calls.append(call)
-            del calls[:-MAX_CALLS]
-            while len(self._calls) > self.limit:
-                self._calls.popitem(last=False)
-
-    def calls(self, key: str) -> list[Call]:
-        with self._lock:
-            return list(self._calls.get(key, ()))
-
-    def forget(self, key: str) -> None:
-        with self._lock:
-            self._calls.pop(key, None)
-
-
-def session_of(selector: Selector, request: str, calls: Iterable[Call],
-               earlier: Iterable[Call] = ()) -> Session:
-    """A session over ``selector`` that has seen ``earlier`` (the calls of the conversation's
-    earlier user turns), then a new turn for ``request``, then ``calls`` (this turn's): the
-    state of Definition 4, re-conditioned on the request (:meth:`Session.new_turn`)."""
-    before = [parsed(c) for c in earlier]
-    opening = [Turn(""), *before, Turn(request)] if before else [Turn(request)]
-    return open_session(selector, [*opening, *(parsed(c) for c in calls)])
-
-
 def parsed(call: Call) -> Call:
     """``call`` with its result as JSON-like data (:func:`parse_result`)."""
     return replace(call, result=parse_result(call.result))
-
-
-@dataclass(frozen=True)
-class Narrowed:
-    """What a narrowing decided: ``names`` the tools offered to the model, in the order the
-    agent listed them; ``selection`` hyperplan's answer (with why each tool is there);
-    ``kept`` the names offered because they are always kept or could not be judged."""
-
-    names: tuple[str, ...]
-    selection: Selection
-    kept: tuple[str, ...] = ()
-
-    def allows(self, name: str) -> bool:
-        return name in self.names
-
-
-def _keeps(keep: Keep) -> Callable[[str], bool]:
-    if callable(keep):
-        return keep
-    names = frozenset(keep)
-    return names.__contains__
-
-
-class Narrower:
-    """The narrowing every adapter does: given the tools the agent would send, the request
-    (its last user message) and the calls made so far, the tools to send instead: hyperplan's
-    selection (at most ``budget``, with the producers the selected tools need), every tool in
-    ``keep``, and every tool hyperplan could not read. Nothing is narrowed when the request is
-    empty or the agent offers no more than ``budget`` tools besides the kept ones."""
-
-    def __init__(self, *, budget: int = DEFAULT_BUDGET, keep: Keep = (),
-                 embedder: str | Embedder = "auto", cache_dir: str | Path | None = "default",
-                 config: SelectConfig | None = None, sources: Sequence[str | Catalog] = (),
-                 selectors: SelectorCache | None = None) -> None:
-        if budget < 1:
-            raise ValueError(f"budget must be at least 1, got {budget}")
-        self.budget = budget
-        self.keep = _keeps(keep)
-        self.selectors = selectors or SelectorCache(embedder=embedder, cache_dir=cache_dir,
-                                                    config=config, sources=sources)
-        self.last: Narrowed | None = None
-
-    def narrow(self, tools: Sequence[ToolDef], request: str, calls: Iterable[Call] = (), *,
-               also_keep: Collection[str] = (), earlier: Iterable[Call] = ()
-               ) -> Narrowed | None:
-        """The tools to offer, None when the list stays as it is (see the class doc);
-        ``calls``: this user turn's calls, ``earlier``: the calls of the conversation's
-        earlier turns (:func:`session_of`); ``also_keep``: names kept this time only (e.g.
-        the tool a ``tool_choice`` forces)."""
-        request = request.strip()
-        names = [t.name for t in tools]
-
-        def keeps(name: str) -> bool:
-            return name in also_keep or self.keep(name)
-
-        candidates = [t for t in tools if not keeps(t.name)]
-        if not request or len(candidates) <= self.budget:
-            return None
-        got = self.selectors.get(candidates)
-        if got is None:
-            return None
-        selector, covered = got
-        selection = session_of(selector, request, calls, earlier).select(
-            budget=self.budget)
-        chosen = set(selection.names)
-        kept = tuple(n for n in names if keeps(n) or n not in covered)
-        offered = tuple(dict.fromkeys(n for n in names if n in chosen or n in kept))
-        narrowed = Narrowed(names=offered, selection=selection, kept=kept)
-        self.last = narrowed
-        logger.debug("hyperplan narrowed %d tools to %d for %r: %s", len(names), len(offered),
-                     redact_cut(request, 80), ", ".join(t.name + " (" + t.why() + ")"
-                                             for t in selection.tools))
-        return narrowed
 
 
 def text_of(content: Any) -> str:
@@ -446,7 +222,8 @@ def last_user_text(messages: Any) -> str:
 def turns_in(messages: Any) -> tuple[list[Call], list[Call]]:
     """The calls of a provider request's message list (as :func:`calls_in` reads them) split
     at its last user message with text: this turn's calls and the earlier turns' (for
-    :meth:`Narrower.narrow`'s ``earlier``, which re-conditions on the new request)."""
+    ``earlier`` of :meth:`~hyperplan.integrations.host.SelectionHost.narrow`, which
+    re-conditions on the new request)."""
     if not isinstance(messages, (list, tuple)):
         return [], []
     start = next((i for i in range(len(messages) - 1, -1, -1)

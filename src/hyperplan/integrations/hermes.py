@@ -65,11 +65,13 @@ import logging
 import os
 import re
 import threading
+import warnings
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from hyperplan.integrations._catalog import Call, Conversations, Narrowed, Narrower, ToolDef
+    from hyperplan.integrations._catalog import Call, ToolDef
+    from hyperplan.integrations.host import Narrowed, SelectionHost
 
 logger = logging.getLogger("hyperplan.integrations.hermes")
 
@@ -135,17 +137,22 @@ class HermesPlugin:
     """The plugin object behind the ``hermes_agent.plugins`` entry point (module doc).
 
     Arguments left None are read from the environment / config.yaml when Hermes registers the
-    plugin; ``narrower`` replaces the whole selection setup (tests, custom embedders)."""
+    plugin; ``host`` replaces the whole selection setup (tests, custom embedders): the
+    plugin's one :class:`~hyperplan.integrations.host.SelectionHost`, whose conversations
+    are Hermes' sessions. ``narrower`` is the deprecated name of ``host``."""
 
     def __init__(self, *, budget: int | None = None, keep: str | None = None,
                  sources: list[str] | None = None, embedder: str | None = None,
-                 narrower: Narrower | None = None) -> None:
+                 host: SelectionHost | None = None,
+                 narrower: SelectionHost | None = None) -> None:
+        if narrower is not None:
+            warnings.warn("HermesPlugin(narrower=...) is deprecated: pass host=...",
+                          DeprecationWarning, stacklevel=2)
         self.budget = budget
         self.keep = keep
         self.sources = sources
         self.embedder = embedder
-        self._narrower = narrower
-        self._conversations: Conversations | None = None
+        self._host = host or narrower
         self._lock = threading.Lock()
         self.last: Narrowed | None = None
         #: How many tools Hermes' own tool search had deferred when first seen (None: never).
@@ -186,39 +193,43 @@ class HermesPlugin:
             name, arguments = tool_name, parse_arguments(args)
             if name == "tool_call" and isinstance(arguments.get("name"), str):
                 name, arguments = arguments["name"], parse_arguments(arguments.get("arguments"))
-            if name:
-                self.conversations.record(session_id or task_id,
-                                          Call(name, arguments, result, status in (None, "ok")))
+            key = session_id or task_id
+            if name and key:
+                self.host.conversations.ensure(key).observe(
+                    Call(name, arguments, result, status in (None, "ok")))
         except Exception:
             logger.warning("hyperplan: could not record a tool result", exc_info=True)
 
     def on_session_finalize(self, session_id: str = "", **_: Any) -> None:
-        if self._conversations is not None and session_id:
-            self._conversations.forget(session_id)
+        if self._host is not None and session_id:
+            self._host.conversations.drop(session_id)
 
     # -- the narrowing -----------------------------------------------------------------
 
-    @property
-    def conversations(self) -> Conversations:
-        if self._conversations is None:
-            from hyperplan.integrations._catalog import Conversations
-
-            with self._lock:
-                if self._conversations is None:
-                    self._conversations = Conversations()
-        return self._conversations
+    def recorded(self, session: str) -> list[Call]:
+        """The calls the ``post_tool_call`` hook recorded for ``session`` (kept in the host's
+        conversations until the session ends)."""
+        held = self.host.conversations.get(session) if session else None
+        return held.calls() if held is not None else []
 
     @property
-    def narrower(self) -> Narrower:
-        """The selection setup, built from the settings on first use."""
-        if self._narrower is None:
+    def host(self) -> SelectionHost:
+        """The selection host, built from the settings on first use."""
+        if self._host is None:
             with self._lock:
-                if self._narrower is None:
-                    self._narrower = self._configured()
-        return self._narrower
+                if self._host is None:
+                    self._host = self._configured()
+        return self._host
 
-    def _configured(self) -> Narrower:
-        from hyperplan.integrations._catalog import DEFAULT_BUDGET, Narrower
+    @property
+    def narrower(self) -> SelectionHost:
+        """Deprecated: :attr:`host`."""
+        warnings.warn("HermesPlugin.narrower is deprecated: use HermesPlugin.host",
+                      DeprecationWarning, stacklevel=2)
+        return self.host
+
+    def _configured(self) -> SelectionHost:
+        from hyperplan.integrations.host import DEFAULT_BUDGET, SelectionHost
 
         settings = _hermes_settings()
         budget = self.budget if self.budget is not None else \
@@ -231,8 +242,8 @@ class HermesPlugin:
             _sources(_setting("HYPERPLAN_HERMES_SOURCES", settings, "sources", ""))
         embedder = self.embedder or str(_setting("HYPERPLAN_HERMES_EMBEDDER", settings,
                                                  "embedder", "auto"))
-        return Narrower(budget=budget, keep=keep_names(keep), sources=sources,
-                        embedder=embedder)
+        return SelectionHost(budget=budget, keep=keep_names(keep), sources=sources,
+                             embedder=embedder)
 
     def narrow_request(self, request: Mapping[str, Any], session: str) -> dict[str, Any] | None:
         """``request`` with its tools narrowed (a new dict), None when nothing changes."""
@@ -250,11 +261,11 @@ class HermesPlugin:
         messages = request.get("messages", request.get("input"))
         text = last_user_text(messages)
         now, before = turns_in(messages)
-        recorded = self.conversations.calls(session) if session else []
+        recorded = self.recorded(session)
         if recorded:
             now, before = split_turns(recorded, len(now), _user_turns(messages) > 1)
         forced = _forced(request.get("tool_choice"))
-        narrowed = self.narrower.narrow(defs, text, now, also_keep=forced, earlier=before)
+        narrowed = self.host.narrow(defs, text, now, also_keep=forced, earlier=before)
         if narrowed is None:
             return None
         self.last = narrowed

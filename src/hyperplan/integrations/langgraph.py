@@ -45,15 +45,13 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("hyperplan.integrations.langgraph needs LangChain and LangGraph: "
                       "pip install 'hyperplan[langgraph]'") from exc
 
-from hyperplan.integrations._catalog import (
+from hyperplan.integrations._catalog import Call, ToolDef, output_schema_of, text_of
+from hyperplan.integrations.host.host import (
     DEFAULT_BUDGET,
-    Call,
     Keep,
     Narrowed,
-    Narrower,
-    ToolDef,
-    output_schema_of,
-    text_of,
+    SelectionHost,
+    deprecated_alias,
 )
 
 if TYPE_CHECKING:
@@ -136,15 +134,19 @@ def _messages(state: Any) -> Sequence[BaseMessage]:
 class ToolNarrower:
     """The tools to bind per model call of a LangGraph agent (module doc). ``budget``: tools
     selected per call besides ``keep`` (names, or a predicate on the name); the rest as for
-    :func:`hyperplan.select.build_selector`."""
+    :func:`hyperplan.select.build_selector`. ``host``: the
+    :class:`~hyperplan.integrations.host.SelectionHost` that selects (``narrower`` is its
+    deprecated name)."""
+
+    narrower = deprecated_alias("host", "ToolNarrower.narrower")
 
     def __init__(self, tools: Sequence[ToolLike], *, budget: int = DEFAULT_BUDGET,
                  keep: Keep = (), embedder: str | Embedder = "auto",
                  cache_dir: str | Path | None = "default", config: SelectConfig | None = None,
                  sources: Sequence[str | Catalog] = ()) -> None:
         self.tools = [as_tool(t) for t in tools]
-        self.narrower = Narrower(budget=budget, keep=keep, embedder=embedder,
-                                 cache_dir=cache_dir, config=config, sources=sources)
+        self.host = SelectionHost(budget=budget, keep=keep, embedder=embedder,
+                                  cache_dir=cache_dir, config=config, sources=sources)
         self._defs: list[ToolDef] | None = None
         self.last: Narrowed | None = None
 
@@ -158,8 +160,8 @@ class ToolNarrower:
         """The tools for the conversation ``messages`` (all of them when nothing is narrowed:
         no human message yet, or no more tools than the budget)."""
         calls, earlier = turns_of(messages)
-        decided = self.narrower.narrow(self.definitions, request_of(messages), calls,
-                                       earlier=earlier)
+        decided = self.host.narrow(self.definitions, request_of(messages), calls,
+                                   earlier=earlier)
         self.last = decided
         if decided is None:
             return list(self.tools)
@@ -220,7 +222,7 @@ class _Retriever:
     """hyperplan's selection over a ``langgraph-bigtool`` tool registry."""
 
     def __init__(self, registry: Mapping[str, ToolLike], *, budget: int,
-                 narrower: Narrower) -> None:
+                 host: SelectionHost) -> None:
         self.ids: dict[str, str] = {}
         self.defs: list[ToolDef] = []
         for key, tool in registry.items():
@@ -229,23 +231,22 @@ class _Retriever:
                 self.ids[found.name] = key
                 self.defs.append(found)
         self.budget = budget
-        self.narrower = narrower
+        self.host = host
 
     def __call__(self, query: str) -> list[str]:
-        got = self.narrower.selectors.get(self.defs)
-        if got is None or not query.strip():
+        built = self.host.selector(self.defs)
+        if built is None or not query.strip():
             return []
-        selector, _ = got
-        selection = selector.select(query, budget=self.budget)
+        selection = built.selector.select(query, budget=self.budget)
         return [self.ids[name] for name in selection.names if name in self.ids]
 
 
 def _retriever(registry: Mapping[str, ToolLike], budget: int, embedder: str | Embedder,
                cache_dir: str | Path | None, config: SelectConfig | None,
                sources: Sequence[str | Catalog]) -> _Retriever:
-    narrower = Narrower(budget=budget, embedder=embedder, cache_dir=cache_dir, config=config,
-                        sources=sources)
-    return _Retriever(registry, budget=budget, narrower=narrower)
+    host = SelectionHost(budget=budget, embedder=embedder, cache_dir=cache_dir, config=config,
+                         sources=sources)
+    return _Retriever(registry, budget=budget, host=host)
 
 
 def retrieve_tools_function(registry: Mapping[str, ToolLike], *, budget: int = 5,

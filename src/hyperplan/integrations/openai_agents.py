@@ -51,16 +51,18 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
                       "pip install 'hyperplan[openai-agents]'") from exc
 
 from hyperplan.integrations._catalog import (
-    DEFAULT_BUDGET,
     Call,
-    Conversations,
-    Keep,
-    Narrowed,
-    Narrower,
     ToolDef,
     last_user_text,
     parse_arguments,
     turns_in,
+)
+from hyperplan.integrations.host.host import (
+    DEFAULT_BUDGET,
+    Keep,
+    Narrowed,
+    SelectionHost,
+    deprecated_alias,
 )
 
 if TYPE_CHECKING:
@@ -91,15 +93,19 @@ def _mcp_def(tool: Any) -> ToolDef:
 class ToolSelection:
     """One selection setup for agents of the OpenAI Agents SDK (module doc). ``budget``: tools
     selected per turn besides ``keep`` (names, or a predicate on the name); the rest as for
-    :func:`hyperplan.select.build_selector`."""
+    :func:`hyperplan.select.build_selector`. ``host``: the
+    :class:`~hyperplan.integrations.host.SelectionHost` that selects (``narrower`` is its
+    deprecated name); ``conversations``: its table of the calls recorded per run."""
+
+    narrower = deprecated_alias("host", "ToolSelection.narrower")
 
     def __init__(self, *, budget: int = DEFAULT_BUDGET, keep: Keep = (),
                  embedder: str | Embedder = "auto", cache_dir: str | Path | None = "default",
                  config: SelectConfig | None = None,
                  sources: Sequence[str | Catalog] = ()) -> None:
-        self.narrower = Narrower(budget=budget, keep=keep, embedder=embedder,
-                                 cache_dir=cache_dir, config=config, sources=sources)
-        self.conversations = Conversations()
+        self.host = SelectionHost(budget=budget, keep=keep, embedder=embedder,
+                                  cache_dir=cache_dir, config=config, sources=sources)
+        self.conversations = self.host.conversations
         self.hooks: RunHooks[Any] = _RecordingHooks(self)
         self._decided: OrderedDict[Hashable, Narrowed | None] = OrderedDict()
         self._pending: dict[Hashable, asyncio.Future[Narrowed | None]] = {}
@@ -123,15 +129,16 @@ class ToolSelection:
     def record(self, run_context: RunContextWrapper[Any], tool: str, arguments: Any,
                result: Any, *, ok: bool = True) -> None:
         """Record one call for the run's conversation (what :attr:`hooks` does)."""
-        self.conversations.record(self.conversation(run_context),
-                                  Call(tool, parse_arguments(arguments), result, ok))
+        self.conversations.ensure(self.conversation(run_context)).observe(
+            Call(tool, parse_arguments(arguments), result, ok))
 
     def _state(self, run_context: RunContextWrapper[Any]
                ) -> tuple[str, list[Call], list[Call]]:
         """The request, this turn's calls and the earlier turns' calls of a run."""
         request = last_user_text(run_context.turn_input)
         calls, earlier = turns_in(run_context.turn_input)
-        return request, calls + self.conversations.calls(self.conversation(run_context)), earlier
+        held = self.conversations.get(self.conversation(run_context))
+        return request, calls + (held.calls() if held is not None else []), earlier
 
     async def _decide(self, key: Hashable, tools: Callable[[], list[ToolDef]], request: str,
                       calls: list[Call], earlier: list[Call]) -> Narrowed | None:
@@ -147,7 +154,7 @@ class ToolSelection:
             with self._lock:
                 self._pending[key] = pending
             try:
-                decided = await asyncio.to_thread(self.narrower.narrow, tools(), request,
+                decided = await asyncio.to_thread(self.host.narrow, tools(), request,
                                                   calls, earlier=earlier)
             except BaseException as exc:
                 with self._lock:

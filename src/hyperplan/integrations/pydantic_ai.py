@@ -47,15 +47,13 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError("hyperplan.integrations.pydantic_ai needs pydantic-ai 2: "
                       "pip install 'hyperplan[pydantic-ai]'") from exc
 
-from hyperplan.integrations._catalog import (
+from hyperplan.integrations._catalog import Call, ToolDef, output_schema_of, text_of
+from hyperplan.integrations.host.host import (
     DEFAULT_BUDGET,
-    Call,
     Keep,
     Narrowed,
-    Narrower,
-    ToolDef,
-    output_schema_of,
-    text_of,
+    SelectionHost,
+    deprecated_alias,
 )
 
 if TYPE_CHECKING:
@@ -130,15 +128,19 @@ class ToolPreselection:
     """A ``prepare_tools`` function narrowing an agent's function tools to hyperplan's
     selection (module doc). ``budget``: tools selected per request besides ``keep`` (names,
     or a predicate on the name); ``returns``: tool functions or ``Tool`` objects whose return
-    annotations give output schemas; the rest as for :func:`hyperplan.select.build_selector`."""
+    annotations give output schemas; the rest as for :func:`hyperplan.select.build_selector`.
+    ``host``: the :class:`~hyperplan.integrations.host.SelectionHost` that selects
+    (``narrower`` is its deprecated name)."""
+
+    narrower = deprecated_alias("host", "ToolPreselection.narrower")
 
     def __init__(self, *, budget: int = DEFAULT_BUDGET, keep: Keep = (),
                  returns: Iterable[Callable[..., Any] | Any] = (),
                  embedder: str | Embedder = "auto", cache_dir: str | Path | None = "default",
                  config: SelectConfig | None = None,
                  sources: Sequence[str | Catalog] = ()) -> None:
-        self.narrower = Narrower(budget=budget, keep=keep, embedder=embedder,
-                                 cache_dir=cache_dir, config=config, sources=sources)
+        self.host = SelectionHost(budget=budget, keep=keep, embedder=embedder,
+                                  cache_dir=cache_dir, config=config, sources=sources)
         self.returns = _returns(returns)
         self.last: Narrowed | None = None
 
@@ -152,9 +154,8 @@ class ToolPreselection:
                ) -> list[ToolDefinition]:
         """The tool definitions to send for this step (synchronously)."""
         calls, earlier = turns_of(ctx.messages)
-        decided = self.narrower.narrow(self._defs(tool_defs),
-                                       request_of(ctx.messages, ctx.prompt), calls,
-                                       earlier=earlier)
+        decided = self.host.narrow(self._defs(tool_defs), request_of(ctx.messages, ctx.prompt),
+                                   calls, earlier=earlier)
         self.last = decided
         if decided is None:
             return tool_defs

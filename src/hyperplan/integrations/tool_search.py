@@ -31,7 +31,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hyperplan.integrations._catalog import Call, SelectorCache, ToolDef, provider_tool, session_of
+from hyperplan.integrations._catalog import Call, ToolDef, provider_tool
+from hyperplan.integrations.host.host import SelectionHost
 
 if TYPE_CHECKING:
     from hyperplan.embed.base import Embedder
@@ -86,7 +87,8 @@ class ToolSearch:
 
     ``tools``: the deferred tools, as :class:`ToolDef` or in any provider shape
     (:func:`~hyperplan.integrations._catalog.provider_tool`); ``limit``: tools per answer,
-    producers included; ``min_similarity``: see :data:`MIN_SIMILARITY`."""
+    producers included; ``min_similarity``: see :data:`MIN_SIMILARITY`; ``host``: the
+    :class:`~hyperplan.integrations.host.SelectionHost` whose selectors answer."""
 
     def __init__(self, tools: Iterable[ToolDef | Mapping[str, Any]] = (), *,
                  limit: int = DEFAULT_LIMIT, min_similarity: float = MIN_SIMILARITY,
@@ -97,7 +99,8 @@ class ToolSearch:
         self.tools = _defs(tools)
         self.limit = limit
         self.min_similarity = min_similarity
-        self.selectors = SelectorCache(embedder=embedder, cache_dir=cache_dir, sources=sources)
+        self.host = SelectionHost(budget=limit, embedder=embedder, cache_dir=cache_dir,
+                                  sources=sources)
         self._lock = threading.Lock()
 
     def search(self, query: str, *, calls: Iterable[Call] = (),
@@ -108,15 +111,14 @@ class ToolSearch:
         pool = self.tools if tools is None else _defs(tools)
         if not query or not pool:
             return Found(query, (), no_match_message(query))
-        got = self.selectors.get(pool)
-        if got is None:  # fewer than two readable tools: the words decide
+        built = self.host.selector(pool)
+        if built is None:  # fewer than two readable tools: the words decide
             names = tuple(t.name for t in pool if _words(query) & _words(_text(t)))
             return Found(query, names, _found_message(names) if names
                          else no_match_message(query))
-        selector, _ = got
-        if not self._relevant(selector, query, pool):
+        if not self._relevant(built.selector, query, pool):
             return Found(query, (), no_match_message(query))
-        selection = session_of(selector, query, calls).select(budget=self.limit)
+        selection = self.host.select(built.selector, query, calls, budget=self.limit)
         names = producers_first(selection, self.limit)
         return Found(query, names, _found_message(names), selection)
 

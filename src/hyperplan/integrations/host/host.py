@@ -23,7 +23,7 @@ import warnings
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hyperplan.integrations.host.conversation import (
     Call,
@@ -77,6 +77,16 @@ def _bare(name: str) -> str:
     """A tool's name without the server prefix agents give MCP tools (Hermes' ``mcp__srv__x``,
     the OpenAI Agents SDK's ``srv__x``)."""
     return name.rsplit("__", 1)[-1]
+
+
+def deprecated_alias(name: str, old: str) -> property:
+    """A read-only attribute ``old`` standing for ``name`` that warns it is deprecated (an
+    adapter's ``narrower`` before it was its ``host``)."""
+    def get(self: Any) -> Any:
+        warnings.warn(f"{old} is deprecated: use .{name}", DeprecationWarning, stacklevel=2)
+        return getattr(self, name)
+
+    return property(get, doc=f"Deprecated: ``{name}``.")
 
 
 def tool_set_key(tools: Iterable[ToolDef]) -> str:
