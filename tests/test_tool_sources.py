@@ -76,6 +76,23 @@ def test_python_opens_in_process_or_in_a_child() -> None:
         child.close()
 
 
+def test_one_sandbox_enum_under_every_name() -> None:
+    """One Sandbox (hyperplan.execute.sandboxing), re-exported where it was; SourceOptions
+    makes its value the member and refuses any other value (once run in-process silently)."""
+    from hyperplan.cli import serve_cmd
+    from hyperplan.execute import runtimes, sandboxing
+    from hyperplan.tool_sources import SUBPROCESS
+
+    assert sandboxing.Sandbox is runtimes.Sandbox is Sandbox is serve_cmd.Sandbox
+    assert SUBPROCESS is Sandbox.SUBPROCESS
+    assert SourceOptions().sandbox is Sandbox.NONE
+    assert SourceOptions(sandbox="subprocess").sandbox is Sandbox.SUBPROCESS
+    with pytest.raises(ValueError, match="'subproces' is not a valid Sandbox"):
+        SourceOptions(sandbox="subproces")
+    with pytest.raises(ValueError, match="'subproces' is not a valid Sandbox"):
+        tools_from_source("demo", sandbox="subproces")  # type: ignore[arg-type]
+
+
 def test_demo_world_opens_with_its_world() -> None:
     opened = open_source("demo-world")
     assert opened.world is not None and opened.catalog.names()

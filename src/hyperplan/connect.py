@@ -4,7 +4,8 @@ above :mod:`hyperplan.execute`, :mod:`hyperplan.sources` and the demo world).
 Tool sources (``--tools``):
 
 * ``python:pkg.module[:attr]`` — Python callables, run in-process, or in a limited child
-  process with ``sandbox=Sandbox.SUBPROCESS`` (:mod:`hyperplan.execute.runtimes.sandbox`);
+  process with ``sandbox=Sandbox.SUBPROCESS`` (:class:`hyperplan.execute.sandboxing.Sandbox`,
+  run by :mod:`hyperplan.execute.runtimes.sandbox`);
   modules that act on the host are refused unless ``allow_unsafe_tools``;
 * ``openapi:FILE`` — an OpenAPI document, run over HTTP (``base_url`` overrides its server);
 * ``demo-world`` — the shipped demo world (a fresh in-memory database);
@@ -30,7 +31,7 @@ from hyperplan.errors import HyperplanError
 from hyperplan.execute.results import ToolRuntime
 from hyperplan.execute.runtimes import CompositeRuntime
 from hyperplan.execute.runtimes.http import DEFAULT_MAX_RESPONSE_BYTES
-from hyperplan.execute.runtimes.sandbox import Sandbox
+from hyperplan.execute.sandboxing import Sandbox
 from hyperplan.llm.budget import Accounting
 from hyperplan.secrets import register_secret
 from hyperplan.tool_sources import NoRuntime as NoRuntime  # re-exported: its old home
@@ -61,6 +62,7 @@ def tools_from_source(spec: str | Sequence[str] | None, *, base_url: str | None 
     go to the OpenAPI runtime (:class:`~hyperplan.execute.runtimes.OpenAPIRuntime`);
     ``allow_unsafe_tools`` and ``sandbox`` to a ``python:`` source."""
     specs = [spec] if isinstance(spec, str) else list(spec or ())
+    sandbox = Sandbox(sandbox)  # its value taken too; any other is a ValueError
     if sandbox is not Sandbox.NONE and not any(s.startswith("python:") for s in specs):
         raise HyperplanError(f"--sandbox {sandbox.value} runs the tools of a python: source; "
                              f"{specs[0] if specs else '--mcp-command'} has none to run there")
@@ -68,7 +70,7 @@ def tools_from_source(spec: str | Sequence[str] | None, *, base_url: str | None 
         raise HyperplanError("give --tools SOURCE (e.g. python:MOD, openapi:FILE, "
                              "'mcp-server:CMD', demo-world)")
     opts = SourceOptions(timeout=timeout, allow_unsafe_tools=allow_unsafe_tools,
-                         sandbox=sandbox.value, base_url=base_url, headers=headers,
+                         sandbox=sandbox, base_url=base_url, headers=headers,
                          max_response_bytes=max_response_bytes,
                          idempotency_header=idempotency_header)
     opened: list[OpenSource] = []

@@ -6,8 +6,8 @@ what was opened.
 kind                catalog                         runtime (:func:`open_source`)
 ==================  ==============================  =========================================
 ``python:MOD:ATTR`` the callables' hints and docs   in-process, or a limited child process
-                                                    (``sandbox="subprocess"``, one call at a
-                                                    time)
+                                                    (``sandbox=Sandbox.SUBPROCESS``, one call
+                                                    at a time)
 ``openapi:FILE``    OpenAPI 3.x / Swagger 2.0       HTTP (``base_url``, ``headers``)
 ``mcp-server:CMD``  the server's ``tools/list``     the same stdio server, kept running
 ``openai:FILE``     OpenAI function specs           none (planning only)
@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from hyperplan.catalog import Catalog, ToolSpec
 from hyperplan.errors import CatalogError
+from hyperplan.execute.sandboxing import Sandbox
 
 if TYPE_CHECKING:
     from hyperplan.execute.results import ToolResult, ToolRuntime
@@ -48,7 +49,9 @@ if TYPE_CHECKING:
     from hyperplan.plugins import Point
 
 DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024  # as hyperplan.execute.runtimes.http's
-SUBPROCESS = "subprocess"  # hyperplan.execute.runtimes.sandbox.Sandbox.SUBPROCESS
+SUBPROCESS = Sandbox.SUBPROCESS
+"""The old spelling of :attr:`Sandbox.SUBPROCESS` (the gateway's upstream module still imports
+it): use the enum."""
 SOURCE_GROUP = "hyperplan.sources"
 """Entry points adding catalog source kinds: ``kind = "module:function"``, a function from the
 LOCATION to a :class:`~hyperplan.catalog.Catalog` (no runtime)."""
@@ -62,17 +65,21 @@ BARE_KINDS = ("demo", "demo-world")
 @dataclass(frozen=True)
 class SourceOptions:
     """How a source is loaded and run: ``timeout`` is each call's deadline (seconds);
-    ``allow_unsafe_tools`` / ``sandbox`` (a :class:`~hyperplan.execute.runtimes.Sandbox`
-    value) apply to ``python:``, ``base_url`` / ``headers`` / ``idempotency_header`` to
-    ``openapi:``, ``max_response_bytes`` to ``openapi:`` and ``mcp-server:``."""
+    ``allow_unsafe_tools`` / ``sandbox`` (a :class:`~hyperplan.execute.sandboxing.Sandbox`,
+    or its value, made the member: any other value is a ``ValueError``) apply to ``python:``,
+    ``base_url`` / ``headers`` / ``idempotency_header`` to ``openapi:``,
+    ``max_response_bytes`` to ``openapi:`` and ``mcp-server:``."""
 
     timeout: float = 30.0
     allow_unsafe_tools: bool = False
-    sandbox: str = "none"
+    sandbox: Sandbox | str = Sandbox.NONE
     base_url: str | None = None
     headers: Mapping[str, str] | None = None
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
     idempotency_header: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "sandbox", Sandbox(self.sandbox))  # ValueError: not a Sandbox
 
 
 @dataclass(frozen=True)
@@ -224,7 +231,7 @@ def _python(loc: str, opts: SourceOptions) -> Catalog:
 
 def _open_python(spec: str, loc: str, opts: SourceOptions) -> OpenSource:
     catalog = _python(loc, opts)
-    if opts.sandbox == SUBPROCESS:
+    if opts.sandbox is Sandbox.SUBPROCESS:
         from hyperplan.execute.runtimes import SubprocessPythonRuntime
 
         return OpenSource(spec, catalog, SubprocessPythonRuntime.from_catalog(

@@ -32,7 +32,7 @@ from hyperplan.execute.agent import RunResult, run_goal, run_request
 from hyperplan.execute.events import TraceEvent
 from hyperplan.execute.goal import StructuredGoal
 from hyperplan.execute.runtimes.http import DEFAULT_MAX_RESPONSE_BYTES
-from hyperplan.execute.runtimes.sandbox import Sandbox
+from hyperplan.execute.sandboxing import Sandbox
 from hyperplan.execute.subtask import AgentConfig, RunContext
 from hyperplan.execute.trace import (
     DEFAULT_MAX_CHARS,

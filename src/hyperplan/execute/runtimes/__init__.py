@@ -3,7 +3,8 @@
 
 * :class:`PythonRuntime` - Python callables (in a worker thread, with a timeout).
 * :class:`SubprocessPythonRuntime` - Python callables in a child process without network,
-  with resource limits and a killed-at-the-deadline process group (``--sandbox subprocess``).
+  with resource limits and a killed-at-the-deadline process group (``--sandbox subprocess``;
+  :class:`Sandbox`, from :mod:`hyperplan.execute.sandboxing`, names where tools run).
 * :class:`OpenAPIRuntime` - OpenAPI-imported tools over HTTP (httpx).
 * :class:`MCPRuntime` - tools of a stdio MCP server (optional ``mcp`` SDK:
   ``pip install 'hyperplan[mcp]'``).
@@ -18,8 +19,9 @@ from hyperplan.execute.runtimes.composite import CompositeRuntime
 from hyperplan.execute.runtimes.http import OpenAPIRuntime, build_request
 from hyperplan.execute.runtimes.mcp import MCPRuntime, MCPRuntimeError
 from hyperplan.execute.runtimes.python import PythonRuntime
-from hyperplan.execute.runtimes.sandbox import Sandbox, SandboxLimits, SubprocessPythonRuntime
+from hyperplan.execute.runtimes.sandbox import SandboxLimits, SubprocessPythonRuntime
 from hyperplan.execute.runtimes.validation import validate_arguments
+from hyperplan.execute.sandboxing import Sandbox
 
 __all__ = [
     "CompositeRuntime",

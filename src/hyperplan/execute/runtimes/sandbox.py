@@ -60,7 +60,6 @@ import time
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from errno import EFBIG, EMFILE, ENETUNREACH
 from typing import Any
 
@@ -71,17 +70,11 @@ from hyperplan.execute.runtimes.base import Clock, ClosingRuntime, fail_result, 
 from hyperplan.execute.runtimes.python import DEFAULT_TIMEOUT, not_finished, with_printed
 from hyperplan.execute.runtimes.sandbox_process import ChildProcess, Ending, Exchange
 from hyperplan.execute.runtimes.validation import rejected
+from hyperplan.execute.sandboxing import Sandbox as Sandbox  # re-exported: its old home
 from hyperplan.importers.python_callables import find_callable
 from hyperplan.streams import MAX_CAPTURED_CHARS
 
 _MIB = 1 << 20
-
-
-class Sandbox(StrEnum):
-    """Where Python tools run: in the hyperplan process, or in a limited child process."""
-
-    NONE = "none"
-    SUBPROCESS = "subprocess"
 
 
 @dataclass(frozen=True)
