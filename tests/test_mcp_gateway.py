@@ -455,6 +455,8 @@ def test_modes_before_the_graph_is_ready() -> None:
         data = json.loads(reply.text)
         assert data["method"] == "bm25" and not data["ready"] and reply.list_changed
         assert "BM25" in data["notes"][0] and data["tools"][0]["name"] == "search_books"
+        assert data["notes"][0].endswith("(call find_tools again in a moment)")
+        assert data["tools"][0]["reason"] == "keyword"  # the host's Reason.KEYWORD
         assert [d["name"] for d in gateway.list_tools(conv)][:2] == ["find_tools",
                                                                       "search_books"]
         hit = gateway.call(conv, "search_books", {"query": "emma"})

@@ -24,9 +24,11 @@ import pytest
 from mcp import Client
 
 from gateway_helpers import free_port, result_data, result_text, run_bounded
+from hyperplan.integrations.host import Conversation as HostConversation
 from hyperplan.integrations.mcp_gateway.config import ConversationLimits
 from hyperplan.integrations.mcp_gateway.conversations import (
     CONVERSATION_META,
+    Conversation,
     ConversationTable,
 )
 from hyperplan.integrations.mcp_gateway.selection import SelectionService
@@ -215,9 +217,9 @@ def test_conversation_table_bounds_never_evict_a_live_conversation() -> None:
     evicting anyone; idle conversations expire; a made-up token names nothing."""
     service = SelectionService.__new__(SelectionService)  # the table never touches it
     now = [0.0]
-    table = ConversationTable(service, ConversationLimits(idle_seconds=10, per_client=3,
-                                                          total=5),
-                              clock=lambda: now[0])
+    table = ConversationTable(ConversationLimits(idle_seconds=10, per_client=3, total=5),
+                              clock=lambda: now[0], make=lambda key: Conversation(
+                                  service, HostConversation(key=key)))
     victim = table.open("victim")
     assert victim is not None and victim.token
     flood = [table.open("attacker") for _ in range(1_001)]
@@ -239,7 +241,8 @@ def test_a_modern_request_cannot_name_a_session() -> None:
     """Over HTTP a 2026-07-28 request has no session: an Mcp-Session-Id it carries (a
     victim's or a made-up one) is ignored; a handshake-era request's is the SDK-checked
     session; stdio is one connection."""
-    from hyperplan.integrations.mcp_gateway.server import _client_of, _session_of
+    from hyperplan.integrations.mcp_gateway.binding import client_of as _client_of
+    from hyperplan.integrations.mcp_gateway.binding import session_of as _session_of
 
     def ctx(version: str, headers: dict[str, str] | None) -> Any:
         request = None if headers is None else SimpleNamespace(
@@ -337,7 +340,8 @@ def test_narrow_list_is_stable_and_what_find_tools_returned_stays_callable() -> 
     are appended; a tool find_tools returned earlier is still callable after the list moved
     on, and a tool never selected is refused unsent."""
     from hyperplan.integrations.mcp_gateway import GatewayConfig, Mode, build_gateway
-    from hyperplan.integrations.mcp_gateway.selection import Found, FoundTool
+    from hyperplan.select import Selection
+    from hyperplan.select.model import Reason, SelectedTool
 
     gateway = build_gateway([BOOKSTORE], GatewayConfig(mode=Mode.NARROW, embedder="hashing",
                                                        cache_dir=None))
@@ -345,8 +349,9 @@ def test_narrow_list_is_stable_and_what_find_tools_returned_stays_callable() -> 
         conv = gateway.table.open("test")
         assert conv is not None
 
-        def found(*names: str) -> Found:
-            return Found("r", tuple(FoundTool(n, "r", "w", 1.0, 1) for n in names), "m")
+        def found(*names: str) -> Selection:
+            return Selection("r", tuple(SelectedTool(n, Reason.ANCHORED, 1.0, 1)
+                                        for n in names))
 
         assert gateway._relist(conv, found("login", "search_books"))
         assert not gateway._relist(conv, found("search_books", "login"))  # order only

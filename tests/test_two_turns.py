@@ -471,7 +471,8 @@ def test_turns_seen_before_the_graph_is_ready_are_replayed_in_order() -> None:
     conv.observe("find_ticket", {"title": "Login broken"}, {"ticket_id": "T-17"}, True)
     conv.find("Close the ticket titled 'Login broken'.")  # the same request: no new turn
     conv.find("Now delete the ticket titled 'Checkout fails'.")
-    service.selector = build_selector([catalog], embedder="hashing", cache_dir=None)
+    service.start()  # the selector arrives late
+    assert service.wait(60) and service.ready, service.status()
     state = conv.state()
     assert state["turn_start"] == 1 and "ticket_id" in state["earlier"], state
     assert state["request"] == "Now delete the ticket titled 'Checkout fails'."

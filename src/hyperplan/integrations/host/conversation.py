@@ -31,7 +31,7 @@ import time
 from collections import Counter, OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 if TYPE_CHECKING:
     from hyperplan.select import Selection, Selector
@@ -171,21 +171,42 @@ class ConversationLimits:
     total: int = 10_000
 
 
+C = TypeVar("C")
+
+
+def _new_conversation(key: str) -> Any:
+    return Conversation(key=key)
+
+
 @dataclass
-class _Entry:
-    conversation: Conversation
+class _Entry(Generic[C]):
+    conversation: C
     client: str
     used: float
 
 
-class ConversationTable:
-    """Conversations by key, bounded (module doc). Thread-safe."""
+class ConversationTable(Generic[C]):
+    """Conversations by key, bounded (module doc). Thread-safe. ``make(key)`` makes the
+    conversation of a new key (default: a :class:`Conversation`; a host that keeps more per
+    conversation, the gateway's narrow mode, holds a :class:`Conversation` in its own)."""
+
+    @overload
+    def __init__(self: ConversationTable[Conversation],
+                 limits: ConversationLimits | None = None, *,
+                 clock: Callable[[], float] = time.monotonic) -> None: ...
+
+    @overload
+    def __init__(self, limits: ConversationLimits | None = None, *,
+                 clock: Callable[[], float] = time.monotonic,
+                 make: Callable[[str], C]) -> None: ...
 
     def __init__(self, limits: ConversationLimits | None = None, *,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 make: Callable[[str], Any] | None = None) -> None:
         self.limits = limits or ConversationLimits()
         self._clock = clock
-        self._entries: OrderedDict[str, _Entry] = OrderedDict()  # least recently used first
+        self._make: Callable[[str], C] = make if make is not None else _new_conversation
+        self._entries: OrderedDict[str, _Entry[C]] = OrderedDict()  # least recently used first
         self._per_client: Counter[str] = Counter()
         self._lock = threading.Lock()
 
@@ -193,7 +214,7 @@ class ConversationTable:
         with self._lock:
             return len(self._entries)
 
-    def get(self, key: object) -> Conversation | None:
+    def get(self, key: object) -> C | None:
         """The live conversation of ``key`` (marked as used now), else None: a key the table
         does not hold, an expired one, or not a key at all."""
         if not isinstance(key, str) or not key or len(key) > _MAX_TOKEN_CHARS:
@@ -208,7 +229,7 @@ class ConversationTable:
             self._entries.move_to_end(key)
             return entry.conversation
 
-    def open(self, client: str) -> Conversation | None:
+    def open(self, client: str) -> C | None:
         """A fresh, empty conversation of ``client`` under a new unguessable key (192 bits);
         None when ``client`` or the table is at its bound (nothing is evicted)."""
         with self._lock:
@@ -219,7 +240,7 @@ class ConversationTable:
                 return None
             return self._add(secrets.token_urlsafe(_TOKEN_BYTES), client, now)
 
-    def ensure(self, key: str, client: str = "") -> Conversation:
+    def ensure(self, key: str, client: str = "") -> C:
         """The conversation of ``key``, opened when new; at the bound the least recently
         used conversation is dropped (for a host whose keys come from one agent process)."""
         with self._lock:
@@ -242,7 +263,7 @@ class ConversationTable:
             if entry is not None:
                 self._forget_client(entry.client)
 
-    def items(self) -> list[tuple[str, Conversation]]:
+    def items(self) -> list[tuple[str, C]]:
         """The live conversations, least recently used first."""
         with self._lock:
             self._expire(self._clock())
@@ -254,8 +275,8 @@ class ConversationTable:
             busiest = max(self._per_client.values(), default=0)
             return {"open": len(self._entries), "busiest_client": busiest}
 
-    def _add(self, key: str, client: str, now: float) -> Conversation:
-        conversation = Conversation(key=key)
+    def _add(self, key: str, client: str, now: float) -> C:
+        conversation = self._make(key)
         self._entries[key] = _Entry(conversation, client, now)
         self._per_client[client] += 1
         return conversation

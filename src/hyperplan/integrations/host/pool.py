@@ -28,7 +28,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from hyperplan.catalog import Catalog
+    from hyperplan.catalog import Catalog, ToolSpec
     from hyperplan.embed.bm25 import BM25Index
     from hyperplan.select import Selection, Selector
 
@@ -71,6 +71,8 @@ class _Slot:
     made: threading.Event = field(default_factory=threading.Event)  # catalog made (or not)
     keyword: BM25Index | None = None
     tokens: dict[str, int] = field(default_factory=dict)
+    specs: dict[str, ToolSpec] = field(default_factory=dict)  # by name, for counting tokens
+    started: bool = False  # a build was asked for (:meth:`SelectorPool.add` does not ask)
 
 
 @dataclass(frozen=True)
@@ -111,10 +113,10 @@ class SelectorPool:
         None until it is ready)."""
         with self._lock:
             slot = self._slots.get(key)
-            first = slot is None
             if slot is None:
                 slot = self._slots[key] = _Slot()
                 self._evict()
+            first, slot.started = not slot.started, True
             self._slots.move_to_end(key)
         if first:
             if wait:
@@ -126,6 +128,23 @@ class SelectorPool:
         elif wait:
             slot.done.wait()
         return slot.built
+
+    def add(self, key: str, catalog: Catalog) -> None:
+        """Know the set ``key`` and its catalog before its build is asked for: the keyword
+        search and the token counts serve it at once, the first :meth:`get` builds it (the
+        gateway: its one catalog, known when it loads, built once it is started)."""
+        with self._lock:
+            if key in self._slots:
+                return
+            slot = self._slots[key] = _Slot(catalog=catalog)
+            slot.made.set()
+            self._evict()
+
+    def built(self, key: str) -> Built | None:
+        """The ready selector of ``key``, else None (never starts a build)."""
+        with self._lock:
+            slot = self._slots.get(key)
+        return slot.built if slot is not None else None
 
     def status(self, key: str) -> BuildStatus:
         """Where the selector of ``key`` is."""
@@ -173,10 +192,8 @@ class SelectorPool:
                 slot.built = Built(selector, frozenset(t.name for t in slot.catalog.tools))
                 slot.state = BuildState.READY
         except Exception as exc:  # a host serves on without the graph; the reason is kept
-            from hyperplan.secrets import redact_cut
-
             slot.state = BuildState.FAILED
-            slot.error = redact_cut(f"{type(exc).__name__}: {exc}", 500)
+            slot.error = failure_line(exc)
             logger.warning("hyperplan: %s", BuildStatus(slot.state, 0, slot.error).line())
         finally:
             slot.seconds = time.perf_counter() - started
@@ -191,6 +208,15 @@ class SelectorPool:
             del self._slots[key]
 
 
+def failure_line(exc: BaseException, limit: int = 500) -> str:
+    """The reason of a failed build as one line: redacted by value (secrets), *then* cut to
+    ``limit`` characters (cut first, a secret split at the cut would escape but for its
+    tail); whitespace is folded after redaction so a secret holding a newline still matches."""
+    from hyperplan.secrets import redact_cut, redact_text
+
+    return redact_cut(" ".join(redact_text(f"{type(exc).__name__}: {exc}").split()), limit)
+
+
 def _tokens(slot: _Slot, name: str) -> int:
     """Definition tokens of ``name`` as an OpenAI-style function (the selector's count when
     it is ready, else counted here and kept)."""
@@ -202,7 +228,9 @@ def _tokens(slot: _Slot, name: str) -> int:
         from hyperplan.retrieve.serialize import count_tokens
         from hyperplan.select.selector import definition
 
-        spec = next(t for t in slot.catalog.tools if t.name == name)
+        if not slot.specs:  # made whole, then set: another thread never sees it in part
+            slot.specs = {t.name: t for t in slot.catalog.tools}
+        spec = slot.specs[name]
         count = slot.tokens[name] = count_tokens(json.dumps(definition(spec),
                                                             ensure_ascii=False))
     return count or 0

@@ -9,14 +9,17 @@ Definition 4: :mod:`hyperplan.select`) in front of any MCP client.
 
 Modules: :mod:`.upstream` (sources and the hardened runtimes every call is forwarded through,
 MCP upstreams started together, colliding names namespaced), :mod:`.mcp_config` (the
-``mcpServers`` file of ``--config``), :mod:`.selection` (the selector built in the background,
-a BM25 fallback until it is ready, one state-conditioned session per conversation),
-:mod:`.modes` (search and narrow mode, free of SDK types), :mod:`.server` (the MCP server on
-the official SDK's low-level ``Server``: stdio, streamable HTTP, list-changed for both protocol
-generations), :mod:`.http` (streamable HTTP's protections: Host and Origin checks, the bearer
-token, sessions bounded per client), :mod:`.catalog_cache` (the upstreams' listings kept for
-a warm start), :mod:`.bench` (its added latency) and :mod:`.bench_config` (an ``mcpServers``
-file's start, per-call overhead and selection). Importing this package does not import the
+``mcpServers`` file of ``--config``), :mod:`.selection` (the gateway's build of its selector,
+in the background on the selection host's pool, :mod:`hyperplan.integrations.host`, with a
+BM25 fallback until it is ready), :mod:`.conversations` (one state-conditioned conversation
+per client, the host's, plus what narrow mode shows), :mod:`.modes` (search and narrow mode,
+free of SDK types), :mod:`.server` (the MCP server on the official SDK's low-level ``Server``:
+stdio, streamable HTTP, list-changed for both protocol generations) with its parts
+:mod:`.loading`, :mod:`.binding`, :mod:`.relay` and :mod:`.workers`, :mod:`.http` (streamable
+HTTP's protections: Host and Origin checks, the bearer token, sessions bounded per client),
+:mod:`.catalog_cache` (the upstreams' listings kept for a warm start), :mod:`.bench` (its
+added latency) and :mod:`.bench_config` (an ``mcpServers`` file's start, per-call overhead
+and selection). Importing this package does not import the
 MCP SDK.
 """
 
@@ -91,7 +94,9 @@ def _loader(sources: Sequence[str], cfg: GatewayConfig, opts: UpstreamOptions,
     if all(s.startswith(MCP_SERVER) for s in sources):
         early = _Early(lambda: build_gateway(sources, cfg, opts, servers=servers,
                                              warm_start=True))
-        early.spawning.wait(SPAWN_HEAD_START)  # the upstream processes first (see _Early)
+        # the upstream processes first (see _Early); always to the end: the SDK imported
+        # from two threads at once can meet a partly initialised ``mcp`` package
+        early.spawning.wait()
         return early.result
 
     def load() -> Gateway:
@@ -137,9 +142,6 @@ class _Early:
             raise self._error
         assert self._value is not None
         return self._value
-
-
-SPAWN_HEAD_START = 3.0  # seconds serve() waits at most for _Early.spawning
 
 
 def _redacted(catalog: Catalog) -> Catalog:

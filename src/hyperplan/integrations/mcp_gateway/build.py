@@ -4,10 +4,11 @@
 
 Building the Tool-Schema Hypergraph of a large catalog takes minutes of CPU, and parts of it
 hold the interpreter lock for seconds at a time; in the gateway's own process that would
-stall the requests it serves meanwhile. So :class:`~.selection.SelectionService` writes the
-catalog to a file and runs this module, which builds the graph into the selection cache
-(:func:`hyperplan.select.cache.cached_build`) and embeds every tool and schema node into the
-embedder's disk cache (the Tool Context Graph's index). The gateway then reads both, which is
+stall the requests it serves meanwhile. So the gateway's builder
+(:class:`~.selection.GatewayBuilder`) writes the catalog to a file and runs this module,
+which builds the graph into the selection cache (:func:`hyperplan.select.cache.cached_build`)
+and embeds every tool and schema node into the embedder's disk cache (the Tool Context
+Graph's index). The gateway then reads both, which is
 fast and leaves it responsive. Exit status 0 on success; on failure, the reason is the last
 line of stderr (redacted, then cut: :func:`failure_line`).
 """
@@ -16,6 +17,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+
+from hyperplan.integrations.host.pool import failure_line
+
+__all__ = ["build", "failure_line", "main"]
 
 
 def build(catalog_file: Path, embedder: str, cache_dir: Path,
@@ -45,15 +50,6 @@ def main(argv: list[str] | None = None) -> None:
     except Exception as exc:
         print(failure_line(exc), file=sys.stderr)
         raise SystemExit(1) from None
-
-
-def failure_line(exc: BaseException, limit: int = 500) -> str:
-    """The reason of a failed build as one line: redacted by value (secrets), *then* cut to
-    ``limit`` characters (cut first, a secret split at the cut would escape but for its
-    tail); whitespace is folded after redaction so a secret holding a newline still matches."""
-    from hyperplan.secrets import redact_cut, redact_text
-
-    return redact_cut(" ".join(redact_text(f"{type(exc).__name__}: {exc}").split()), limit)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from hyperplan.errors import HyperplanError
+from hyperplan.integrations.host.conversation import ConversationLimits as ConversationLimits
 
 if TYPE_CHECKING:
     from hyperplan.graph.annotations import Annotations
@@ -57,17 +58,6 @@ class CallLimits:
 
     per_source: int = 8
     per_client: int = 4
-
-
-@dataclass(frozen=True)
-class ConversationLimits:
-    """How long and how many conversations are kept
-    (:mod:`~hyperplan.integrations.mcp_gateway.conversations`): forgotten after
-    ``idle_seconds`` unused; at most ``per_client`` per client and ``total`` in all."""
-
-    idle_seconds: float = 3600.0
-    per_client: int = 256
-    total: int = 10_000
 
 
 @dataclass(frozen=True)

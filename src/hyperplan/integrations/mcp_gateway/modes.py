@@ -21,7 +21,7 @@ module turns these plain dicts into protocol objects).
 
 In both modes ``find_tools`` is how the gateway learns of a new user request (MCP has no
 user turn): a request other than the conversation's last one starts a new turn of its state
-(:mod:`.selection`).
+(:mod:`.conversations`).
 
 Every tool ``find_tools`` returns carries its ``hints``: the MCP annotations the upstream
 declared (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``, ``openWorldHint``) and its
@@ -45,14 +45,21 @@ import difflib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hyperplan.execute.results import ErrorKind, ToolResult
 from hyperplan.integrations.mcp_gateway.config import MAX_BUDGET, MAX_KNOWN, GatewayConfig, Mode
-from hyperplan.integrations.mcp_gateway.conversations import CONVERSATION_META, ConversationTable
-from hyperplan.integrations.mcp_gateway.selection import Conversation, Found, SelectionService
+from hyperplan.integrations.mcp_gateway.conversations import (
+    CONVERSATION_META,
+    Conversation,
+    conversation_table,
+)
+from hyperplan.integrations.mcp_gateway.selection import SelectionService
 from hyperplan.integrations.mcp_gateway.upstream import MCP_SERVER, Upstream
 from hyperplan.secrets import redact_text, redact_value
+
+if TYPE_CHECKING:
+    from hyperplan.select import Selection
 
 FIND_TOOLS = "find_tools"
 CALL_TOOL = "call_tool"
@@ -144,7 +151,7 @@ class Gateway:
         self.upstream = upstream
         self.service = service
         self.config = config
-        self.table = ConversationTable(service, config.conversation_limits)
+        self.table = conversation_table(service, config.conversation_limits)
 
     @property
     def mode(self) -> Mode:
@@ -231,7 +238,7 @@ class Gateway:
         changed = self._relist(state, found) if self.mode is Mode.NARROW and kept else False
         return self._found_reply(state, found, changed, kept)
 
-    def _found_reply(self, conv: Conversation, found: Found, changed: bool,
+    def _found_reply(self, conv: Conversation, found: Selection, changed: bool,
                      kept: bool) -> Reply:
         data = found.as_dict()
         data["ready"] = self.service.ready
@@ -285,7 +292,7 @@ class Gateway:
             hints["title"] = title
         return hints
 
-    def _relist(self, conv: Conversation, found: Found) -> bool:
+    def _relist(self, conv: Conversation, found: Selection) -> bool:
         """Narrow mode: the conversation's list becomes the selection, in a stable order (the
         tools kept where they were, new ones appended); True only when the *set* changed, so
         a client is not told to re-list (and drop its prompt cache) for a new order."""
