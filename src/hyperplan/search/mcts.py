@@ -74,7 +74,7 @@ from hyperplan.search.parts.scored import ScoredPicks
 from hyperplan.search.policies import Policy
 from hyperplan.search.selection import graph_priors, hyperuct_argmax, uct_argmax
 from hyperplan.search.trajectory_hypergraph import TrajectoryHypergraph
-from hyperplan.search.tree import Edge, HistoryTree, Node, TreeError, backup
+from hyperplan.search.tree import Edge, HistoryTree, Node, backup
 
 __all__ = ["BRANCH_ON", "DEFAULT_WIDEN", "DESIGNS", "FAILED", "BranchOn", "Design", "HyperMCTS",
            "InfoPrior", "MCTSConfig", "Pick", "SearchBase", "SearchResult", "Timing",
@@ -234,13 +234,10 @@ class HyperMCTS(SearchBase):
         self.goto(node)
         index: Mapping[str, int] | None = None
         wideners = self._wideners
-        wanted = False
         for part in wideners:
             if part.wants_index(self):
-                wanted = True
+                decisions, index = self.env.indexed_decisions()
                 break
-        if wanted:
-            decisions, index = self.env.indexed_decisions()
         else:
             decisions = self.env.valid_decisions()
         if decisions:
@@ -298,21 +295,19 @@ class HyperMCTS(SearchBase):
     def _picked(self, node: Node, edges: list[Edge]) -> Edge:
         """The child of ``node`` the rollout takes among ``edges``: among the ones the
         design's rollout filters leave (the only one left is taken without asking), the
-        rollout choosers' pick (:meth:`choose`)."""
+        first pick of the design's rollout choosers, else the policy's own rollout choice
+        (:meth:`choose` among the edges' actions)."""
         for part in self._rollout_filters:
             edges = part.keep(self, edges)
             if len(edges) == 1:
                 return edges[0]
-        action = self.choose(node, [e.action for e in edges])
-        for edge in edges:
-            if edge.action is action:
+        for chooser in self._choosers:
+            edge = chooser.pick(self, node, edges)
+            if edge is not None:
                 return edge
-        key = action.key
-        for edge in edges:
-            if edge.action.key == key:
-                return edge
-        raise TreeError(f"the rollout chooser picked {key!r}, which is not among the "
-                        "actions it was given")
+        edge = _POLICY.pick(self, node, edges)
+        assert edge is not None
+        return edge
 
     def choose(self, node: Node | None, actions: Sequence[Action]) -> Action:
         """The rollout's choice among ``actions`` at ``node`` (None: at the environment's

@@ -250,7 +250,7 @@ class TimedPolicy:
     :meth:`choose` among candidates the policy has already scored asks nothing, so it is
     timed but not counted); ``raw`` sees the unwrapped environment (module doc)."""
 
-    __slots__ = ("_choose", "_propose_scored", "calls", "name", "raw", "seconds")
+    __slots__ = ("_choose", "_propose_scored", "calls", "name", "raw", "scoring", "seconds")
 
     def __init__(self, raw: Policy) -> None:
         self.raw = raw
@@ -265,11 +265,8 @@ class TimedPolicy:
             scored if both else None)
         self._choose: Callable[[Sequence[float], random.Random], int] | None = (
             choose if both else None)
-
-    @property
-    def scoring(self) -> bool:
-        """Whether the raw policy is a :class:`~hyperplan.search.policies.ScoringPolicy`."""
-        return self._propose_scored is not None
+        # whether the raw policy is a ScoringPolicy (an attribute: read at every scored pick)
+        self.scoring = both
 
     def propose(
         self, env: SearchEnv, decisions: Sequence[Action], k: int, rng: random.Random

@@ -34,13 +34,13 @@ from mypy_extensions import mypyc_attr
 
 from hyperplan.search.config import BranchOn
 from hyperplan.search.env import Action, Verdict
-from hyperplan.search.tree import Edge, Node
+from hyperplan.search.tree import Edge, Node, TreeError
 
 if TYPE_CHECKING:
     from hyperplan.search.mcts import HyperMCTS
 
 __all__ = ["ChildFilter", "Composer", "Design", "Mark", "Observer", "PriorRule", "RolloutChooser",
-           "Widener", "reads", "without_marked"]
+           "Widener", "edge_of", "reads", "without_marked"]
 
 
 class Mark(StrEnum):
@@ -106,7 +106,10 @@ class RolloutChooser:
     """The rollout's choice among ``actions`` at a history: ``node`` is its tree node when the
     rollout runs inside the tree (the actions are then its children's, in order), None in a
     simulation below the tree (the environment is then at the history). None passes the
-    choice to the next chooser of the design."""
+    choice to the next chooser of the design. Inside the tree the search asks :meth:`pick`,
+    the same choice among ``node``'s child edges: by default :meth:`choose` over their
+    actions, a chooser that reads the edges themselves overriding it (no action list built,
+    nothing looked up)."""
 
     @property
     def reads(self) -> frozenset[Mark]:
@@ -115,6 +118,24 @@ class RolloutChooser:
     def choose(self, search: HyperMCTS, node: Node | None,
                actions: Sequence[Action]) -> Action | None:
         raise NotImplementedError
+
+    def pick(self, search: HyperMCTS, node: Node, edges: list[Edge]) -> Edge | None:
+        action = self.choose(search, node, [e.action for e in edges])
+        return None if action is None else edge_of(edges, action)
+
+
+def edge_of(edges: list[Edge], action: Action) -> Edge:
+    """The edge of ``edges`` whose action is ``action`` (the same object, else the same key);
+    a :class:`~hyperplan.search.tree.TreeError` when none is."""
+    for edge in edges:
+        if edge.action is action:
+            return edge
+    key = action.key
+    for edge in edges:
+        if edge.action.key == key:
+            return edge
+    raise TreeError(f"the rollout chooser picked {key!r}, which is not among the actions it "
+                    "was given")
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)

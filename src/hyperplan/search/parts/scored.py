@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from hyperplan.search.env import Action, TreeError
-from hyperplan.search.parts.base import Mark, RolloutChooser
-from hyperplan.search.tree import Node
+from hyperplan.search.parts.base import Mark, RolloutChooser, edge_of
+from hyperplan.search.tree import Edge, Node
 
 if TYPE_CHECKING:
     from hyperplan.search.mcts import HyperMCTS
@@ -33,17 +33,23 @@ class ScoredPicks(RolloutChooser):
 
     def choose(self, search: HyperMCTS, node: Node | None,
                actions: Sequence[Action]) -> Action | None:
-        if node is None or node.scores is None or not search.policy.scoring:
+        if node is None:
             return None
+        edge = self.pick(search, node, [edge_of(node.edges, a) for a in actions])
+        return None if edge is None else edge.action
+
+    def pick(self, search: HyperMCTS, node: Node, edges: list[Edge]) -> Edge | None:
         scores = node.scores
+        if scores is None or not search.policy.scoring:
+            return None
         known: list[float] = []
-        for action in actions:
-            score = scores.get(action.key)
+        for edge in edges:
+            score = scores.get(edge.action.key)
             if score is None:
                 return None
             known.append(score)
         i = search.policy.choose(known, search.rng)
-        if not 0 <= i < len(actions):
+        if not 0 <= i < len(edges):
             raise TreeError(f"the policy {search.policy.name!r} chose index {i} among "
-                            f"{len(actions)} scored children")
-        return actions[i]
+                            f"{len(edges)} scored children")
+        return edges[i]
