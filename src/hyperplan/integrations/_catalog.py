@@ -23,10 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-# Turn and open_session: re-exported for the gateway until it imports them from the host
 from hyperplan.integrations.host.conversation import Call as Call
-from hyperplan.integrations.host.conversation import Turn as Turn
-from hyperplan.integrations.host.conversation import open_session as open_session
 
 if TYPE_CHECKING:
     from hyperplan.catalog import ToolSpec
