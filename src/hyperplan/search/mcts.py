@@ -119,6 +119,8 @@ class HyperMCTS(SearchBase):
             isinstance(c, ScoredPicks) for c in d.choosers)
         self._below = tuple(c for c in d.choosers if not isinstance(c, ScoredPicks))
         self._proposal_scores: dict[str, float] | None = None
+        # whether this iteration's expansions read A_dec(h) with its key index (:meth:`iterate`)
+        self._index_wanted = False
 
     def priors(self, node: Node, edges: list[Edge] | None = None) -> list[float]:
         """prior(phi(a, h)) per child edge of ``node`` (or per edge of ``edges``, some of
@@ -230,14 +232,11 @@ class HyperMCTS(SearchBase):
         """Step 2 at the unexpanded history h of ``node``: the policy's children of A_dec(h)
         (:meth:`_children`, none when h has no decisions), with the scores of its proposal,
         then the wideners' (A_dec(h) and its key index in one environment call when one of
-        them asks for the index)."""
+        them asked for the index at the start of the iteration)."""
         self.goto(node)
         index: Mapping[str, int] | None = None
-        wideners = self._wideners
-        for part in wideners:
-            if part.wants_index(self):
-                decisions, index = self.env.indexed_decisions()
-                break
+        if self._index_wanted:
+            decisions, index = self.env.indexed_decisions()
         else:
             decisions = self.env.valid_decisions()
         if decisions:
@@ -249,7 +248,7 @@ class HyperMCTS(SearchBase):
         if children:
             node.expand(children, self.config.branching)
             node.scores = scores
-            for part in wideners:
+            for part in self._wideners:
                 part.expanded(self, node, decisions, index, path)
 
     def _grow(self, node: Node, path: list[Edge]) -> Node:
@@ -366,6 +365,13 @@ class HyperMCTS(SearchBase):
         root = self.tree.root
         path: list[Edge] = []
         self.path = path
+        # what the wideners read changes only after this iteration's update, so they are
+        # asked once whether its expansions read the decision index
+        self._index_wanted = False
+        for widener in self._wideners:
+            if widener.wants_index(self):
+                self._index_wanted = True
+                break
         composer = self._composer
         if composer is not None and composer.due(self):  # 1-4. a composed walk instead
             verdict = self._evaluate(self._walk(root, path, composer), None, [])

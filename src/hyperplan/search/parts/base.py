@@ -84,7 +84,9 @@ class Widener:
     """Adds children beside the policy's: ``visit`` at an expanded history on the way down
     (before HyperUCT chooses there), ``expanded`` right after a history's expansion
     (``decisions``: A_dec(h); ``index``: its key -> position index when :meth:`wants_index`
-    asked for it, else None; ``path``: the tree path h_0 to h)."""
+    asked for it, else None; ``path``: the tree path h_0 to h). :meth:`wants_index` is asked
+    once per iteration, before its walk: what the parts read from earlier rollouts (the
+    ledger, the hypergraph) changes only after the iteration's update."""
 
     @property
     def reads(self) -> frozenset[Mark]:
