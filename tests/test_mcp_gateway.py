@@ -490,3 +490,23 @@ def test_large_catalogs_build_in_a_child_process(tmp_path: Path,
         assert found.method == "context-graph+doe" and "add_to_cart" in found.names
     finally:
         upstream.close()
+
+
+def test_a_one_tool_catalog_gets_its_graph_and_the_old_names_warn() -> None:
+    """The gateway builds even one tool's graph (the host's pool, min_tools=1), and the names
+    its selection module had before it answered with hyperplan.select.Selection still import,
+    with a DeprecationWarning."""
+    from hyperplan.catalog import ToolSpec, build_catalog
+    from hyperplan.integrations.mcp_gateway import selection
+    from hyperplan.select import Selection
+
+    catalog = build_catalog([ToolSpec(name="echo", description="Echo a text back.",
+                                      input_schema={"type": "object", "properties": {
+                                          "text": {"type": "string"}}})], source="test")
+    service = selection.SelectionService(catalog, embedder="hashing", cache_dir=None)
+    service.start()
+    assert service.wait(60) and service.ready, service.status()
+    found = selection.Conversation(service).find("echo some text")
+    assert found.method == "context-graph+doe" and found.names == ["echo"]
+    with pytest.warns(DeprecationWarning, match="hyperplan.select.Selection"):
+        assert selection.Found is Selection

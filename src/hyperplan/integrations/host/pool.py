@@ -95,13 +95,17 @@ class BuildStatus:
 
 class SelectorPool:
     """Selectors per tool set (module doc). ``build`` makes one from a catalog;
-    ``on_ready(key, error)`` is called when a build ends (in the building thread)."""
+    ``on_ready(key, error)`` is called when a build ends (in the building thread);
+    ``min_tools``: a set with fewer tools is :attr:`BuildState.EMPTY`, never built (the
+    gateway builds even one upstream tool's graph, as it always did)."""
 
     def __init__(self, build: Builder, *, size: int = DEFAULT_SELECTORS,
-                 on_ready: Callable[[str, str | None], None] | None = None) -> None:
+                 on_ready: Callable[[str, str | None], None] | None = None,
+                 min_tools: int = 2) -> None:
         self.build = build
         self.size = max(1, size)
         self.on_ready = on_ready
+        self.min_tools = min_tools
         self._slots: OrderedDict[str, _Slot] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -185,7 +189,7 @@ class SelectorPool:
                 slot.catalog = catalog()
             finally:
                 slot.made.set()
-            if slot.catalog is None or len(slot.catalog.tools) < 2:
+            if slot.catalog is None or len(slot.catalog.tools) < self.min_tools:
                 slot.state = BuildState.EMPTY
             else:
                 selector = self.build(slot.catalog)

@@ -162,7 +162,7 @@ class SelectionService:
         self.builder = GatewayBuilder(embedder=embedder, cache_dir=cache_dir, budget=budget,
                                       annotations=annotations, llm=llm)
         self.fallback = threading.Event()  # the keyword search and token counts are made
-        self.pool = SelectorPool(self._build, size=1, on_ready=self._built)
+        self.pool = SelectorPool(self._build, size=1, on_ready=self._built, min_tools=1)
         self.pool.add(_KEY, catalog)  # the keyword search serves before the build starts
 
     @property
