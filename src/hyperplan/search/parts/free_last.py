@@ -32,7 +32,10 @@ class FreeLast(ChildFilter):
         return frozenset({Mark.FREE})
 
     def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
-        rest = without_marked(edges, search.ledger.free)
+        free = search.ledger.free
+        if not free:  # (most searches have no free decision: no call for them)
+            return edges
+        rest = without_marked(edges, free)
         if rest is not edges:
             for edge in rest:
                 if edge.recorded:

@@ -31,5 +31,6 @@ class EvidencePruning(ChildFilter):
         return frozenset({Mark.REFUTED})
 
     def keep(self, search: HyperMCTS, edges: list[Edge]) -> list[Edge]:
-        alive = without_marked(edges, search.ledger.refuted)
+        refuted = search.ledger.refuted
+        alive = without_marked(edges, refuted) if refuted else edges
         return alive if alive else edges
