@@ -35,8 +35,33 @@ SUITES = GOLD_FLOW_SUITES  # the chains and links suites (the registry's table)
 DEFAULT_THRESHOLD = 0.7
 
 
+class PrecisionRecall:
+    """Micro-averaged precision, recall and F1 of counted links: a subclass says which of its
+    counts are which (:meth:`counts`)."""
+
+    def counts(self) -> tuple[int, int, int, int]:
+        """(predicted links that are right, predicted links, reference links found,
+        reference links)."""
+        raise NotImplementedError
+
+    @property
+    def precision(self) -> float:
+        right, predicted, _, _ = self.counts()
+        return right / predicted if predicted else 0.0
+
+    @property
+    def recall(self) -> float:
+        _, _, found, reference = self.counts()
+        return found / reference if reference else 0.0
+
+    @property
+    def f1(self) -> float:
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+
 @dataclass(frozen=True)
-class LinkScores:
+class LinkScores(PrecisionRecall):
     n_tasks: int
     gold_links: int
     predicted_links: int
@@ -44,18 +69,8 @@ class LinkScores:
     matched_gold: int
     same_tool_gold: int
 
-    @property
-    def precision(self) -> float:
-        return self.true_positives / self.predicted_links if self.predicted_links else 0.0
-
-    @property
-    def recall(self) -> float:
-        return self.matched_gold / self.gold_links if self.gold_links else 0.0
-
-    @property
-    def f1(self) -> float:
-        p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r else 0.0
+    def counts(self) -> tuple[int, int, int, int]:
+        return self.true_positives, self.predicted_links, self.matched_gold, self.gold_links
 
 
 def predicted_ports(graph: Hypergraph, tools: Iterable[str], threshold: float) -> set[Port]:
@@ -197,19 +212,64 @@ def evaluate_links(
     ``learn_from`` (a split other than ``split``) the graph first learns the gold flows of
     that split's tasks (:mod:`hyperplan_bench.eval.learning`). The same suites with their outputs
     stripped: :func:`hyperplan_bench.eval.stripped.evaluate_stripped_suite`."""
-    from hyperplan_bench.eval.learning import check_learning_split, learned
+    from hyperplan_bench.eval.learning import check_learning_split
 
     check_learning_split(learn_from, split)
     if suite == "appworld":
         raise HyperplanError("appworld has no gold data flows: it is scored with "
                              "--strip-outputs only (against its typed links)")
     started = time.perf_counter()
-    n_learned = 0
-    cfg = config or LinkConfig()
-    suite_data = load_suite(suite, data)
     levels = sorted({threshold, *thresholds})
+    scored = _score_levels(load_suite(suite, data), levels, embedder, config or LinkConfig(),
+                           split, learn_from, progress)
+    main = scored.by_level[threshold]
+    result: dict[str, Any] = {
+        "suite": suite,
+        "n_tasks": main.n_tasks,
+        "gold_links": main.gold_links,
+        "precision": round(main.precision, 4),
+        "recall": round(main.recall, 4),
+        "f1": round(main.f1, 4),
+        "seconds": round(time.perf_counter() - started, 2),
+        "split": split,
+        "learned_from": learn_from,
+        "learned_flows": scored.n_learned,
+        "n_tools": scored.n_tools,
+        "predicted_links": main.predicted_links,
+        "same_tool_gold_links": main.same_tool_gold,
+        "threshold": threshold,
+        "embedder": getattr(embedder, "name", None),
+    }
+    if thresholds:
+        result["sweep"] = [
+            {"threshold": t, "precision": round(s.precision, 4), "recall": round(s.recall, 4),
+             "f1": round(s.f1, 4)}
+            for t, s in scored.by_level.items()
+        ]
+    return result
+
+
+@dataclass(frozen=True)
+class LevelScores:
+    """:class:`LinkScores` of a suite at each threshold, its tools and the gold flows its
+    graphs learned."""
+
+    by_level: dict[float, LinkScores]
+    n_tools: int
+    n_learned: int
+
+
+def _score_levels(suite_data: SuiteData, levels: Sequence[float],
+                  embedder: TextEmbedder | None, cfg: LinkConfig, split: str,
+                  learn_from: str | None, progress: Callable[[str, int, int], None] | None,
+                  ) -> LevelScores:
+    """Score ``split``'s tasks of every part of ``suite_data`` at each of ``levels`` (sorted),
+    each part's graph built once at the lowest level (after learning ``learn_from``'s flows
+    when given)."""
+    from hyperplan_bench.eval.learning import learned
+
     totals = {t: [0, 0, 0, 0, 0, 0] for t in levels}
-    n_tools = 0
+    n_tools = n_learned = 0
     for catalog, tasks in suite_data.parts:
         # build once at the lowest level; each level filters by weight
         build_cfg = replace(cfg, min_weight=min(levels[0], cfg.min_weight))
@@ -224,29 +284,4 @@ def evaluate_links(
             for k, v in enumerate((s.n_tasks, s.gold_links, s.predicted_links,
                                    s.true_positives, s.matched_gold, s.same_tool_gold)):
                 totals[t][k] += v
-    by_level = {t: LinkScores(*totals[t]) for t in levels}
-    main = by_level[threshold]
-    result: dict[str, Any] = {
-        "suite": suite,
-        "n_tasks": main.n_tasks,
-        "gold_links": main.gold_links,
-        "precision": round(main.precision, 4),
-        "recall": round(main.recall, 4),
-        "f1": round(main.f1, 4),
-        "seconds": round(time.perf_counter() - started, 2),
-        "split": split,
-        "learned_from": learn_from,
-        "learned_flows": n_learned,
-        "n_tools": n_tools,
-        "predicted_links": main.predicted_links,
-        "same_tool_gold_links": main.same_tool_gold,
-        "threshold": threshold,
-        "embedder": getattr(embedder, "name", None),
-    }
-    if thresholds:
-        result["sweep"] = [
-            {"threshold": t, "precision": round(s.precision, 4), "recall": round(s.recall, 4),
-             "f1": round(s.f1, 4)}
-            for t, s in by_level.items()
-        ]
-    return result
+    return LevelScores({t: LinkScores(*totals[t]) for t in levels}, n_tools, n_learned)

@@ -256,9 +256,6 @@ def evaluate_preselect(
     such as Seal-Tools' easy queries before its multi-tool ones, the first tasks are not a
     fair subset). ``source``: the custom suite's catalogs and tasks file, the MCP suites'
     tools folder, stripped outputs (:class:`SuiteSource`)."""
-    from hyperplan.retrieve.serialize import tokenizer_name
-    from hyperplan_bench.eval.preselect_replay import replay_part
-
     ks = tuple(sorted(set(budgets)))
     if not ks or ks[0] < 1:
         raise PreselectError(f"budgets must be at least 1, got {list(budgets)}")
@@ -271,12 +268,61 @@ def evaluate_preselect(
     optional = _optional(use_fastmcp, use_gtc)
     baselines = Baselines(fastmcp="fastmcp_bm25" in optional.ran,
                           gtc="graph_tool_call" in optional.ran)
-    tally: Tally[Any] = Tally(ks)
+    run = _Run(suite, embedder, ks, split, replay, limit, sample, cache_dir, baselines, progress)
+    totals = _score_parts(run, loaded.parts)
+    result = _header(run, totals, optional, src.strip, started)
+    if suite == "tau2":
+        result["domains"] = _domains(data)
+    methods = [m for m in METHODS if m not in optional.skipped]
+    result.update(_replay_methods(run, totals.tally, methods) if replay
+                  else _select_methods(run, totals, methods))
+    return result
+
+
+@dataclass(frozen=True)
+class _Run:
+    """What every part of one :func:`evaluate_preselect` run is scored with."""
+
+    suite: str
+    embedder: Embedder
+    ks: tuple[int, ...]
+    split: str
+    replay: bool
+    limit: int | None
+    sample: int | None
+    cache_dir: Path | None
+    baselines: Baselines
+    progress: Progress | None
+
+
+@dataclass(frozen=True)
+class _Totals:
+    """The scored rows of a run's parts and its counts; ``all_tokens`` and ``catalog_sizes``
+    hold one value per scored task (its catalog's)."""
+
+    tally: Tally[Any]
+    n_catalogs: int
+    n_tools: int
+    n_tasks: int
+    skipped: int
+    all_tokens: tuple[int, ...]
+    catalog_sizes: tuple[int, ...]
+
+    @property
+    def mean_all_tokens(self) -> float:
+        return float(np.mean(self.all_tokens)) if self.all_tokens else 0.0
+
+
+def _score_parts(run: _Run, parts: Sequence[Part]) -> _Totals:
+    """Every method on the chosen tasks of each of ``parts`` (replayed with ``run.replay``)."""
+    from hyperplan_bench.eval.preselect_replay import replay_part
+
+    tally: Tally[Any] = Tally(run.ks)
     n_tools = n_tasks = skipped = 0
     all_tokens: list[int] = []
-    catalog_sizes: list[int] = []  # per scored task, the size of its catalog
-    for part_no, part in enumerate(loaded.parts):
-        chosen = _chosen(part, split, sample, limit)
+    catalog_sizes: list[int] = []
+    for part_no, part in enumerate(parts):
+        chosen = _chosen(part, run.split, run.sample, run.limit)
         names = set(part.catalog.names())
         scored = tuple(t for t in chosen if t.text.strip()
                        and scorable_slots(part, t, names) is not None)
@@ -284,60 +330,80 @@ def evaluate_preselect(
         n_tools += len(part.catalog.tools)
         if not scored:
             continue
-        stage = f"part {part_no + 1}/{len(loaded.parts)}" if len(loaded.parts) > 1 else suite
-        bench = PartBench(part, embedder, ks, cache_dir, baselines, progress, stage)
+        stage = f"part {part_no + 1}/{len(parts)}" if len(parts) > 1 else run.suite
+        bench = PartBench(part, run.embedder, run.ks, run.cache_dir, run.baselines, run.progress,
+                          stage)
         try:
-            done = replay_part(bench, scored, tally) if replay else bench.run(scored, tally)
+            done = replay_part(bench, scored, tally) if run.replay else bench.run(scored, tally)
         finally:
             bench.close()
         n_tasks += done
         skipped += len(scored) - done
         all_tokens.extend([bench.all_tokens] * done)
         catalog_sizes.extend([len(part.catalog.tools)] * done)
-    mean_all = float(np.mean(all_tokens)) if all_tokens else 0.0
-    methods = [m for m in METHODS if m not in optional.skipped]
-    result: dict[str, Any] = {
-        "suite": suite,
-        "mode": "replay" if replay else "select",
-        "split": split,
-        "budgets": list(ks),
-        "n_tasks": n_tasks,
-        "n_tools": n_tools,
-        "n_catalogs": len(loaded.parts),
-        "tools_per_task": round(float(np.mean(catalog_sizes)), 1) if catalog_sizes else 0.0,
-        "all_tokens": round(mean_all, 1),
-        "strip_outputs": src.strip,
+    return _Totals(tally, len(parts), n_tools, n_tasks, skipped, tuple(all_tokens),
+                   tuple(catalog_sizes))
+
+
+def _header(run: _Run, totals: _Totals, optional: OptionalMethods, strip: bool,
+            started: float) -> dict[str, Any]:
+    """The JSON's keys before the per-method figures (``methods`` left empty)."""
+    from hyperplan.retrieve.serialize import tokenizer_name
+
+    sizes = totals.catalog_sizes
+    return {
+        "suite": run.suite,
+        "mode": "replay" if run.replay else "select",
+        "split": run.split,
+        "budgets": list(run.ks),
+        "n_tasks": totals.n_tasks,
+        "n_tools": totals.n_tools,
+        "n_catalogs": totals.n_catalogs,
+        "tools_per_task": round(float(np.mean(sizes)), 1) if sizes else 0.0,
+        "all_tokens": round(totals.mean_all_tokens, 1),
+        "strip_outputs": strip,
         "methods": {},
         "seconds": round(time.perf_counter() - started, 2),
-        "skipped_tasks": skipped,
-        **({"limit": limit} if limit is not None else {}),
-        **({"sample": sample} if sample is not None else {}),
+        "skipped_tasks": totals.skipped,
+        **({"limit": run.limit} if run.limit is not None else {}),
+        **({"sample": run.sample} if run.sample is not None else {}),
         "skipped_methods": dict(optional.skipped),
         "fastmcp": optional.ran.get("fastmcp_bm25"),
         "graph_tool_call": optional.ran.get("graph_tool_call"),
-        "embedder": embedder.name,
+        "embedder": run.embedder.name,
         "tokenizer": tokenizer_name(),
         "timing": TIMING_NOTE,
-        **({"domains": _domains(data)} if suite == "tau2" else {}),
     }
-    if replay:
-        from hyperplan_bench.eval.preselect_replay import replay_summary
 
-        result["methods"] = {m: {str(k): replay_summary(tally.rows.get(m, {}).get(k, []))
-                                 for k in ks} for m in methods}
-        result["n_steps"] = len(tally.rows.get("all_tools", {}).get(ks[0], []))
-        result["results"] = "tau2 environment responses" if suite == "tau2" else \
-            "synthetic, keyed by each tool's output schema; gold references carried over"
-        return result
-    result["methods"] = {m: {str(k): summary(tally.rows.get(m, {}).get(k, []), mean_all)
-                             for k in ks} for m in methods}
-    result["unsafe_chains"] = {str(k): tally.unsafe_chains.get(k, []) for k in ks}
-    result["subsets"] = {
-        name: {"n_tasks": len(by_method.get("all_tools", {}).get(ks[0], [])),
-               "methods": {m: {str(k): _short(by_method.get(m, {}).get(k, [])) for k in ks}
-                           for m in methods}}
-        for name, by_method in ((n, tally.subsets.get(n, {})) for n in SUBSETS)}
-    return result
+
+def _replay_methods(run: _Run, tally: Tally[Any], methods: Sequence[str]) -> dict[str, Any]:
+    """The replay mode's figures: per method and K, the next gold tool's scores."""
+    from hyperplan_bench.eval.preselect_replay import replay_summary
+
+    ks = run.ks
+    return {
+        "methods": {m: {str(k): replay_summary(tally.rows.get(m, {}).get(k, [])) for k in ks}
+                    for m in methods},
+        "n_steps": len(tally.rows.get("all_tools", {}).get(ks[0], [])),
+        "results": "tau2 environment responses" if run.suite == "tau2" else
+        "synthetic, keyed by each tool's output schema; gold references carried over",
+    }
+
+
+def _select_methods(run: _Run, totals: _Totals, methods: Sequence[str]) -> dict[str, Any]:
+    """The select mode's figures: per method and K, the selection's scores; the unsafe DOE
+    chains; the scores of the :data:`SUBSETS`."""
+    ks, tally, mean_all = run.ks, totals.tally, totals.mean_all_tokens
+    return {
+        "methods": {m: {str(k): summary(tally.rows.get(m, {}).get(k, []), mean_all)
+                        for k in ks} for m in methods},
+        "unsafe_chains": {str(k): tally.unsafe_chains.get(k, []) for k in ks},
+        "subsets": {
+            name: {"n_tasks": len(by_method.get("all_tools", {}).get(ks[0], [])),
+                   "methods": {m: {str(k): _short(by_method.get(m, {}).get(k, []))
+                                   for k in ks} for m in methods}}
+            for name, by_method in ((n, tally.subsets.get(n, {})) for n in SUBSETS)},
+    }
 
 
 @dataclass(frozen=True)

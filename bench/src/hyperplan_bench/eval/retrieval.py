@@ -202,30 +202,14 @@ def evaluate_retrieval(
     data = load_retrieval_suite(suite, tools, tasks)
     chosen = split_tasks(data.tasks, split)
     graph = build_graph(data.catalog, embedder=embedder, progress=progress)
-    index = GraphIndex(graph, embedder)
-    bm25 = bm25_index(graph)
     cfg = replace(config or ContextGraphConfig(), budget=budget)
     scored = [t for t in chosen if t.tools and t.text.strip()]
     unknown = sorted({n for t in scored for n in t.tools if n not in graph.tool_index})
     if unknown:
         raise RetrievalEvalError(f"{tasks}: gold tools not in the catalog {tools}: {unknown[:5]}")
-    requests = l2_normalize(embedder.embed([t.text for t in scored])) if scored else None
-    rows: dict[str, list[Row]] = {m: [] for m in METHODS}
-    interpreted: list[Interpreted] = []
-    read = interpreter or rules_interpreter
-    for i, task in enumerate(scored):
-        if progress:
-            progress("retrieving", i, len(scored))
-        assert requests is not None
-        item = _interpretation(task, index.namespaces, read, store)
-        interpreted.append(item)
-        with single_thread_blas():  # as in extract_with_vectors, for comparable timings
-            results = _retrieve(index, bm25, embedder, cfg, item.task, task.text, requests[i])
-        gold = {graph.tool_index[n] for n in task.tools}
-        for method, (ids, ms) in results.items():
-            rows[method].append(_row(graph, gold, ids, ms))
-        if on_task is not None:
-            on_task(_task_detail(graph, task, item, results))
+    methods = _Methods(GraphIndex(graph, embedder), bm25_index(graph), embedder, cfg)
+    rows, interpreted = _score_tasks(methods, scored, interpreter or rules_interpreter, store,
+                                     progress, on_task)
     return {
         "suite": suite,
         "n_tasks": len(scored),
@@ -244,6 +228,48 @@ def evaluate_retrieval(
 
 Row = tuple[float, bool, int, int, float]
 """Per task and method: recall, complete, tools retrieved, prompt tokens, milliseconds."""
+
+
+@dataclass(frozen=True)
+class _Methods:
+    """The retrieval methods over one graph: its index (context graph, semantic top-K, one
+    hop), its BM25 index, the embedder of requests and the context graph's settings."""
+
+    index: GraphIndex
+    bm25: BM25Index
+    embedder: Embedder
+    cfg: ContextGraphConfig
+
+
+def _score_tasks(
+    methods: _Methods,
+    scored: Sequence[GoldTask],
+    read: Interpreter,
+    store: InterpretationStore | None,
+    progress: Progress | None,
+    on_task: Callable[[dict[str, Any]], None] | None,
+) -> tuple[dict[str, list[Row]], list[Interpreted]]:
+    """Per method the rows of ``scored`` (each task read by ``read``, or from ``store``), and
+    the tasks' interpretations; ``on_task`` gets each task's record as it is scored."""
+    graph = methods.index.graph
+    requests = l2_normalize(methods.embedder.embed([t.text for t in scored])) if scored \
+        else None
+    rows: dict[str, list[Row]] = {m: [] for m in METHODS}
+    interpreted: list[Interpreted] = []
+    for i, task in enumerate(scored):
+        if progress:
+            progress("retrieving", i, len(scored))
+        assert requests is not None
+        item = _interpretation(task, methods.index.namespaces, read, store)
+        interpreted.append(item)
+        with single_thread_blas():  # as in extract_with_vectors, for comparable timings
+            results = _retrieve(methods, item.task, task.text, requests[i])
+        gold = {graph.tool_index[n] for n in task.tools}
+        for method, (ids, ms) in results.items():
+            rows[method].append(_row(graph, gold, ids, ms))
+        if on_task is not None:
+            on_task(_task_detail(graph, task, item, results))
+    return rows, interpreted
 
 
 def _row(graph: Hypergraph, gold: set[int], ids: list[int], ms: float) -> Row:
@@ -295,18 +321,12 @@ def _interpretation_summary(name: str, items: Sequence[Interpreted]) -> dict[str
     }
 
 
-def _retrieve(
-    index: GraphIndex,
-    bm25: BM25Index,
-    embedder: Embedder,
-    cfg: ContextGraphConfig,
-    interp: TaskInterpretation,
-    text: str,
-    request: FloatMatrix,
-) -> dict[str, tuple[list[int], float]]:
+def _retrieve(methods: _Methods, interp: TaskInterpretation, text: str, request: FloatMatrix,
+              ) -> dict[str, tuple[list[int], float]]:
     """Ranked tool ids and milliseconds (query embedding excluded) of every method; the
     context graph reads ``interp``, the baselines the raw ``text`` (or its vector)."""
-    query = embed_interpretation(interp, embedder)
+    index, bm25, cfg = methods.index, methods.bm25, methods.cfg
+    query = embed_interpretation(interp, methods.embedder)
     out: dict[str, tuple[list[int], float]] = {}
     budget = cfg.budget or index.graph.n_tools
     calls: dict[str, Callable[[], list[int]]] = {

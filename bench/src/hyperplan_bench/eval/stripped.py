@@ -24,6 +24,7 @@ from hyperplan.graph.model import Evidence, Hypergraph, NodeKind
 from hyperplan_bench.eval.links import (
     DEFAULT_THRESHOLD,
     LinkScores,
+    PrecisionRecall,
     load_suite,
     predicted_ports,
     score_links,
@@ -51,7 +52,7 @@ ToolPort = tuple[str, str, str]
 
 
 @dataclass(frozen=True)
-class SilverScores:
+class SilverScores(PrecisionRecall):
     """Stripped-graph links against the typed graph's links (a silver reference: the typed
     catalog's inferred links, not gold data flows), micro-averaged."""
 
@@ -59,18 +60,8 @@ class SilverScores:
     stripped_links: int
     true_positives: int
 
-    @property
-    def precision(self) -> float:
-        return self.true_positives / self.stripped_links if self.stripped_links else 0.0
-
-    @property
-    def recall(self) -> float:
-        return self.true_positives / self.typed_links if self.typed_links else 0.0
-
-    @property
-    def f1(self) -> float:
-        p, r = self.precision, self.recall
-        return 2 * p * r / (p + r) if p + r else 0.0
+    def counts(self) -> tuple[int, int, int, int]:
+        return self.true_positives, self.stripped_links, self.true_positives, self.typed_links
 
     def __add__(self, other: SilverScores) -> SilverScores:
         return SilverScores(self.typed_links + other.typed_links,
