@@ -13,6 +13,7 @@ import json
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -76,40 +77,81 @@ def preselect_cmd(
     cold, query embedding included) of tool pre-selection: all tools, semantic and BM25 top-K,
     FastMCP's BM25 search, graph-tool-call, the context graph, and the context graph with DOE
     chains; --replay scores the next gold tool after each gold call."""
+    run_preselect(PreselectOptions(
+        suite, data, tuple(catalog or ()), tasks_file, tools_dir, strip_outputs, domain, budget,
+        split, embedder, replay, limit, sample, cache_dir, no_cache, fastmcp, gtc, as_json))
+
+
+@dataclass(frozen=True)
+class PreselectOptions:
+    """The options of ``eval preselect``, as given (help text: :func:`preselect_cmd`)."""
+
+    suite: str
+    data: str | None
+    catalog: tuple[str, ...]
+    tasks_file: Path | None
+    tools_dir: Path | None
+    strip_outputs: bool
+    domain: str | None
+    budget: str
+    split: str
+    embedder: str
+    replay: bool
+    limit: int | None
+    sample: int | None
+    cache_dir: Path | None
+    no_cache: bool
+    fastmcp: bool
+    gtc: bool
+    as_json: bool
+
+
+def run_preselect(opts: PreselectOptions) -> None:
+    """Check ``opts``, run the benchmark and print its JSON (one line with ``--json``)."""
+    budgets = _budgets(opts.budget)
+    for name, value in (("--limit", opts.limit), ("--sample", opts.sample)):
+        if value is not None and value < 1:
+            fail(f"{name} must be at least 1, got {value}")
+    chosen = embedder_from_option(opts.embedder)
+    if not isinstance(chosen, Embedder):
+        raise PreselectError(f"pre-selection needs a text embedder with a name; --embedder "
+                             f"{opts.embedder} is not one")
+    source = (opts.domain or opts.data) if opts.suite == "tau2" else opts.data
+    where = None if opts.no_cache else _cache_dir(opts.cache_dir)
+    if opts.suite != "custom" and (opts.catalog or opts.tasks_file is not None):
+        fail("--catalog and --tasks-file are for --suite custom")
+    origin = SuiteSource(source, opts.catalog, opts.tasks_file, opts.tools_dir,
+                         opts.strip_outputs)
+    with _progress() as progress:
+        result = evaluate_preselect(
+            opts.suite, source, embedder=chosen, budgets=budgets, split=opts.split,
+            replay=opts.replay, limit=opts.limit, sample=opts.sample, cache_dir=where,
+            use_fastmcp=opts.fastmcp, use_gtc=opts.gtc, source=origin, progress=progress)
+    if not result["n_tasks"]:
+        fail(f"{source or opts.tasks_file}: no task with a request and gold tools to score"
+             + (f" in split {opts.split!r}" if opts.split != "all" else ""))
+    if opts.as_json:
+        print(json.dumps(result))
+        return
+    out.print_json(json.dumps(result))
+
+
+def _budgets(budget: str) -> list[int]:
+    """The tool budgets of ``--budget`` (comma-separated integers, each at least 1)."""
     try:
         budgets = [int(b) for b in budget.split(",") if b.strip()]
     except ValueError:
         fail(f"--budget takes comma-separated integers, got {budget!r}")
     if not budgets or min(budgets) < 1:
         fail(f"--budget values must be at least 1, got {budget!r}")
-    for name, value in (("--limit", limit), ("--sample", sample)):
-        if value is not None and value < 1:
-            fail(f"{name} must be at least 1, got {value}")
-    chosen = embedder_from_option(embedder)
-    if not isinstance(chosen, Embedder):
-        raise PreselectError(
-            f"pre-selection needs a text embedder with a name; --embedder {embedder} is not one")
-    source = (domain or data) if suite == "tau2" else data
-    where: Path | None = None
-    if not no_cache:
-        from hyperplan.select.cache import default_cache_dir
+    return budgets
 
-        where = cache_dir if cache_dir is not None else default_cache_dir()
-    if suite != "custom" and (catalog or tasks_file is not None):
-        fail("--catalog and --tasks-file are for --suite custom")
-    origin = SuiteSource(source, tuple(catalog or ()), tasks_file, tools_dir, strip_outputs)
-    with _progress() as progress:
-        result = evaluate_preselect(
-            suite, source, embedder=chosen, budgets=budgets, split=split, replay=replay,
-            limit=limit, sample=sample, cache_dir=where, use_fastmcp=fastmcp, use_gtc=gtc,
-            source=origin, progress=progress)
-    if not result["n_tasks"]:
-        fail(f"{source or tasks_file}: no task with a request and gold tools to score"
-             + (f" in split {split!r}" if split != "all" else ""))
-    if as_json:
-        print(json.dumps(result))
-        return
-    out.print_json(json.dumps(result))
+
+def _cache_dir(given: Path | None) -> Path:
+    """``--cache-dir``, else hyperplan.select's cache."""
+    from hyperplan.select.cache import default_cache_dir
+
+    return given if given is not None else default_cache_dir()
 
 
 @contextlib.contextmanager

@@ -76,11 +76,7 @@ def eval_run_cmd(
             run_id = resume
             todo = len(pending_jobs(cfg, db.done(run_id)))
         else:
-            chosen = tuple(a.strip() for a in agents.split(",") if a.strip())
-            if not chosen:
-                fail(f"--agents is empty; give one or more of {', '.join(AGENTS)}")
-            if workers < 1 or (limit is not None and limit < 1):
-                fail(f"--workers and --limit must be >= 1, got {workers} and {limit}")
+            chosen = _agents(agents, workers, limit)
             cfg = EvalConfig(suite=suite, agents=chosen,
                              llm=llm, model=model, embedder=embedder,
                              budget=budget_from_options(max_llm_calls, max_tokens,
@@ -88,16 +84,7 @@ def eval_run_cmd(
                              workers=workers, limit=limit,
                              suite_options=_suite_options(domain=domain, data=data),
                              backend=backend, ray_address=ray_address)
-            cfg.check()
-            if llm not in ("none", "scripted"):  # an endpoint: reachable before any task
-                llm_from_options(llm, model or None, Accounting(), check=True)
-            todo = len(pending_jobs(cfg, set()))
-            if not todo:
-                fail(f"suite {suite!r} has no tasks"
-                     + (f" in {data}" if data else f" for domain {domain!r}" if domain else ""))
-            run_id = db.create_run(suite=cfg.suite, agents=cfg.agents, llm=cfg.llm,
-                                   model=cfg.model, command=shlex.join(sys.argv),
-                                   config=cfg.as_dict())
+            run_id, todo = _create_run(db, cfg, data, domain)
         console.print(f"run {run_id}: {todo} task runs to do ({cfg.suite}, "
                       f"{', '.join(cfg.agents)}, llm {cfg.llm})")
         lost: TaskRunsLost | None = None
@@ -110,6 +97,32 @@ def eval_run_cmd(
         _print_summary(summary, as_json, store)
     if lost is not None:
         fail(str(lost))
+
+
+def _agents(agents: str, workers: int, limit: int | None) -> tuple[str, ...]:
+    """The agents ``--agents`` names, with ``--workers`` and ``--limit`` checked."""
+    chosen = tuple(a.strip() for a in agents.split(",") if a.strip())
+    if not chosen:
+        fail(f"--agents is empty; give one or more of {', '.join(AGENTS)}")
+    if workers < 1 or (limit is not None and limit < 1):
+        fail(f"--workers and --limit must be >= 1, got {workers} and {limit}")
+    return chosen
+
+
+def _create_run(db: RunStore, cfg: EvalConfig, data: str | None,
+                domain: str | None) -> tuple[str, int]:
+    """A new run of ``cfg`` in ``db`` (its endpoint reached and its tasks counted first): its
+    id and the number of task runs to do."""
+    cfg.check()
+    if cfg.llm not in ("none", "scripted"):  # an endpoint: reachable before any task
+        llm_from_options(cfg.llm, cfg.model or None, Accounting(), check=True)
+    todo = len(pending_jobs(cfg, set()))
+    if not todo:
+        fail(f"suite {cfg.suite!r} has no tasks"
+             + (f" in {data}" if data else f" for domain {domain!r}" if domain else ""))
+    run_id = db.create_run(suite=cfg.suite, agents=cfg.agents, llm=cfg.llm, model=cfg.model,
+                           command=shlex.join(sys.argv), config=cfg.as_dict())
+    return run_id, todo
 
 
 def _llm_choice(url: str | None, scripted: bool) -> str:

@@ -93,6 +93,7 @@ BranchOn = Annotated[str | None, typer.Option(
     "the design's", show_default=False)]
 Widen = Annotated[float | None, typer.Option(help=WIDEN_HELP, show_default=False)]
 Lam = Annotated[float, typer.Option(help="hypergraph prior weight lambda")]
+UCTConstant = Annotated[float, typer.Option(help="UCT exploration constant c")]
 ExpandRollout = Annotated[bool | None, typer.Option(
     "--expand-rollout/--no-expand-rollout",
     help="run each rollout inside the tree, expanding every history it passes (llm-reasoners' "
@@ -155,7 +156,7 @@ def mcts_cmd(
     rollouts: Rollouts = 32,
     branching: Branching = 3,
     lam: Lam = DEFAULT_LAM,
-    c: float = typer.Option(DEFAULT_C, help="UCT exploration constant c"),
+    c: UCTConstant = DEFAULT_C,
     level: Level = None,
     agg: Agg = DEFAULT_AGG,
     policy: SearchPolicy = "heuristic",
@@ -285,7 +286,7 @@ def mcts_sweep_cmd(
                                  help="rollout budgets B, comma-separated"),
     lams: str = typer.Option("0,0.3,0.7,1.0", help="comma-separated lambda values (0 = UCT)"),
     branching: Branching = 3,
-    c: float = typer.Option(DEFAULT_C, help="UCT exploration constant c"),
+    c: UCTConstant = DEFAULT_C,
     level: Level = None,
     agg: Agg = DEFAULT_AGG,
     policy: PolicyName = "heuristic",
@@ -303,16 +304,7 @@ def mcts_sweep_cmd(
     """Case accuracy vs budget and vs lambda: a Markdown table and a matplotlib PNG. With
     --methods, accuracy against budget for those methods too, and a third panel against policy
     calls per case (the figure is then mcts_sweep_SUITE_methods.png)."""
-    try:
-        budget_list = [int(x) for x in rollouts.split(",") if x.strip()]
-        lam_list = [float(x) for x in lams.split(",") if x.strip()]
-    except ValueError:
-        fail("--rollouts takes integers and --lams numbers, comma-separated")
-    extra = _sweep_methods(methods, lam_list)
-    if not budget_list or not lam_list:
-        fail("--rollouts and --lams must not be empty")
-    if min(budget_list) < 1 or min(lam_list) < 0:
-        fail("every --rollouts value must be >= 1 and every --lams value >= 0")
+    budget_list, lam_list, extra = _sweep_grid(rollouts, lams, methods)
     config = _config(max(budget_list), branching, max(lam_list), c, agg, design,
                      rollout_guidance=rollout_guidance, branch_on=branch_on, widen=widen,
                      expand_rollout=expand_rollout)
@@ -338,6 +330,23 @@ def mcts_sweep_cmd(
     print(sweep_table(result))
     if "figure" in result:
         print(f"\nfigure: {result['figure']}")
+
+
+def _sweep_grid(rollouts: str, lams: str, methods: str
+                ) -> tuple[list[int], list[float], list[str]]:
+    """The rollout budgets, lambda values and other methods ``search sweep`` draws, each
+    checked."""
+    try:
+        budget_list = [int(x) for x in rollouts.split(",") if x.strip()]
+        lam_list = [float(x) for x in lams.split(",") if x.strip()]
+    except ValueError:
+        fail("--rollouts takes integers and --lams numbers, comma-separated")
+    extra = _sweep_methods(methods, lam_list)
+    if not budget_list or not lam_list:
+        fail("--rollouts and --lams must not be empty")
+    if min(budget_list) < 1 or min(lam_list) < 0:
+        fail("every --rollouts value must be >= 1 and every --lams value >= 0")
+    return budget_list, lam_list, extra
 
 
 def _sweep_methods(methods: str, lams: list[float]) -> list[str]:

@@ -17,20 +17,16 @@ if TYPE_CHECKING:
     from hyperplan_bench.importers.stabletoolbench import load_stabletoolbench
     from hyperplan_bench.importers.tau2 import load_tau2_catalog
 
-_EXPORTS = {
-    "GoldCall": "gold",
-    "GoldFlow": "gold",
-    "GoldTask": "gold",
-    "load_appworld": "appworld",
-    "load_nestful": "nestful",
-    "load_nestful_tasks": "nestful",
-    "load_nestools": "nestools",
-    "load_nestools_tasks": "nestools",
-    "load_sealtools": "sealtools",
-    "load_sealtools_tasks": "sealtools",
-    "load_stabletoolbench": "stabletoolbench",
-    "load_tau2_catalog": "tau2",
-}
+# each submodule and the public names it defines (imported when first used)
+_EXPORTS = {name: module for module, names in (
+    ("appworld", ("load_appworld",)),
+    ("gold", ("GoldCall", "GoldFlow", "GoldTask")),
+    ("nestful", ("load_nestful", "load_nestful_tasks")),
+    ("nestools", ("load_nestools", "load_nestools_tasks")),
+    ("sealtools", ("load_sealtools", "load_sealtools_tasks")),
+    ("stabletoolbench", ("load_stabletoolbench",)),
+    ("tau2", ("load_tau2_catalog",)),
+) for name in names}
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = [
     "GoldCall", "GoldFlow", "GoldTask", "load_appworld", "load_nestful", "load_nestful_tasks",

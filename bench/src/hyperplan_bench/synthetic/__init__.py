@@ -26,16 +26,14 @@ if TYPE_CHECKING:
     from hyperplan_bench.synthetic.hypergraph import MAX_IN_DEGREE, synthetic_hypergraph
     from hyperplan_bench.synthetic.words import TOOLS_PER_APP
 
-_EXPORTS = {
-    "IdExpectation": "expectations",
-    "MAX_IN_DEGREE": "hypergraph",
-    "RandomWordEmbedder": "embedder",
-    "TOOLS_PER_APP": "words",
-    "id_inputs_with_producer": "expectations",
-    "synthetic_catalog": "catalog",
-    "synthetic_expectations": "expectations",
-    "synthetic_hypergraph": "hypergraph",
-}
+# each submodule and the public names it defines (imported when first used)
+_EXPORTS = {name: module for module, names in (
+    ("catalog", ("synthetic_catalog",)),
+    ("embedder", ("RandomWordEmbedder",)),
+    ("expectations", ("IdExpectation", "id_inputs_with_producer", "synthetic_expectations")),
+    ("hypergraph", ("MAX_IN_DEGREE", "synthetic_hypergraph")),
+    ("words", ("TOOLS_PER_APP",)),
+) for name in names}
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 __all__ = [
     "MAX_IN_DEGREE", "TOOLS_PER_APP", "IdExpectation", "RandomWordEmbedder",

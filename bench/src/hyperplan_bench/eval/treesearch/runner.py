@@ -16,7 +16,7 @@ c = 0.5 (UCT case accuracy on dev seed 0: 0.317 at c = 0.3, 0.233 at c = 1.0; 0.
 on dev seed 1), ``info_prior="neutral"`` (dev seed 1, 120 tasks: "zero" loses 7.5 points to
 UCT, 95% CI excludes 0; "neutral" -0.8), lambda = 0.5 and Agg = "balanced" (no aggregator or
 lambda in {0.3, 0.5, 0.7, 1.0, 1.5} differed significantly on dev seeds 0-1; "balanced" is kept
-on design grounds, see :mod:`hyperplan.search.hypergraph`).
+on design grounds, see :mod:`hyperplan.search.trajectory_hypergraph`).
 
 2026-11-30 (branching at decision points): ``branch_on="commit"`` is the default as the
 HyperMCTS paper's problem setup says; ``rollout_guidance`` switched on after dev seeds 1 and 2

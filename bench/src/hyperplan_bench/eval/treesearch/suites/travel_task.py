@@ -49,8 +49,15 @@ def hhmm(minute: int) -> str:
     return f"{minute // 60:02d}:{minute % 60:02d}"
 
 
+def hours(opening: int, closing: int) -> str:
+    """Opening hours as ``HH:MM-HH:MM``."""
+    return f"{hhmm(opening)}-{hhmm(closing)}"
+
+
 @dataclass(frozen=True)
 class Transport:
+    """One leg's train or flight; times in minutes after midnight, price in ¥."""
+
     tid: str
     leg: str  # "out" or "back"
     mode: str  # "train" or "flight"
@@ -65,6 +72,8 @@ class Transport:
 
 @dataclass(frozen=True)
 class Hotel:
+    """A hotel of the city; ``price`` per night in ¥."""
+
     hid: str
     name: str
     stars: int
@@ -81,6 +90,9 @@ class Hotel:
 
 @dataclass(frozen=True)
 class Attraction:
+    """A sight: open ``open``-``close`` (minutes after midnight) except on weekday
+    ``closed_on``; a visit takes ``duration`` minutes and a ticket costs ``price`` ¥."""
+
     aid: str
     name: str
     open: int
@@ -91,7 +103,7 @@ class Attraction:
 
     def text(self) -> str:
         closed = f", closed {WEEKDAYS[self.closed_on]}s" if self.closed_on is not None else ""
-        return (f"{self.aid} {self.name} open {hhmm(self.open)}-{hhmm(self.close)}{closed}, "
+        return (f"{self.aid} {self.name} open {hours(self.open, self.close)}{closed}, "
                 f"visit {self.duration} min, ticket ¥{self.price}")
 
     def listing(self) -> str:
@@ -100,6 +112,9 @@ class Attraction:
 
 @dataclass(frozen=True)
 class Restaurant:
+    """A restaurant serving ``cuisine``, open ``open``-``close`` (minutes after midnight),
+    ``price`` ¥ a person."""
+
     rid: str
     name: str
     cuisine: str
@@ -108,8 +123,8 @@ class Restaurant:
     price: int
 
     def text(self) -> str:
-        return (f"{self.rid} {self.name} ({self.cuisine}) open {hhmm(self.open)}-"
-                f"{hhmm(self.close)}, ~¥{self.price}/person")
+        return (f"{self.rid} {self.name} ({self.cuisine}) open "
+                f"{hours(self.open, self.close)}, ~¥{self.price}/person")
 
     def listing(self) -> str:
         return f"{self.rid} {self.name} ({self.cuisine}), ~¥{self.price}/person"
