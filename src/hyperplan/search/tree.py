@@ -164,14 +164,14 @@ class Node:
         action keys. Raises :class:`TreeError` on a second expansion."""
         if self.expanded:
             raise TreeError("a node is expanded at most once")
-        edges = [Edge(action, identity, recorded, self)
-                 for action, identity, recorded in children]
-        if len(edges) > 1 and len({e.action.key for e in edges}) < len(edges):
-            seen: set[str] = set()
-            for edge in edges:
-                if edge.action.key in seen:
-                    raise TreeError(f"duplicate decision {edge.action.key!r} in one expansion")
-                seen.add(edge.action.key)
+        edges: list[Edge] = []
+        keys: set[str] = set()
+        for action, identity, recorded in children:  # (one pass: no comprehension calls)
+            key = action.key
+            if key in keys:
+                raise TreeError(f"duplicate decision {key!r} in one expansion")
+            keys.add(key)
+            edges.append(Edge(action, identity, recorded, self))
         if len(edges) > max_children:
             raise TreeError(f"{len(edges)} children exceed the branching factor {max_children}")
         self.edges = edges
