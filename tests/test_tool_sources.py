@@ -81,9 +81,9 @@ def test_one_sandbox_enum_under_every_name() -> None:
     makes its value the member and refuses any other value (once run in-process silently)."""
     from hyperplan.cli import serve_cmd
     from hyperplan.execute import runtimes, sandboxing
-    from hyperplan.tool_sources import SUBPROCESS
-
-    assert sandboxing.Sandbox is runtimes.Sandbox is Sandbox is serve_cmd.Sandbox
+    assert sandboxing.Sandbox is runtimes.Sandbox is Sandbox is vars(serve_cmd)["Sandbox"]
+    with pytest.warns(DeprecationWarning, match="Sandbox.SUBPROCESS"):
+        from hyperplan.tool_sources import SUBPROCESS
     assert SUBPROCESS is Sandbox.SUBPROCESS
     assert SourceOptions().sandbox is Sandbox.NONE
     assert SourceOptions(sandbox="subprocess").sandbox is Sandbox.SUBPROCESS

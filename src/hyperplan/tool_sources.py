@@ -49,9 +49,6 @@ if TYPE_CHECKING:
     from hyperplan.plugins import Point
 
 DEFAULT_MAX_RESPONSE_BYTES = 10 * 1024 * 1024  # as hyperplan.execute.runtimes.http's
-SUBPROCESS = Sandbox.SUBPROCESS
-"""The old spelling of :attr:`Sandbox.SUBPROCESS` (the gateway's upstream module still imports
-it): use the enum."""
 SOURCE_GROUP = "hyperplan.sources"
 """Entry points adding catalog source kinds: ``kind = "module:function"``, a function from the
 LOCATION to a :class:`~hyperplan.catalog.Catalog` (no runtime)."""
@@ -365,3 +362,16 @@ def tag_server(catalog: Catalog, server: str) -> Catalog:
         else tool.model_copy(update={"metadata": {**tool.metadata, "server": server}})
         for tool in catalog.tools)
     return catalog.model_copy(update={"tools": tools})
+
+
+def __getattr__(name: str) -> Any:
+    """``SUBPROCESS``, the old spelling of :attr:`Sandbox.SUBPROCESS`, with a
+    DeprecationWarning (it goes in the next release)."""
+    if name == "SUBPROCESS":
+        import warnings
+
+        warnings.warn("hyperplan.tool_sources.SUBPROCESS is Sandbox.SUBPROCESS "
+                      "(hyperplan.execute.sandboxing); the old name goes in the next release",
+                      DeprecationWarning, stacklevel=2)
+        return Sandbox.SUBPROCESS
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -61,6 +61,7 @@ from typing import Any
 from hyperplan.catalog import Catalog, ToolSpec, merge_catalogs
 from hyperplan.errors import HyperplanError
 from hyperplan.execute.results import ErrorKind, ToolResult, ToolRuntime
+from hyperplan.execute.sandboxing import Sandbox
 from hyperplan.integrations.mcp_gateway.catalog_cache import CatalogCache, entry_key, spec_key
 from hyperplan.integrations.mcp_gateway.config import NAMESPACE_SEPARATOR, Namespace
 from hyperplan.integrations.mcp_gateway.mcp_config import ServerEntry, ServerKind
@@ -69,7 +70,6 @@ from hyperplan.tool_sources import (
     BARE,
     DEFAULT_MAX_RESPONSE_BYTES,
     KINDS,
-    SUBPROCESS,
     SourceOptions,
     mcp_runtime,
     mcp_server_runtime,
@@ -94,7 +94,7 @@ class UpstreamOptions:
 
     call_timeout: float = 30.0
     allow_unsafe_tools: bool = False
-    sandbox: str = SUBPROCESS  # a hyperplan.execute.runtimes.Sandbox value
+    sandbox: Sandbox = Sandbox.SUBPROCESS
     base_url: str | None = None
     headers: Mapping[str, str] | None = None
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
