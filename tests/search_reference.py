@@ -10,7 +10,7 @@ import random
 from collections.abc import Hashable, Iterable, Sequence
 
 from hyperplan.search.env import Action, ActionKind, Objective, SearchEnv, Verdict
-from hyperplan.search.hypergraph import TrajectoryHypergraph
+from hyperplan.search.trajectory_hypergraph import TrajectoryHypergraph
 from hyperplan.search.policies import Policy
 
 
