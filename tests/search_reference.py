@@ -10,8 +10,8 @@ import random
 from collections.abc import Hashable, Iterable, Sequence
 
 from hyperplan.search.env import Action, ActionKind, Objective, SearchEnv, Verdict
-from hyperplan.search.trajectory_hypergraph import TrajectoryHypergraph
 from hyperplan.search.policies import Policy
+from hyperplan.search.trajectory_hypergraph import TrajectoryHypergraph
 
 
 class RefNode:
