@@ -48,3 +48,18 @@ def llm_server_url() -> str:
             pytest.fail(message)
         pytest.skip(message)
     return url
+
+
+@pytest.fixture(scope="module")
+def demo_graph(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The demo catalog's graph, built once per test module with the hashing embedder."""
+    from typer.testing import CliRunner
+
+    from hyperplan.cli import app
+    from hyperplan.sources import demo_catalog_path
+
+    path = tmp_path_factory.mktemp("g") / "demo.json"
+    result = CliRunner().invoke(app, ["graph", "build", f"openai:{demo_catalog_path()}", "-o",
+                                      str(path), "--embedder", "hashing"])
+    assert result.exit_code == 0, result.output
+    return path

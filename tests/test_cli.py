@@ -12,7 +12,6 @@ from typer.testing import CliRunner
 
 from hyperplan.cli import app
 from hyperplan.errors import HyperplanError
-from hyperplan.sources import demo_catalog_path
 
 runner = CliRunner()
 
@@ -21,15 +20,6 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     code = "from hyperplan.cli import main; main()"
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           timeout=120)
-
-
-@pytest.fixture(scope="module")
-def demo_graph(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("g") / "demo.json"
-    result = runner.invoke(app, ["graph", "build", f"openai:{demo_catalog_path()}", "-o",
-                                 str(path), "--embedder", "hashing"])
-    assert result.exit_code == 0, result.output
-    return path
 
 
 def test_demo_runs_the_demo_world() -> None:

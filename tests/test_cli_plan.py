@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 from typer.testing import CliRunner
 
 from hyperplan.cli import app
@@ -17,20 +16,10 @@ from hyperplan.graph.io import load_graph
 from hyperplan.plan.doe import select_support_graph
 from hyperplan.plan.grounding import ground
 from hyperplan.plan.support import AGENT, CHAINS, PAPER, SELECTOR, PolicyName
-from hyperplan.sources import demo_catalog_path
 
 runner = CliRunner()
 REQUEST = "Like the song Yesterday on my music account"
 KNOWN = "query,username,password"
-
-
-@pytest.fixture(scope="module")
-def demo_graph(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("g") / "demo.json"
-    result = runner.invoke(app, ["graph", "build", f"openai:{demo_catalog_path()}", "-o",
-                                 str(path), "--embedder", "hashing"])
-    assert result.exit_code == 0, result.output
-    return path
 
 
 def support(graph: Path, *args: str) -> dict[str, Any]:
