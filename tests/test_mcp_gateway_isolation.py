@@ -138,6 +138,17 @@ async def _find(client: Client, request: str, **extra: Any) -> dict[str, Any]:
     return result_data(await client.call_tool("find_tools", {"request": request, **extra}))
 
 
+async def _find_ready(client: Client, request: str, **extra: Any) -> dict[str, Any]:
+    """``_find`` once the graph is ready (before, the BM25 answer holds no state), waiting
+    at most TIMEOUT seconds for it."""
+    deadline = time.monotonic() + TIMEOUT
+    while True:
+        data = await _find(client, request, **extra)
+        if data.get("ready") or time.monotonic() > deadline:
+            return data
+        await asyncio.sleep(0.2)
+
+
 def test_default_http_clients_never_share_a_conversation(tmp_path: Path) -> None:
     """Two default (2026-07-28) SDK clients: B never sees A's held values, a made-up token
     starts an empty conversation under a new token, and A's state is intact after B."""
@@ -155,7 +166,7 @@ def test_default_http_clients_never_share_a_conversation(tmp_path: Path) -> None
                 "conversation": token_a})
             assert not login.is_error, result_text(login)
             assert (login.meta or {}).get(CONVERSATION_META) == token_a
-            held_a = (await _find(a, "add Dune to a cart", conversation=token_a))["held"]
+            held_a = (await _find_ready(a, "add Dune to a cart", conversation=token_a))["held"]
             assert any("access_token" in h for h in held_a), held_a
 
             seen_b = await _find(b, "add Dune to a cart")
