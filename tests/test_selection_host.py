@@ -186,3 +186,17 @@ def test_host_narrows_and_keeps_what_it_cannot_read() -> None:
 def test_host_rejects_a_budget_under_one() -> None:
     with pytest.raises(ValueError, match="budget must be at least 1"):
         SelectionHost(budget=0)
+
+
+def test_pool_prepare_makes_the_fallback_whole_before_any_build() -> None:
+    pool = SelectorPool(_build)
+    catalog = _catalog()
+    pool.add("k", catalog)
+    before = pool.keyword("k", "weather", 1)
+    assert before is not None and before.all_tokens is None  # not every tool counted yet
+    pool.prepare("k")
+    after = pool.keyword("k", "weather", 1)
+    assert after is not None and after.names == ["weather"]
+    assert after.all_tokens == sum(pool.tokens("k", t.name) for t in catalog.tools) > 0
+    with pytest.raises(KeyError):
+        pool.prepare("unknown")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.table import Table
@@ -37,6 +37,11 @@ from hyperplan_bench.eval.isolated import Measure, run_isolated
 from hyperplan_bench.eval.scale import DEFAULT_DIM
 
 bench_app = typer.Typer(help="Scale benchmarks on synthetic catalogs.", no_args_is_help=True)
+
+SizeTimeout = Annotated[float, typer.Option(
+    help="give up on a size after this many seconds (0: never)")]
+MaxMemoryGb = Annotated[float, typer.Option(
+    help="address-space limit of each run, so one size cannot exhaust the machine (0: none)")]
 
 # Above this many tools a model-backed embedder takes hours (MiniLM: ~100-500 texts/s).
 _SLOW_EMBEDDER_TOOLS = 5000
@@ -112,10 +117,8 @@ def links_cmd(
     embedder: str = embedder_option("hashing", "minilm embeds ~100-500 texts/s, far too slow "
                                     "for 100K tools"),
     seed: int = typer.Option(0, help="seed of the synthetic catalogs"),
-    timeout: float = typer.Option(0, help="give up on a size after this many seconds (0: never)"),
-    max_memory_gb: float = typer.Option(
-        0, help="address-space limit of each run, so one size cannot exhaust the machine "
-        "(0: none)"),
+    timeout: SizeTimeout = 0,
+    max_memory_gb: MaxMemoryGb = 0,
     as_json: AsJson = False,
 ) -> None:
     """Link-inference scale on synthetic catalogs of each size.
@@ -195,10 +198,8 @@ def scale_cmd(
         True, help="gc.freeze() once the graph is built, as a long-running planner would; "
         "without it a full collection walking the graph's ~10M objects (1M tools) can land "
         "inside a timed call"),
-    timeout: float = typer.Option(0, help="give up on a size after this many seconds (0: never)"),
-    max_memory_gb: float = typer.Option(
-        0, help="address-space limit of each run, so one size cannot exhaust the machine "
-        "(0: none)"),
+    timeout: SizeTimeout = 0,
+    max_memory_gb: MaxMemoryGb = 0,
     as_json: AsJson = False,
 ) -> None:
     """Planning scale: DOE and context-graph latency on synthetic hypergraphs.

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from hyperplan.cli.common import out
 from hyperplan.cli.options import AsJson, Sizes, embedder_option
-from hyperplan_bench.cli.bench_cmds import parse_sizes, run_sizes
+from hyperplan_bench.cli.bench_cmds import MaxMemoryGb, SizeTimeout, parse_sizes, run_sizes
 
 EMBEDDERS = ("hashing", "words", "minilm")
 
@@ -71,11 +71,8 @@ def select_cmd(
                               "before (query embedding by the model included), beside BM25 "
                               "and semantic top-K"),
     seed: int = typer.Option(0, help="seed of the synthetic catalogs and requests"),
-    timeout: float = typer.Option(1200, help="give up on a size after this many seconds "
-                                  "(0: never)"),
-    max_memory_gb: float = typer.Option(
-        8, help="address-space limit of each run, so one size cannot exhaust the machine "
-        "(0: none)"),
+    timeout: SizeTimeout = 1200,
+    max_memory_gb: MaxMemoryGb = 8,
     as_json: AsJson = False,
 ) -> None:
     """Selection latency at scale: Selector.select on synthetic catalogs of each size.

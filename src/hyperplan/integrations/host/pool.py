@@ -174,6 +174,17 @@ class SelectorPool:
             return None
         return keyword_selection(slot, request, budget, self.status(key).line())
 
+    def prepare(self, key: str) -> None:
+        """Make the keyword search's index and count every tool's tokens now (a host's build
+        does this first, so that the fallback answers at once and with ``all_tokens``)."""
+        with self._lock:
+            slot = self._slots.get(key)
+        if slot is None or slot.catalog is None:
+            raise KeyError(key)
+        _keyword_index(slot)
+        for tool in slot.catalog.tools:
+            _tokens(slot, tool.name)
+
     def tokens(self, key: str, name: str) -> int:
         """Definition tokens of tool ``name`` of the set ``key`` (as the selector counts)."""
         with self._lock:
@@ -240,6 +251,18 @@ def _tokens(slot: _Slot, name: str) -> int:
     return count or 0
 
 
+def _keyword_index(slot: _Slot) -> BM25Index:
+    """The slot's BM25 index over tool names and descriptions, made on first use."""
+    if slot.keyword is None:
+        from hyperplan.embed.bm25 import BM25Index
+        from hyperplan.graph.text import name_tokens
+
+        assert slot.catalog is not None
+        slot.keyword = BM25Index([f"{' '.join(name_tokens(t.name))} {t.name}: {t.description}"
+                                  for t in slot.catalog.tools])
+    return slot.keyword
+
+
 def keyword_selection(slot: _Slot, request: str, budget: int, status: str) -> Selection:
     """The keyword answer for ``request`` over the slot's catalog (module doc)."""
     from hyperplan.select.model import KEYWORD_METHOD, Reason, SelectedTool, Selection
@@ -247,15 +270,9 @@ def keyword_selection(slot: _Slot, request: str, budget: int, status: str) -> Se
     assert slot.catalog is not None
     started = time.perf_counter()
     tools = slot.catalog.tools
-    if slot.keyword is None:
-        from hyperplan.embed.bm25 import BM25Index
-        from hyperplan.graph.text import name_tokens
-
-        slot.keyword = BM25Index([f"{' '.join(name_tokens(t.name))} {t.name}: {t.description}"
-                                  for t in tools])
     picked = tuple(SelectedTool(tools[i].name, Reason.KEYWORD, round(score, 6),
                                 _tokens(slot, tools[i].name))
-                   for i, score in slot.keyword.search(request, budget))
+                   for i, score in _keyword_index(slot).search(request, budget))
     note = (f"{status}: this is a plain BM25 search over tool names and descriptions; the "
             "producers a tool needs and the state are not used yet")
     notes = (note,) if picked else (note, "no tool name or description shares a word with "

@@ -211,9 +211,7 @@ class SelectionService:
         """The pool's build: the fallback first (it serves until the graph is ready), then
         the gateway's build."""
         try:
-            self.pool.keyword(_KEY, "", 1)
-            for tool in catalog.tools:
-                self.pool.tokens(_KEY, tool.name)
+            self.pool.prepare(_KEY)
         finally:
             self.fallback.set()
         return self.builder(catalog)
